@@ -5,6 +5,14 @@
 // EndpointSlices.
 package collectors
 
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
 // RequestAPIVersion versions the JSON a plugin hands to svctrace-collector.
 const RequestAPIVersion = "svctrace.dev/v1alpha1"
 
@@ -85,4 +93,160 @@ type Endpoint struct {
 	NodeName    string           `json:"nodeName,omitempty"`
 	Zone        string           `json:"zone,omitempty"`
 	PodName     string           `json:"podName,omitempty"`
+}
+
+// RequestKind is the kind of a Request.
+const RequestKind = "CollectRequest"
+
+// Defaults for the request's optional knobs.
+const (
+	DefaultConntrackSampleMillis = 1000
+	DefaultProbeTimeoutMillis    = 1000
+	DefaultClusterDomain         = "cluster.local"
+)
+
+// Validate rejects a request the collector cannot act on: wrong
+// apiVersion/kind, no Service name, unparsable addresses or ports, unknown
+// sections. It does not judge the Service itself.
+func (r *Request) Validate() error {
+	var errs []error
+	if r.APIVersion != RequestAPIVersion {
+		errs = append(errs, fmt.Errorf("apiVersion %q: want %q", r.APIVersion, RequestAPIVersion))
+	}
+	if r.Kind != RequestKind {
+		errs = append(errs, fmt.Errorf("kind %q: want %q", r.Kind, RequestKind))
+	}
+	if r.Service.Namespace == "" || r.Service.Name == "" {
+		errs = append(errs, errors.New("service.namespace and service.name are required"))
+	}
+	for _, ip := range r.Service.ClusterIPs {
+		if ip == "None" || ip == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("service.clusterIPs: %w", err))
+		}
+	}
+	for _, list := range [][]string{r.Service.ExternalIPs, r.Service.LoadBalancerIPs, r.PodIPs, r.ClusterDNS} {
+		for _, ip := range list {
+			if _, err := netip.ParseAddr(ip); err != nil {
+				errs = append(errs, fmt.Errorf("address %q: %w", ip, err))
+			}
+		}
+	}
+	for i, p := range r.Service.Ports {
+		if p.Port < 1 || p.Port > 65535 {
+			errs = append(errs, fmt.Errorf("service.ports[%d].port %d out of range", i, p.Port))
+		}
+		if p.NodePort < 0 || p.NodePort > 65535 {
+			errs = append(errs, fmt.Errorf("service.ports[%d].nodePort %d out of range", i, p.NodePort))
+		}
+		switch p.Protocol {
+		case "TCP", "UDP", "SCTP":
+		default:
+			errs = append(errs, fmt.Errorf("service.ports[%d].protocol %q: want TCP, UDP or SCTP", i, p.Protocol))
+		}
+	}
+	for i, ep := range r.Endpoints {
+		if _, err := netip.ParseAddr(ep.IP); err != nil {
+			errs = append(errs, fmt.Errorf("endpoints[%d].ip: %w", i, err))
+		}
+		for name, port := range ep.Ports {
+			if port < 1 || port > 65535 {
+				errs = append(errs, fmt.Errorf("endpoints[%d].ports[%q] %d out of range", i, name, port))
+			}
+		}
+	}
+	for _, s := range r.Sections {
+		if !slices.Contains(AllSections, s) {
+			errs = append(errs, fmt.Errorf("unknown section %q (known: %s)", s, strings.Join(AllSections, ", ")))
+		}
+	}
+	if r.ConntrackSampleMillis < 0 || r.ProbeTimeoutMillis < 0 {
+		errs = append(errs, errors.New("conntrackSampleMillis and probeTimeoutMillis must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Wants says whether a section was requested (an empty list means all).
+func (r *Request) Wants(section string) bool {
+	return len(r.Sections) == 0 || slices.Contains(r.Sections, section)
+}
+
+// ServiceKey is "namespace/name".
+func (r *Request) ServiceKey() string { return r.Service.Namespace + "/" + r.Service.Name }
+
+// Domain is the cluster domain, defaulted.
+func (r *Request) Domain() string {
+	if r.ClusterDomain == "" {
+		return DefaultClusterDomain
+	}
+	return strings.TrimSuffix(r.ClusterDomain, ".")
+}
+
+// ClusterIPAddrs returns the parsed ClusterIPs, skipping "None" (headless).
+func (s *ServiceSpec) ClusterIPAddrs() []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range s.ClusterIPs {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// Frontend is one address:port/protocol the Service is reachable at.
+type Frontend struct {
+	Kind     string // clusterIP, externalIP, loadBalancerIP, nodePort
+	PortName string
+	Addr     netip.AddrPort
+	Protocol string // TCP, UDP, SCTP
+	// Port is the Service port this frontend belongs to.
+	Port ServicePort
+}
+
+// String is "ip:port/PROTO".
+func (f Frontend) String() string { return f.Addr.String() + "/" + f.Protocol }
+
+// Frontends lists the ClusterIP, externalIP and loadBalancerIP frontends for
+// every port. NodePorts need the node's addresses and are left to the caller.
+func (s *ServiceSpec) Frontends() []Frontend {
+	var out []Frontend
+	add := func(kind, ip string) {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return
+		}
+		for _, p := range s.Ports {
+			out = append(out, Frontend{Kind: kind, PortName: p.Name, Addr: netip.AddrPortFrom(a.Unmap(), uint16(p.Port)), Protocol: p.Protocol, Port: p})
+		}
+	}
+	for _, ip := range s.ClusterIPs {
+		add("clusterIP", ip)
+	}
+	for _, ip := range s.ExternalIPs {
+		add("externalIP", ip)
+	}
+	for _, ip := range s.LoadBalancerIPs {
+		add("loadBalancerIP", ip)
+	}
+	return out
+}
+
+// EndpointAddrs returns, for one Service port name, every endpoint address
+// the request lists with that port (whatever its conditions).
+func (r *Request) EndpointAddrs(portName string) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, ep := range r.Endpoints {
+		port, ok := ep.Ports[portName]
+		if !ok {
+			continue
+		}
+		a, err := netip.ParseAddr(ep.IP)
+		if err != nil {
+			continue
+		}
+		out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(port)))
+	}
+	return out
 }

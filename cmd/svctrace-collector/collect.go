@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// Options are the collector's own knobs (flags), as opposed to the request.
+type Options struct {
+	ProxyMetricsAddress string
+	ProxyHealthzAddress string
+	BPFFSRoot           string
+	Timeout             time.Duration
+	FlowCap             int
+	ProbeConcurrency    int
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// Collect runs every requested section concurrently and assembles the
+// observation. Sections never fail the run: each one records its own error.
+func Collect(ctx context.Context, req *collectors.Request, opts Options) *collectors.Observation {
+	start := time.Now()
+	obs := &collectors.Observation{
+		APIVersion:  collectors.ObservationAPIVersion,
+		Kind:        collectors.ObservationKind,
+		NodeName:    req.NodeName,
+		Service:     req.ServiceKey(),
+		CollectedAt: start.UTC(),
+	}
+	obs.Hostname, _ = os.Hostname()
+
+	var wg sync.WaitGroup
+	for _, s := range sectionReaders {
+		if !req.Wants(s.name) {
+			continue
+		}
+		wg.Go(func() { s.run(ctx, req, opts, &obs.Sections) })
+	}
+	wg.Wait()
+
+	obs.DurationMillis = collectors.Millis(time.Since(start))
+	obs.Collector = collectors.CollectorInfo{
+		Version:      version,
+		GoVersion:    runtime.Version(),
+		Capabilities: collectors.ReadCapabilities(),
+		Resources:    collectors.ReadResources(),
+	}
+	return obs
+}
+
+// sectionReader wires one section name to its reader. Each run writes only
+// its own field of Sections, so concurrent runs do not race.
+type sectionReader struct {
+	name string
+	run  func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections)
+}
+
+func notImplemented[T any]() *collectors.Section[T] {
+	return &collectors.Section[T]{Status: collectors.StatusNotImplemented, Error: "no reader for this section in this collector build"}
+}
+
+var sectionReaders = []sectionReader{
+	{collectors.SectionProxy, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.Proxy = notImplemented[collectors.ProxyObservation]()
+	}},
+	// iptables and nftables: readers live in collectors/iptables and
+	// collectors/nftables (another work stream); wire them here.
+	{collectors.SectionIPTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.IPTables = notImplemented[json.RawMessage]()
+	}},
+	{collectors.SectionNFTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.NFTables = notImplemented[json.RawMessage]()
+	}},
+	{collectors.SectionIPVS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.IPVS = notImplemented[collectors.IPVSObservation]()
+	}},
+	{collectors.SectionEBPF, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.EBPF = notImplemented[collectors.EBPFObservation]()
+	}},
+	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.Conntrack = notImplemented[collectors.ConntrackObservation]()
+	}},
+	{collectors.SectionRoute, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.Route = notImplemented[collectors.RouteObservation]()
+	}},
+	{collectors.SectionDNS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.DNS = notImplemented[collectors.DNSObservation]()
+	}},
+	{collectors.SectionProbe, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.Probe = notImplemented[collectors.ProbeObservation]()
+	}},
+}

@@ -1,0 +1,124 @@
+// Command svctrace-collector reads one Service's datapath state on the node it
+// runs on and prints one JSON NodeObservation (svctrace.dev/v1alpha1) on
+// stdout. It runs in a short-lived hostNetwork Pod with NET_ADMIN and NET_RAW.
+//
+// Usage:
+//
+//	svctrace-collector --request '<json>'
+//	svctrace-collector --request-file req.json
+//	svctrace-collector < req.json
+//
+// Exit codes: 0 when an observation was printed, even if sections failed (their
+// errors are in the JSON); 2 for a bad request or bad flags.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// version is set with -ldflags "-X main.version=…".
+var version = "dev"
+
+const exitBadRequest = 2
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("svctrace-collector", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		reqJSON = fs.String("request", "", "the CollectRequest as JSON")
+		reqFile = fs.String("request-file", "", "read the CollectRequest from this file (- for stdin)")
+		opts    Options
+		pretty  bool
+		showVer bool
+	)
+	fs.StringVar(&opts.ProxyMetricsAddress, "proxy-metrics-address", "127.0.0.1:10249", "kube-proxy metrics address (/proxyMode, /metrics)")
+	fs.StringVar(&opts.ProxyHealthzAddress, "proxy-healthz-address", "127.0.0.1:10256", "kube-proxy healthz address (/healthz)")
+	fs.StringVar(&opts.BPFFSRoot, "bpffs", "/sys/fs/bpf", "root of the BPF filesystem holding pinned maps")
+	fs.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "upper bound for the whole collection")
+	fs.IntVar(&opts.FlowCap, "flow-cap", 50, "most conntrack flows listed per list (counts stay exact)")
+	fs.IntVar(&opts.ProbeConcurrency, "probe-concurrency", 8, "concurrent probes")
+	fs.BoolVar(&pretty, "pretty", false, "indent the JSON")
+	fs.BoolVar(&showVer, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitBadRequest
+	}
+	if showVer {
+		fmt.Fprintln(stdout, version)
+		return 0
+	}
+	req, err := readRequest(*reqJSON, *reqFile, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitBadRequest
+	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	obs := Collect(ctx, req, opts)
+	enc := json.NewEncoder(stdout)
+	if pretty {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(obs); err != nil {
+		fmt.Fprintf(stderr, "error: write observation: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// readRequest takes the request from --request, --request-file, or stdin,
+// in that order, and validates it.
+func readRequest(inline, file string, stdin io.Reader) (*collectors.Request, error) {
+	var raw []byte
+	switch {
+	case inline != "" && file != "":
+		return nil, errors.New("give --request or --request-file, not both")
+	case inline != "":
+		raw = []byte(inline)
+	case file != "" && file != "-":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read request: %w", err)
+		}
+		raw = b
+	default:
+		b, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
+		if err != nil {
+			return nil, fmt.Errorf("read request from stdin: %w", err)
+		}
+		raw = b
+	}
+	var req collectors.Request
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("decode request: %w", err)
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid request: %w", err)
+	}
+	return &req, nil
+}

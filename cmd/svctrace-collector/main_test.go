@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+const minimalRequest = `{"apiVersion":"svctrace.dev/v1alpha1","kind":"CollectRequest",
+ "service":{"namespace":"default","name":"web","type":"ClusterIP","clusterIPs":["127.0.0.1"],
+  "ports":[{"name":"http","protocol":"TCP","port":1}]},
+ "sections":[%s]}`
+
+func req(sections string) string { return strings.Replace(minimalRequest, "%s", sections, 1) }
+
+func TestRunBadRequestExits2(t *testing.T) {
+	cases := map[string][]string{
+		"not json":        {"--request", "{"},
+		"wrong kind":      {"--request", `{"apiVersion":"svctrace.dev/v1alpha1","kind":"Nope","service":{"namespace":"a","name":"b"}}`},
+		"unknown section": {"--request", req(`"bogus"`)},
+		"unknown field":   {"--request", `{"apiVersion":"svctrace.dev/v1alpha1","kind":"CollectRequest","service":{"namespace":"a","name":"b"},"extra":1}`},
+		"bad flag":        {"--no-such-flag"},
+		"both sources":    {"--request", req(`"probe"`), "--request-file", "x"},
+		"bad clusterIP":   {"--request", strings.Replace(req(`"probe"`), "127.0.0.1", "300.1.1.1", 1)},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+			if code != exitBadRequest {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitBadRequest, errOut.String())
+			}
+			if out.Len() != 0 {
+				t.Fatalf("stdout not empty on a bad request: %q", out.String())
+			}
+		})
+	}
+}
+
+// TestRunSelectsSections checks that only requested sections appear, that the
+// envelope is versioned, and that the request can come from each source.
+func TestRunSelectsSections(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "req.json")
+	if err := os.WriteFile(file, []byte(req(`"route"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]struct {
+		args  []string
+		stdin string
+	}{
+		"inline": {[]string{"--request", req(`"route"`)}, ""},
+		"file":   {[]string{"--request-file", file}, ""},
+		"stdin":  {nil, req(`"route"`)},
+	}
+	for name, src := range sources {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := run(context.Background(), src.args, strings.NewReader(src.stdin), &out, &errOut); code != 0 {
+				t.Fatalf("exit %d; stderr %q", code, errOut.String())
+			}
+			if n := strings.Count(strings.TrimSpace(out.String()), "\n"); n != 0 {
+				t.Fatalf("want exactly one JSON line, got %d newlines", n)
+			}
+			var obs collectors.Observation
+			if err := json.Unmarshal(out.Bytes(), &obs); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if obs.APIVersion != collectors.ObservationAPIVersion || obs.Kind != collectors.ObservationKind {
+				t.Fatalf("envelope %s/%s", obs.APIVersion, obs.Kind)
+			}
+			if obs.Service != "default/web" {
+				t.Fatalf("service %q", obs.Service)
+			}
+			if obs.Sections.Route == nil {
+				t.Fatal("route section missing")
+			}
+			if obs.Sections.Probe != nil || obs.Sections.Conntrack != nil || obs.Sections.Proxy != nil {
+				t.Fatal("sections that were not requested are present")
+			}
+			if obs.Collector.Resources.PeakRSSSelfKiB <= 0 {
+				t.Fatalf("peak RSS not measured: %+v", obs.Collector.Resources)
+			}
+			if obs.Collector.Capabilities.EffectiveHex == "" {
+				t.Fatalf("capabilities not read: %+v", obs.Collector.Capabilities)
+			}
+		})
+	}
+}
+
+// TestFailingSectionDoesNotHideOthers runs a panicking reader next to a
+// working one through RunSection.
+func TestFailingSectionDoesNotHideOthers(t *testing.T) {
+	ctx := context.Background()
+	bad := collectors.RunSection(ctx, func(context.Context) (*collectors.RouteObservation, error) {
+		panic("boom")
+	})
+	good := collectors.RunSection(ctx, func(context.Context) (*collectors.DNSObservation, error) {
+		return &collectors.DNSObservation{Servers: []string{"10.96.0.10"}}, nil
+	})
+	unavailable := collectors.RunSection(ctx, func(context.Context) (*collectors.IPVSObservation, error) {
+		return &collectors.IPVSObservation{}, collectors.Unavailable("ipvs not available in this kernel")
+	})
+	if bad.Status != collectors.StatusError || !strings.Contains(bad.Error, "boom") {
+		t.Fatalf("panicking section: %+v", bad)
+	}
+	if good.Status != collectors.StatusOK || good.Data == nil || good.Data.Servers[0] != "10.96.0.10" {
+		t.Fatalf("good section: %+v", good)
+	}
+	if unavailable.Status != collectors.StatusUnavailable || unavailable.Error != "ipvs not available in this kernel" {
+		t.Fatalf("unavailable section: %+v", unavailable)
+	}
+}

@@ -1,0 +1,494 @@
+package collectors
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ObservationAPIVersion and ObservationKind identify the JSON svctrace-collector
+// prints. Fields are only ever added within one apiVersion.
+const (
+	ObservationAPIVersion = "svctrace.dev/v1alpha1"
+	ObservationKind       = "NodeObservation"
+)
+
+// Section names, as a request's "sections" and the observation's keys spell them.
+const (
+	SectionProxy     = "proxy"
+	SectionIPTables  = "iptables"
+	SectionNFTables  = "nftables"
+	SectionIPVS      = "ipvs"
+	SectionEBPF      = "ebpf"
+	SectionConntrack = "conntrack"
+	SectionRoute     = "route"
+	SectionDNS       = "dns"
+	SectionProbe     = "probe"
+)
+
+// AllSections lists every section in the order the collector reports them.
+var AllSections = []string{
+	SectionProxy, SectionIPTables, SectionNFTables, SectionIPVS, SectionEBPF,
+	SectionConntrack, SectionRoute, SectionDNS, SectionProbe,
+}
+
+// SectionStatus says how far a section got. It is not a verdict on the
+// Service: "ok" means the reader ran, not that what it saw is healthy.
+type SectionStatus string
+
+const (
+	// StatusOK: the reader ran to the end; Data holds what it saw.
+	StatusOK SectionStatus = "ok"
+	// StatusError: the reader failed; Error says why, Data may hold a partial result.
+	StatusError SectionStatus = "error"
+	// StatusUnavailable: the facility does not exist on this node (e.g. a
+	// kernel without IPVS); Error holds the reason. Not a failure of the collector.
+	StatusUnavailable SectionStatus = "unavailable"
+	// StatusNotImplemented: this collector build has no reader for the section.
+	StatusNotImplemented SectionStatus = "not-implemented"
+)
+
+// Section is one reader's result. Each section carries its own error and
+// timing so that one failing reader never hides what the others saw.
+type Section[T any] struct {
+	Status         SectionStatus `json:"status"`
+	Error          string        `json:"error,omitempty"`
+	DurationMillis float64       `json:"durationMillis"`
+	Data           *T            `json:"data,omitempty"`
+}
+
+// Observation is what one svctrace-collector run saw on one node for one
+// Service: apiVersion svctrace.dev/v1alpha1, kind NodeObservation.
+type Observation struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// NodeName is the request's node name; Hostname is what the node says.
+	NodeName string `json:"nodeName,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// Service is "namespace/name" of the requested Service.
+	Service string `json:"service"`
+
+	CollectedAt    time.Time `json:"collectedAt"`
+	DurationMillis float64   `json:"durationMillis"`
+
+	Collector CollectorInfo `json:"collector"`
+	Sections  Sections      `json:"sections"`
+}
+
+// Sections holds one entry per requested section; sections not requested
+// are absent. iptables and nftables are read by their own packages
+// (collectors/iptables, collectors/nftables) and embedded here as their JSON,
+// so that this package does not depend on their types; decode Data into
+// iptables.Observation / nftables.Observation.
+type Sections struct {
+	Proxy     *Section[ProxyObservation]     `json:"proxy,omitempty"`
+	IPTables  *Section[json.RawMessage]      `json:"iptables,omitempty"`
+	NFTables  *Section[json.RawMessage]      `json:"nftables,omitempty"`
+	IPVS      *Section[IPVSObservation]      `json:"ipvs,omitempty"`
+	EBPF      *Section[EBPFObservation]      `json:"ebpf,omitempty"`
+	Conntrack *Section[ConntrackObservation] `json:"conntrack,omitempty"`
+	Route     *Section[RouteObservation]     `json:"route,omitempty"`
+	DNS       *Section[DNSObservation]       `json:"dns,omitempty"`
+	Probe     *Section[ProbeObservation]     `json:"probe,omitempty"`
+}
+
+// CollectorInfo describes the collector process itself, so the plugin can say
+// what it ran with (capabilities) and what it cost (peak RSS).
+type CollectorInfo struct {
+	Version   string `json:"version,omitempty"`
+	GoVersion string `json:"goVersion"`
+	// Capabilities is the effective capability set (CapEff of /proc/self/status).
+	Capabilities Capabilities `json:"capabilities"`
+	// Resources is measured at the end of the run with getrusage.
+	Resources Resources `json:"resources"`
+}
+
+// Capabilities is the process's effective capability set.
+type Capabilities struct {
+	// EffectiveHex is CapEff as /proc/self/status prints it.
+	EffectiveHex string `json:"effectiveHex,omitempty"`
+	// Effective names the bits that are set, e.g. CAP_NET_ADMIN.
+	Effective []string `json:"effective,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Resources is the collector's own cost. Self is this process; Children are
+// waited-for child processes (iptables-save and the like), kept apart because
+// the 64 MiB budget is for the collector itself.
+type Resources struct {
+	PeakRSSSelfKiB     int64   `json:"peakRSSSelfKiB"`
+	PeakRSSChildrenKiB int64   `json:"peakRSSChildrenKiB"`
+	UserCPUMillis      float64 `json:"userCPUMillis"`
+	SystemCPUMillis    float64 `json:"systemCPUMillis"`
+}
+
+// HTTPFetch is the raw evidence of one HTTP GET.
+type HTTPFetch struct {
+	URL           string  `json:"url"`
+	StatusCode    int     `json:"statusCode,omitempty"`
+	Body          string  `json:"body,omitempty"` // trimmed and capped; metrics bodies are left out
+	LatencyMillis float64 `json:"latencyMillis"`
+	Error         string  `json:"error,omitempty"`
+	// ErrorClass is refused, timeout, unreachable, reset or other.
+	ErrorClass string `json:"errorClass,omitempty"`
+}
+
+// ---- proxy: datapath owner and kube-proxy health ----
+
+// ProxyObservation is what kube-proxy says about itself and which datapaths
+// left traces on the node. Every fingerprint found is listed; which one is a
+// leftover is for the judge to decide.
+type ProxyObservation struct {
+	// Mode is the body of /proxyMode (iptables, ipvs, nftables), empty when unreachable.
+	Mode      string           `json:"mode,omitempty"`
+	ProxyMode HTTPFetch        `json:"proxyMode"`
+	Healthz   *KubeProxyHealth `json:"healthz,omitempty"`
+	Metrics   *ProxyMetrics    `json:"metrics,omitempty"`
+	// Fingerprints lists every check made, found or not.
+	Fingerprints []Fingerprint `json:"fingerprints"`
+}
+
+// KubeProxyHealth is kube-proxy's /healthz answer (port 10256).
+type KubeProxyHealth struct {
+	Fetch        HTTPFetch `json:"fetch"`
+	LastUpdated  string    `json:"lastUpdated,omitempty"`
+	CurrentTime  string    `json:"currentTime,omitempty"`
+	NodeEligible *bool     `json:"nodeEligible,omitempty"`
+	Healthy      *bool     `json:"healthy,omitempty"`
+	// Families is the per-IP-family status ("IPv4", "IPv6").
+	Families map[string]FamilyHealth `json:"families,omitempty"`
+}
+
+// FamilyHealth is one IP family's entry in /healthz "status".
+type FamilyHealth struct {
+	LastUpdated string `json:"lastUpdated,omitempty"`
+	Healthy     bool   `json:"healthy"`
+}
+
+// ProxyMetrics holds the sync-related samples picked from kube-proxy's /metrics.
+type ProxyMetrics struct {
+	Fetch   HTTPFetch      `json:"fetch"`
+	Samples []MetricSample `json:"samples,omitempty"`
+}
+
+// MetricSample is one Prometheus sample. Histograms contribute their _count and _sum.
+type MetricSample struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Value  float64           `json:"value"`
+}
+
+// Fingerprint is one trace a datapath leaves on a node.
+type Fingerprint struct {
+	// Mode is iptables, iptables-legacy, nftables, ipvs, cilium or calico.
+	Mode string `json:"mode"`
+	// Check names what was looked at, e.g. "chain nat KUBE-PROXY-CANARY (nft backend)".
+	Check    string `json:"check"`
+	Found    bool   `json:"found"`
+	Evidence string `json:"evidence,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ---- ipvs ----
+
+// IPVSObservation is this Service's IPVS virtual servers on the node.
+type IPVSObservation struct {
+	// Available is false when the kernel has no IPVS; Status then says so.
+	Available      bool                `json:"available"`
+	Status         string              `json:"status,omitempty"`
+	VirtualServers []IPVSVirtualServer `json:"virtualServers,omitempty"`
+	// KubeIPVS0 lists the addresses on the kube-ipvs0 dummy link.
+	KubeIPVS0 *LinkAddresses `json:"kubeIPVS0,omitempty"`
+}
+
+// IPVSVirtualServer is one expected frontend and what IPVS holds for it.
+type IPVSVirtualServer struct {
+	// Frontend is clusterIP, externalIP, loadBalancerIP or nodePort.
+	Frontend       string           `json:"frontend"`
+	PortName       string           `json:"portName,omitempty"`
+	Address        string           `json:"address"`
+	Port           uint16           `json:"port"`
+	Protocol       string           `json:"protocol"`
+	Found          bool             `json:"found"`
+	Scheduler      string           `json:"scheduler,omitempty"`
+	Flags          uint32           `json:"flags,omitempty"`
+	FlagNames      []string         `json:"flagNames,omitempty"`
+	TimeoutSeconds uint32           `json:"timeoutSeconds,omitempty"`
+	Netmask        uint32           `json:"netmask,omitempty"`
+	RealServers    []IPVSRealServer `json:"realServers,omitempty"`
+	Error          string           `json:"error,omitempty"`
+}
+
+// IPVSRealServer is one IPVS destination. Weight 0 means kube-proxy is draining it.
+type IPVSRealServer struct {
+	Address       string `json:"address"`
+	Port          uint16 `json:"port"`
+	Weight        int    `json:"weight"`
+	ActiveConns   int    `json:"activeConns"`
+	InactiveConns int    `json:"inactiveConns"`
+	// Forwarding is masq, tunnel, route or bypass.
+	Forwarding string `json:"forwarding,omitempty"`
+}
+
+// LinkAddresses is a link's presence and addresses.
+type LinkAddresses struct {
+	Name      string   `json:"name"`
+	Present   bool     `json:"present"`
+	Addresses []string `json:"addresses,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// ---- ebpf ----
+
+// EBPFObservation is what eBPF datapaths pinned in bpffs for this Service.
+type EBPFObservation struct {
+	BPFFSRoot string             `json:"bpffsRoot"`
+	Cilium    *CiliumObservation `json:"cilium,omitempty"`
+	Calico    *CalicoObservation `json:"calico,omitempty"`
+}
+
+// PinnedMap is one pinned BPF map found under the bpffs root.
+type PinnedMap struct {
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	Type       string `json:"type,omitempty"`
+	KeySize    uint32 `json:"keySize,omitempty"`
+	ValueSize  uint32 `json:"valueSize,omitempty"`
+	MaxEntries uint32 `json:"maxEntries,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// CiliumObservation is the Cilium load-balancer maps' view of the Service.
+// The map key/value layout is Cilium-version dependent (LayoutNote names the
+// one this reader decodes).
+type CiliumObservation struct {
+	Detected   bool             `json:"detected"`
+	LayoutNote string           `json:"layoutNote"`
+	Maps       []PinnedMap      `json:"maps,omitempty"`
+	Frontends  []CiliumFrontend `json:"frontends,omitempty"`
+	Error      string           `json:"error,omitempty"`
+}
+
+// CiliumFrontend is the master entry (slot 0) of one service key and its backend slots.
+type CiliumFrontend struct {
+	Frontend string `json:"frontend"` // clusterIP, externalIP, loadBalancerIP
+	Address  string `json:"address"`
+	Port     uint16 `json:"port"`
+	Protocol string `json:"protocol"`
+	// Scope 0 is external, 1 internal (two-scope ETP/ITP=Local services).
+	Scope            uint8  `json:"scope"`
+	Found            bool   `json:"found"`
+	RevNATIndex      uint16 `json:"revNATIndex,omitempty"`
+	BackendCount     uint16 `json:"backendCount,omitempty"`
+	QuarantinedCount uint16 `json:"quarantinedCount,omitempty"`
+	Flags            uint8  `json:"flags,omitempty"`
+	Flags2           uint8  `json:"flags2,omitempty"`
+	// AffinityTimeoutSecs and LBAlgorithm come from slot 0's first word.
+	AffinityTimeoutSecs uint32          `json:"affinityTimeoutSeconds,omitempty"`
+	LBAlgorithm         uint8           `json:"lbAlgorithm,omitempty"`
+	Backends            []CiliumBackend `json:"backends,omitempty"`
+}
+
+// CiliumBackend is one backend slot and the backend it points at.
+type CiliumBackend struct {
+	Slot      uint16 `json:"slot"`
+	BackendID uint32 `json:"backendID"`
+	Found     bool   `json:"found"`
+	Address   string `json:"address,omitempty"`
+	Port      uint16 `json:"port,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
+	// State is active, terminating, quarantined, maintenance or the raw number.
+	State     string `json:"state,omitempty"`
+	ClusterID uint16 `json:"clusterID,omitempty"`
+	Zone      uint8  `json:"zone,omitempty"`
+}
+
+// CalicoObservation is Calico eBPF detection (its NAT maps are listed, not decoded).
+type CalicoObservation struct {
+	Detected bool        `json:"detected"`
+	Maps     []PinnedMap `json:"maps,omitempty"`
+}
+
+// ---- conntrack ----
+
+// ConntrackObservation is the node's conntrack table health and this
+// Service's flows, grouped by the backend they were NATed to.
+type ConntrackObservation struct {
+	// Count and Max are net.netfilter.nf_conntrack_count and _max.
+	Count       int64  `json:"count"`
+	Max         int64  `json:"max"`
+	SysctlError string `json:"sysctlError,omitempty"`
+
+	// SampleIntervalMillis separates the two statistics samples.
+	SampleIntervalMillis int `json:"sampleIntervalMillis"`
+	// Stats are netlink per-CPU statistics (conntrack -S): the second sample's
+	// totals and the delta between the samples.
+	Stats       *ConntrackCounters `json:"stats,omitempty"`
+	StatsDelta  *ConntrackCounters `json:"statsDelta,omitempty"`
+	StatsPerCPU []ConntrackCPU     `json:"statsPerCPU,omitempty"`
+	StatsError  string             `json:"statsError,omitempty"`
+
+	// ProcStat is /proc/net/stat/nf_conntrack summed over CPUs (second sample)
+	// and its delta; it has clash_resolve and chaintoolong, which netlink via
+	// ti-mo/conntrack does not decode.
+	ProcStat      map[string]uint64 `json:"procStat,omitempty"`
+	ProcStatDelta map[string]uint64 `json:"procStatDelta,omitempty"`
+	ProcStatError string            `json:"procStatError,omitempty"`
+
+	Flows      *ServiceFlows `json:"flows,omitempty"`
+	FlowsError string        `json:"flowsError,omitempty"`
+}
+
+// ConntrackCounters are the netlink statistics, summed over CPUs.
+type ConntrackCounters struct {
+	Found         uint64 `json:"found"`
+	Invalid       uint64 `json:"invalid"`
+	Ignore        uint64 `json:"ignore"`
+	Insert        uint64 `json:"insert"`
+	InsertFailed  uint64 `json:"insertFailed"`
+	Drop          uint64 `json:"drop"`
+	EarlyDrop     uint64 `json:"earlyDrop"`
+	Error         uint64 `json:"error"`
+	SearchRestart uint64 `json:"searchRestart"`
+}
+
+// ConntrackCPU is one CPU's netlink statistics (second sample).
+type ConntrackCPU struct {
+	CPU uint16 `json:"cpu"`
+	ConntrackCounters
+}
+
+// ServiceFlows are conntrack entries whose original destination is one of the
+// Service's frontends.
+type ServiceFlows struct {
+	// DumpedEntries is how many entries the dump returned before filtering.
+	DumpedEntries int `json:"dumpedEntries"`
+	// ExpectedBackends is the request's endpoint set ("ip:port"), copied for convenience.
+	ExpectedBackends []string        `json:"expectedBackends,omitempty"`
+	Frontends        []FrontendFlows `json:"frontends"`
+	// Unexpected lists (capped) flows pinned to backends not in ExpectedBackends.
+	Unexpected      []ConntrackFlow `json:"unexpected,omitempty"`
+	UnexpectedTotal int             `json:"unexpectedTotal"`
+	// Truncated is true when a list was capped; counts stay exact.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// FrontendFlows counts flows to one frontend (ClusterIP:port or NodePort), per backend.
+type FrontendFlows struct {
+	Frontend string         `json:"frontend"` // "10.96.0.50:80/TCP"
+	Total    int            `json:"total"`
+	Backends []BackendFlows `json:"backends,omitempty"`
+}
+
+// BackendFlows is the number of flows NATed to one backend (the reply source).
+type BackendFlows struct {
+	Backend  string `json:"backend"` // "10.244.1.5:8080"
+	Count    int    `json:"count"`
+	Expected bool   `json:"expected"` // in the request's endpoint set
+	// States counts TCP states (ESTABLISHED, TIME_WAIT, …) or "UDP"/"ASSURED" markers.
+	States map[string]int `json:"states,omitempty"`
+}
+
+// ConntrackFlow is one conntrack entry, as raw as useful.
+type ConntrackFlow struct {
+	Protocol       string   `json:"protocol"`
+	Original       string   `json:"original"` // "src:sport -> dst:dport"
+	Reply          string   `json:"reply"`
+	Backend        string   `json:"backend"`
+	Status         []string `json:"status,omitempty"`
+	TCPState       string   `json:"tcpState,omitempty"`
+	TimeoutSeconds uint32   `json:"timeoutSeconds"`
+	Mark           uint32   `json:"mark,omitempty"`
+	Zone           uint16   `json:"zone,omitempty"`
+}
+
+// ---- route ----
+
+// RouteObservation is how this node routes to the Pod IPs and the sysctls
+// that decide forwarding.
+type RouteObservation struct {
+	IPv4Forward     string `json:"ipv4Forward"` // net.ipv4.ip_forward, or "absent"/"error: …"
+	IPv6Forward     string `json:"ipv6Forward"` // net.ipv6.conf.all.forwarding
+	RPFilterAll     string `json:"rpFilterAll"`
+	RPFilterDefault string `json:"rpFilterDefault"`
+	// BridgeNFCallIPTables is "absent" when br_netfilter is not loaded.
+	BridgeNFCallIPTables  string        `json:"bridgeNFCallIPTables"`
+	BridgeNFCallIP6Tables string        `json:"bridgeNFCallIP6Tables"`
+	Routes                []RouteLookup `json:"routes"`
+}
+
+// RouteLookup is the kernel's answer to "ip route get <dst>".
+type RouteLookup struct {
+	Destination string    `json:"destination"`
+	Device      string    `json:"device,omitempty"`
+	Gateway     string    `json:"gateway,omitempty"`
+	Source      string    `json:"source,omitempty"`
+	Type        string    `json:"type,omitempty"` // unicast, local, blackhole, unreachable, prohibit, …
+	Table       int       `json:"table,omitempty"`
+	Scope       string    `json:"scope,omitempty"`
+	Protocol    string    `json:"protocol,omitempty"`
+	Link        *LinkInfo `json:"link,omitempty"`
+	// RPFilterDevice is net.ipv4.conf.<device>.rp_filter (IPv4 only).
+	RPFilterDevice string `json:"rpFilterDevice,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// LinkInfo is the state and kind of the link a route uses.
+type LinkInfo struct {
+	Name      string `json:"name"`
+	Index     int    `json:"index"`
+	Kind      string `json:"kind"` // veth, bridge, vxlan, ipip, wireguard, dummy, device, …
+	AdminUp   bool   `json:"adminUp"`
+	OperState string `json:"operState"`
+	MTU       int    `json:"mtu"`
+	Master    string `json:"master,omitempty"`
+}
+
+// ---- dns ----
+
+// DNSObservation is the answers of the cluster DNS for the Service's names.
+type DNSObservation struct {
+	Servers []string   `json:"servers"`
+	Queries []DNSQuery `json:"queries"`
+}
+
+// DNSQuery is one question to one server over one transport.
+type DNSQuery struct {
+	Server        string   `json:"server"`
+	Transport     string   `json:"transport"` // udp, tcp
+	Name          string   `json:"name"`
+	Type          string   `json:"type"` // A, AAAA, SRV
+	Rcode         string   `json:"rcode,omitempty"`
+	Answers       []string `json:"answers,omitempty"`
+	Truncated     bool     `json:"truncated,omitempty"`
+	Authoritative bool     `json:"authoritative,omitempty"`
+	LatencyMillis float64  `json:"latencyMillis"`
+	Error         string   `json:"error,omitempty"`
+	// ErrorClass is timeout, refused, unreachable, reset or other.
+	ErrorClass string `json:"errorClass,omitempty"`
+}
+
+// ---- probe ----
+
+// ProbeObservation is the result of connecting from the node to each
+// frontend and each endpoint.
+type ProbeObservation struct {
+	TimeoutMillis int     `json:"timeoutMillis"`
+	Concurrency   int     `json:"concurrency"`
+	Probes        []Probe `json:"probes"`
+}
+
+// Probe is one connection attempt.
+type Probe struct {
+	Target   string `json:"target"` // clusterIP, externalIP, endpoint
+	PortName string `json:"portName,omitempty"`
+	Address  string `json:"address"` // "ip:port"
+	Protocol string `json:"protocol"`
+	// Outcome is connected (TCP), reply (UDP answered), no-reply (UDP, nothing
+	// came back: open-and-silent or filtered), or failed.
+	Outcome       string  `json:"outcome"`
+	LatencyMillis float64 `json:"latencyMillis"`
+	Error         string  `json:"error,omitempty"`
+	// ErrorClass is refused, timeout, unreachable, reset or other.
+	ErrorClass string `json:"errorClass,omitempty"`
+}
