@@ -361,7 +361,9 @@ type ConntrackCPU struct {
 // ServiceFlows are conntrack entries whose original destination is one of the
 // Service's frontends.
 type ServiceFlows struct {
-	// DumpedEntries is how many entries the dump returned before filtering.
+	// DumpFilter says what the dump was limited to before address filtering.
+	DumpFilter string `json:"dumpFilter,omitempty"`
+	// DumpedEntries is how many entries the dump returned before address filtering.
 	DumpedEntries int `json:"dumpedEntries"`
 	// ExpectedBackends is the request's endpoint set ("ip:port"), copied for convenience.
 	ExpectedBackends []string        `json:"expectedBackends,omitempty"`

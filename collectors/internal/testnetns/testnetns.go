@@ -153,3 +153,5 @@ func run(t testing.TB, args ...string) string {
 	}
 	return string(out)
 }
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -1,0 +1,185 @@
+package conntrack
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	ct "github.com/ti-mo/conntrack"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/internal/testnetns"
+)
+
+// procStatRecorded is /proc/net/stat/nf_conntrack from a 2-CPU 6.x kernel
+// after some traffic (clashres and chainlength columns present).
+const procStatRecorded = `entries  clashres found new invalid ignore delete chainlength insert insert_failed drop early_drop icmp_error  expect_new expect_create expect_delete search_restart
+0000002a  00000003 00000010 00000000 00000005 00000000 00000000 00000000 00000000 00000002 00000000 00000000 00000001  00000000 00000000 00000000 0000000a
+0000002a  00000001 00000020 00000000 00000001 00000000 00000000 00000004 00000000 00000000 00000007 00000000 00000000  00000000 00000000 00000000 00000000
+`
+
+func TestParseProcStat(t *testing.T) {
+	got, err := ParseProcStat(procStatRecorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"entries": 42, "clashres": 4, "found": 48, "invalid": 6, "chainlength": 4,
+		"insert_failed": 2, "drop": 7, "icmp_error": 1, "search_restart": 10}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
+	}
+	later := map[string]uint64{"entries": 40, "clashres": 6, "found": 40}
+	d := DeltaProcStat(got, later)
+	if d["entries"] != 40 || d["clashres"] != 2 || d["found"] != 0 {
+		t.Errorf("delta %v", d)
+	}
+	if _, err := ParseProcStat("entries found\n1\n"); err == nil {
+		t.Error("short row accepted")
+	}
+	if _, err := ParseProcStat("entries\n"); err == nil {
+		t.Error("header only accepted")
+	}
+}
+
+func flow(proto uint8, src, dst, replySrc string, tcpState uint8) ct.Flow {
+	s, d, r := netip.MustParseAddrPort(src), netip.MustParseAddrPort(dst), netip.MustParseAddrPort(replySrc)
+	f := ct.Flow{Status: ct.StatusDstNAT | ct.StatusConfirmed | ct.StatusSeenReply, Timeout: 100}
+	f.TupleOrig.IP.SourceAddress, f.TupleOrig.IP.DestinationAddress = s.Addr(), d.Addr()
+	f.TupleOrig.Proto.Protocol, f.TupleOrig.Proto.SourcePort, f.TupleOrig.Proto.DestinationPort = proto, s.Port(), d.Port()
+	f.TupleReply.IP.SourceAddress, f.TupleReply.IP.DestinationAddress = r.Addr(), s.Addr()
+	f.TupleReply.Proto.Protocol, f.TupleReply.Proto.SourcePort, f.TupleReply.Proto.DestinationPort = proto, r.Port(), s.Port()
+	if proto == 6 {
+		f.ProtoInfo.TCP = &ct.ProtoInfoTCP{State: tcpState}
+	}
+	return f
+}
+
+func webRequest() *collectors.Request {
+	return &collectors.Request{
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "dns", Protocol: "UDP", Port: 53}}},
+		Endpoints: []collectors.Endpoint{
+			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080, "dns": 5353}},
+			{IP: "10.244.2.7", Ports: map[string]int32{"http": 8080, "dns": 5353}},
+		},
+	}
+}
+
+func TestGroupFlows(t *testing.T) {
+	flows := []ct.Flow{
+		flow(6, "10.0.0.11:40000", "10.96.0.50:80", "10.244.1.5:8080", 3),
+		flow(6, "10.0.0.11:40001", "10.96.0.50:80", "10.244.1.5:8080", 7),
+		flow(6, "10.0.0.11:40002", "10.96.0.50:80", "10.244.9.9:8080", 3), // stale backend
+		flow(17, "10.0.0.11:5000", "10.96.0.50:53", "10.244.2.7:5353", 0),
+		flow(6, "192.0.2.1:5555", "10.0.0.11:30080", "10.244.2.7:8080", 3), // NodePort
+		flow(6, "10.0.0.11:40003", "10.96.0.99:80", "10.244.1.5:8080", 3),  // another Service
+		flow(17, "10.0.0.11:5001", "10.96.0.50:80", "10.244.1.5:8080", 0),  // wrong protocol
+	}
+	for i := 0; i < 5; i++ { // more stale flows than the cap
+		flows = append(flows, flow(6, fmt.Sprintf("10.0.0.12:%d", 41000+i), "10.96.0.50:80", "10.244.9.9:8080", 3))
+	}
+	got := GroupFlows(flows, webRequest(), 3)
+	if got.DumpedEntries != len(flows) {
+		t.Errorf("dumped %d", got.DumpedEntries)
+	}
+	if want := []string{"10.244.1.5:5353", "10.244.1.5:8080", "10.244.2.7:5353", "10.244.2.7:8080"}; fmt.Sprint(got.ExpectedBackends) != fmt.Sprint(want) {
+		t.Errorf("expected backends %v", got.ExpectedBackends)
+	}
+	if len(got.Frontends) != 3 {
+		t.Fatalf("frontends %+v", got.Frontends)
+	}
+	byName := map[string]collectors.FrontendFlows{}
+	for _, fe := range got.Frontends {
+		byName[fe.Frontend] = fe
+	}
+	http := byName["10.96.0.50:80/TCP"]
+	if http.Total != 8 || len(http.Backends) != 2 {
+		t.Fatalf("http frontend %+v", http)
+	}
+	if b := http.Backends[0]; b.Backend != "10.244.1.5:8080" || b.Count != 2 || !b.Expected || b.States["ESTABLISHED"] != 1 || b.States["TIME_WAIT"] != 1 {
+		t.Errorf("live backend %+v", b)
+	}
+	if b := http.Backends[1]; b.Backend != "10.244.9.9:8080" || b.Count != 6 || b.Expected {
+		t.Errorf("stale backend %+v", b)
+	}
+	if dns := byName["10.96.0.50:53/UDP"]; dns.Total != 1 || dns.Backends[0].States["SEEN_REPLY"] != 1 {
+		t.Errorf("dns frontend %+v", dns)
+	}
+	if np := byName["10.0.0.11:30080/TCP"]; np.Total != 1 || !np.Backends[0].Expected {
+		t.Errorf("nodeport frontend %+v", np)
+	}
+	if got.UnexpectedTotal != 6 || len(got.Unexpected) != 3 || !got.Truncated {
+		t.Errorf("unexpected: total %d listed %d truncated %v", got.UnexpectedTotal, len(got.Unexpected), got.Truncated)
+	}
+	if u := got.Unexpected[0]; u.Original != "10.0.0.11:40002 -> 10.96.0.50:80" || u.Reply != "10.244.9.9:8080 -> 10.0.0.11:40002" || u.TCPState != "ESTABLISHED" {
+		t.Errorf("unexpected flow %+v", u)
+	}
+}
+
+// TestReadInNetns makes real NATed flows in a test namespace: one to a
+// backend that is not in the endpoint set, then three to the live one.
+func TestReadInNetns(t *testing.T) {
+	s := testnetns.NewScenario(t)
+	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
+	s.SetBackend(t, s.StalePort)
+	s.Connect(t, cluster)
+	s.SetBackend(t, s.BackendPort)
+	for i := 0; i < 3; i++ {
+		s.Connect(t, cluster)
+	}
+	req := &collectors.Request{
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+		ConntrackSampleMillis: 100,
+	}
+	var obs *collectors.ConntrackObservation
+	var err error
+	testnetns.Do(t, s.Node, func() {
+		obs, err = (&Reader{NetNS: int(s.Node.Handle(t))}).Read(context.Background(), req)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.StatsError != "" || obs.Stats == nil || obs.StatsDelta == nil || len(obs.StatsPerCPU) == 0 {
+		t.Fatalf("stats: %+v err %q", obs.Stats, obs.StatsError)
+	}
+	if obs.Stats.Found+obs.Stats.Invalid+obs.Stats.SearchRestart == 0 && obs.Count == 0 {
+		t.Errorf("no conntrack activity seen at all: %+v count %d", obs.Stats, obs.Count)
+	}
+	if obs.Max <= 0 || obs.SysctlError != "" {
+		t.Errorf("max %d sysctl error %q", obs.Max, obs.SysctlError)
+	}
+	if obs.Count < 4 {
+		t.Errorf("count %d, want at least the 4 flows made", obs.Count)
+	}
+	if obs.ProcStatError == "" {
+		if _, ok := obs.ProcStat["clashres"]; !ok {
+			t.Errorf("procStat without clashres: %v", obs.ProcStat)
+		}
+	}
+	if obs.FlowsError != "" || obs.Flows == nil || len(obs.Flows.Frontends) != 1 {
+		t.Fatalf("flows %+v err %q", obs.Flows, obs.FlowsError)
+	}
+	fe := obs.Flows.Frontends[0]
+	if fe.Frontend != cluster+"/TCP" || fe.Total != 4 {
+		t.Fatalf("frontend %+v", fe)
+	}
+	live, stale := fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort), fmt.Sprintf("%s:%d", s.PodIP, s.StalePort)
+	counts := map[string]int{}
+	for _, b := range fe.Backends {
+		counts[b.Backend] = b.Count
+		if b.Expected != (b.Backend == live) {
+			t.Errorf("backend %s expected=%v", b.Backend, b.Expected)
+		}
+	}
+	if counts[live] != 3 || counts[stale] != 1 {
+		t.Errorf("per-backend counts %v", counts)
+	}
+	if obs.Flows.UnexpectedTotal != 1 || len(obs.Flows.Unexpected) != 1 || obs.Flows.Unexpected[0].Backend != stale {
+		t.Errorf("unexpected flows %+v", obs.Flows.Unexpected)
+	}
+}

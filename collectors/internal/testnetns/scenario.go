@@ -1,0 +1,79 @@
+package testnetns
+
+import (
+	"fmt"
+	"os/exec"
+	"testing"
+)
+
+// Scenario is a miniature node: namespace Node reaches namespace Pod over a
+// veth pair, and an nftables table inside Node DNATs a fake ClusterIP to the
+// Pod, the way kube-proxy would. Nothing outside the two namespaces changes.
+type Scenario struct {
+	Node, Pod *NS
+	NodeIP    string // 10.250.0.1, on Node's veth
+	PodIP     string // 10.250.0.2, on Pod's eth0
+	ClusterIP string // 10.96.0.50 (routed via the Pod, DNATed in Node's output hook)
+	// ServicePort is the ClusterIP port; BackendPort the live backend;
+	// StalePort a second listener that is not in the endpoint set.
+	ServicePort, BackendPort, StalePort int
+	// ClosedPort has no listener (connection refused), DroppedPort is dropped
+	// by an nft rule in Node (timeout).
+	ClosedPort, DroppedPort int
+}
+
+// NewScenario builds the namespaces, addresses, routes, listeners and the
+// DNAT rule. It needs root, nft and socat.
+func NewScenario(t testing.TB) *Scenario {
+	t.Helper()
+	RequireRoot(t)
+	for _, tool := range []string{"nft", "socat", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	s := &Scenario{
+		Node: New(t, "node"), Pod: New(t, "pod"),
+		NodeIP: "10.250.0.1", PodIP: "10.250.0.2", ClusterIP: "10.96.0.50",
+		ServicePort: 80, BackendPort: 8080, StalePort: 8081, ClosedPort: 9999, DroppedPort: 7777,
+	}
+	VethPair(t, s.Node, "veth-pod", s.NodeIP+"/24", s.Pod, "eth0", s.PodIP+"/24")
+	s.Node.MustRun(t, "ip", "route", "add", "default", "via", s.PodIP)
+	s.Pod.MustRun(t, "ip", "route", "add", "default", "via", s.NodeIP)
+	for _, port := range []int{s.BackendPort, s.StalePort} {
+		s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, s.PodIP), "OPEN:/dev/null")
+		WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, port))
+	}
+	s.SetBackend(t, s.BackendPort)
+	return s
+}
+
+// SetBackend points the ClusterIP's DNAT rule at PodIP:port (as a kube-proxy
+// resync would) and keeps the drop rule for DroppedPort.
+func (s *Scenario) SetBackend(t testing.TB, port int) {
+	t.Helper()
+	ruleset := fmt.Sprintf(`table ip svctrace-test
+delete table ip svctrace-test
+table ip svctrace-test {
+	chain out {
+		type nat hook output priority -100; policy accept;
+		ip daddr %s tcp dport %d dnat to %s:%d
+	}
+	chain filter-out {
+		type filter hook output priority 0; policy accept;
+		ip daddr %s tcp dport %d drop
+	}
+}
+`, s.ClusterIP, s.ServicePort, s.PodIP, port, s.PodIP, s.DroppedPort)
+	cmd := exec.Command("ip", "netns", "exec", s.Node.Name, "nft", "-f", "-")
+	cmd.Stdin = stringsReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v\n%s", err, out)
+	}
+}
+
+// Connect opens and closes one TCP connection from Node to addr (ip:port).
+func (s *Scenario) Connect(t testing.TB, addr string) {
+	t.Helper()
+	s.Node.MustRun(t, "socat", "-u", "OPEN:/dev/null", "TCP:"+addr+",connect-timeout=2")
+}
