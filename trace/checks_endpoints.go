@@ -1,0 +1,247 @@
+package trace
+
+import (
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+func (j *judge) endpointChecks() {
+	if j.slicesGap {
+		return
+	}
+	e := &j.t.Endpoints
+	hasSelector := len(j.svc.Spec.Selector) > 0
+	if len(j.in.Slices) == 0 {
+		why := "; a Service without selector needs EndpointSlices made by hand or by its own controller"
+		if hasSelector {
+			why = "; the EndpointSlice controller makes one even when no Pod matches, so check kube-controller-manager"
+		}
+		j.emit(CodeEpsNoSlices, Args{"why": why})
+	} else {
+		j.emit(CodeEpsCounts, Args{"slices": strconv.Itoa(len(e.Slices)), "total": strconv.Itoa(e.Total),
+			"ready": strconv.Itoa(e.Ready), "serving": strconv.Itoa(e.Serving), "terminating": strconv.Itoa(e.Terminating)})
+	}
+	if hasSelector {
+		j.foreignManagerCheck()
+	}
+	for _, p := range j.ports {
+		j.portEndpointsCheck(p)
+	}
+	if e.Ready > 0 && e.Ready < e.Total {
+		var notReady []string
+		for _, ep := range j.endpoints {
+			if !ep.Ready {
+				notReady = append(notReady, endpointName(ep))
+			}
+		}
+		j.emit(CodeEpsNotReady, Args{"count": strconv.Itoa(len(notReady)), "total": strconv.Itoa(e.Total)},
+			fieldItems("notReady", notReady))
+	}
+	j.targetRefChecks()
+	j.missingReadyPodsCheck()
+	j.familyCheck()
+}
+
+func (j *judge) foreignManagerCheck() {
+	var slices []string
+	managers := map[string]bool{}
+	for _, s := range j.t.Endpoints.Slices {
+		if s.ManagedBy != managerController {
+			slices = append(slices, s.Name)
+			managers[orNone(s.ManagedBy)] = true
+		}
+	}
+	if len(slices) == 0 {
+		return
+	}
+	var ms []string
+	for m := range managers {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	j.emit(CodeEpsForeignManager, Args{"count": strconv.Itoa(len(slices)), "managers": strings.Join(ms, ", "),
+		"slices": listNames(slices)}, fieldItems("slices", slices), fieldItems("managedBy", ms))
+}
+
+// portEndpointsCheck judges one Service port the way kube-proxy does: its
+// endpoints are those of slices with a port of the same name; ready ones are
+// used; serving+terminating ones only when none is ready.
+func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
+	label := portLabel(p)
+	var ready, servingTerminating, total int
+	for _, ep := range j.endpoints {
+		if !hasPortName(ep.Ports, p.Name) {
+			continue
+		}
+		total++
+		switch {
+		case ep.Ready:
+			ready++
+		case ep.Serving && ep.Terminating:
+			servingTerminating++
+		}
+	}
+	if j.t.Endpoints.Total > 0 && total == 0 {
+		j.emit(CodePortMissingInSlices, Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
+			fieldValue("servicePortName", p.Name), fieldValue("slicePortNames", j.slicePortNames()))
+		return
+	}
+	if len(j.in.Slices) == 0 {
+		return // EPS002 already says it
+	}
+	switch {
+	case ready > 0:
+	case servingTerminating > 0:
+		j.emit(CodeEpsTerminatingOnly, Args{"port": label, "count": strconv.Itoa(servingTerminating)})
+	default:
+		impact := "kube-proxy rejects connections to this Service"
+		if j.t.Service.Headless {
+			impact = "the headless name has no records to return"
+		}
+		j.emit(CodeEpsNoReady, Args{"port": label, "impact": impact},
+			fieldValue("endpointsForPort", strconv.Itoa(total)), fieldValue("ready", "0"))
+	}
+}
+
+func hasPortName(ports []EndpointPort, name string) bool {
+	for _, p := range ports {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// targetRefChecks finds endpoints whose Pod is gone or no longer has the
+// endpoint's IP.
+func (j *judge) targetRefChecks() {
+	if j.podsGap {
+		return
+	}
+	var gone, ghost []string
+	unverified := map[string]bool{}
+	for _, name := range j.in.UnverifiedTargets {
+		unverified[name] = true
+	}
+	for _, ep := range j.endpoints {
+		if ep.Pod == nil || (ep.Pod.Namespace != "" && ep.Pod.Namespace != j.in.Namespace) || unverified[ep.Pod.Name] {
+			continue
+		}
+		pod := j.podsByName[ep.Pod.Name]
+		if pod == nil {
+			extra, looked := j.in.ExtraPods[ep.Pod.Name]
+			if !looked {
+				continue
+			}
+			if extra == nil {
+				gone = append(gone, endpointName(ep))
+				continue
+			}
+			pod = extra
+		}
+		if !podHasIP(pod, ep.IP) {
+			cur := pod.Status.PodIP
+			if cur == "" {
+				cur = "none"
+			}
+			ghost = append(ghost, endpointName(ep)+" (Pod IP now "+cur+")")
+		}
+	}
+	if len(gone) > 0 {
+		j.emit(CodeEpsPodGone, Args{"count": strconv.Itoa(len(gone)), "endpoints": listNames(gone)},
+			fieldItems("endpoints", gone))
+	}
+	if len(ghost) > 0 {
+		j.emit(CodeEpsGhostIP, Args{"count": strconv.Itoa(len(ghost)), "endpoints": listNames(ghost)},
+			fieldItems("endpoints", ghost))
+	}
+	if len(j.in.UnverifiedTargets) > 0 {
+		j.emit(CodeEpsTargetUnverified, Args{"count": strconv.Itoa(len(j.in.UnverifiedTargets)),
+			"limit": strconv.Itoa(ExtraPodLimit), "endpoints": listNames(j.in.UnverifiedTargets)},
+			fieldItems("pods", j.in.UnverifiedTargets))
+	}
+}
+
+func podHasIP(pod *corev1.Pod, ip string) bool {
+	want := net.ParseIP(ip)
+	for _, pip := range pod.Status.PodIPs {
+		if got := net.ParseIP(pip.IP); got != nil && want != nil && got.Equal(want) {
+			return true
+		}
+	}
+	if pod.Status.PodIP != "" {
+		if got := net.ParseIP(pod.Status.PodIP); got != nil && want != nil && got.Equal(want) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingReadyPodsCheck finds Ready selected Pods that no slice lists.
+func (j *judge) missingReadyPodsCheck() {
+	if j.podsGap || len(j.svc.Spec.Selector) == 0 || len(j.in.Slices) == 0 {
+		return
+	}
+	byPod := make(map[string]bool, len(j.endpoints))
+	byIP := make(map[string]bool, len(j.endpoints))
+	for _, ep := range j.endpoints {
+		if ep.Pod != nil {
+			byPod[ep.Pod.Name] = true
+		}
+		byIP[ep.IP] = true
+	}
+	var missing []string
+	for i := range j.in.Pods {
+		pod := &j.in.Pods[i]
+		if !podReady(pod) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
+			continue
+		}
+		if !byPod[pod.Name] && !byIP[pod.Status.PodIP] {
+			missing = append(missing, pod.Name+" ("+pod.Status.PodIP+")")
+		}
+	}
+	if len(missing) > 0 {
+		j.emit(CodeEpsReadyPodMissing, Args{"count": strconv.Itoa(len(missing)), "pods": listNames(missing)},
+			fieldItems("pods", missing))
+	}
+}
+
+// familyCheck warns about a Service IP family with no ready endpoint while
+// the other family has some (with none at all EPS003 already fails).
+func (j *judge) familyCheck() {
+	if len(j.t.Service.IPFamilies) < 2 || j.t.Endpoints.Ready == 0 {
+		return
+	}
+	readyByFamily := map[string]int{}
+	sliceFamily := map[string]string{}
+	for _, s := range j.t.Endpoints.Slices {
+		sliceFamily[s.Name] = s.AddressType
+	}
+	for _, ep := range j.endpoints {
+		if ep.Ready {
+			readyByFamily[sliceFamily[ep.Slice]]++
+		}
+	}
+	for _, fam := range j.t.Service.IPFamilies {
+		addrType := string(discoveryv1.AddressTypeIPv4)
+		if fam == string(corev1.IPv6Protocol) {
+			addrType = string(discoveryv1.AddressTypeIPv6)
+		}
+		if readyByFamily[addrType] == 0 {
+			j.emit(CodeEpsFamilyMissing, Args{"family": fam}, fieldValue("addressType", addrType))
+		}
+	}
+}
+
+// endpointName is "10.244.1.5 (pod web-1)" or just the IP.
+func endpointName(ep EndpointSummary) string {
+	if ep.Pod != nil {
+		return ep.IP + " (pod " + ep.Pod.Name + ")"
+	}
+	return ep.IP
+}

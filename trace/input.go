@@ -1,0 +1,329 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+)
+
+// PageSize is the Limit of every list request; lists follow Continue tokens.
+const PageSize = 500
+
+// Input is what the API says about one Service: the objects every check reads.
+// Fetch fills it with about six requests; a NodeInspector reuses it to know
+// which nodes, IPs and ports to look at.
+type Input struct {
+	Namespace string
+	Name      string
+	// Service is nil when the Service does not exist (see ServiceNotFound).
+	Service         *corev1.Service
+	ServiceNotFound bool
+	// ClosestServices are the Service names nearest to Name (only when not found).
+	ClosestServices []string
+
+	// Slices are every EndpointSlice labelled kubernetes.io/service-name=Name.
+	Slices []discoveryv1.EndpointSlice
+	// Pods are the Pods the Service's selector matches (empty without selector).
+	Pods []corev1.Pod
+	// ExtraPods are endpoint targetRef Pods outside Pods, looked up one by one
+	// (failure path only). A nil value means the Pod does not exist.
+	ExtraPods map[string]*corev1.Pod
+	// UnverifiedTargets are targetRef Pods not looked up (over ExtraPodLimit).
+	UnverifiedTargets []string
+	// ClosestPods are Pods of the namespace nearest to the selector, only when
+	// the selector matches nothing.
+	ClosestPods []corev1.Pod
+	// Nodes are the cluster's nodes by name; nil when they could not be read.
+	Nodes map[string]*corev1.Node
+
+	// DNSService and DNSSlices are kube-system/kube-dns and its EndpointSlices.
+	DNSService  *corev1.Service
+	DNSNotFound bool
+	DNSSlices   []discoveryv1.EndpointSlice
+
+	// Gaps are the reads that failed; each turns its layer unknown.
+	Gaps []Gap
+}
+
+// Gap is one failed read: what could not be read, why, and which layer it blinds.
+type Gap struct {
+	Layer     LayerName
+	Verb      string // get, list
+	Resource  string // endpointslices.discovery.k8s.io
+	Namespace string // "" for cluster-scoped
+	Forbidden bool
+	Err       error
+	// Impact says what the trace cannot judge without it.
+	Impact string
+}
+
+// Describe renders the gap the way kubectl names permissions.
+func (g Gap) Describe() string {
+	return fmt.Sprintf("cannot %s %s in %s", g.Verb, g.Resource, g.scope())
+}
+
+func (g Gap) scope() string {
+	if g.Namespace == "" {
+		return "the cluster scope"
+	}
+	return "namespace " + g.Namespace
+}
+
+// ExtraPodLimit bounds the single-Pod gets for endpoints whose Pod is not
+// among the selected ones.
+const ExtraPodLimit = 20
+
+// Resource names used in gaps and next steps.
+const (
+	resServices       = "services"
+	resEndpointSlices = "endpointslices.discovery.k8s.io"
+	resPods           = "pods"
+	resNodes          = "nodes"
+)
+
+// Fetch reads the Service and everything its checks need. It returns an error
+// only when the trace cannot run at all: the Service itself could not be read
+// (other than NotFound) or ctx ended. Other failures become Gaps.
+func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name string) (*Input, error) {
+	in := &Input{Namespace: namespace, Name: name}
+	svc, err := client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		in.ServiceNotFound = true
+		names, gap := listServiceNames(ctx, client, namespace)
+		if gap != nil {
+			gap.Impact = "closest Service names not shown"
+			in.Gaps = append(in.Gaps, *gap)
+		}
+		in.ClosestServices = Closest(name, names, 3)
+		return in, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("cannot get service %s in namespace %s: %w", name, namespace, err)
+	}
+	in.Service = svc
+
+	var mu sync.Mutex
+	addGap := func(g Gap) {
+		mu.Lock()
+		in.Gaps = append(in.Gaps, g)
+		mu.Unlock()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if svc.Spec.Type != corev1.ServiceTypeExternalName {
+		g.Go(func() error {
+			slices, err := listSlices(gctx, client, namespace, name)
+			if err != nil {
+				addGap(gapFor(LayerEndpoints, "list", resEndpointSlices, namespace, err, "endpoints cannot be judged"))
+				return nil
+			}
+			in.Slices = slices
+			return nil
+		})
+		if len(svc.Spec.Selector) > 0 {
+			g.Go(func() error {
+				pods, err := listPods(gctx, client, namespace, labels.SelectorFromSet(svc.Spec.Selector).String(), 0)
+				if err != nil {
+					addGap(gapFor(LayerEndpoints, "list", resPods, namespace, err, "Pods behind the Service cannot be judged"))
+					return nil
+				}
+				in.Pods = pods
+				return nil
+			})
+		}
+		g.Go(func() error {
+			nodes, err := listNodes(gctx, client)
+			if err != nil {
+				// Nodes are cluster-scoped and often not readable: the checks
+				// that need them are skipped (API003), the layer still judges.
+				addGap(gapFor("", "list", resNodes, "", err, "node readiness and per-node traffic policy not checked"))
+				return nil
+			}
+			in.Nodes = nodes
+			return nil
+		})
+	}
+	g.Go(func() error {
+		dns, err := client.CoreV1().Services("kube-system").Get(gctx, "kube-dns", metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			in.DNSNotFound = true
+			return nil
+		case err != nil:
+			addGap(gapFor(LayerDNS, "get", resServices, "kube-system", err, "cluster DNS Service not checked"))
+			return nil
+		}
+		in.DNSService = dns
+		return nil
+	})
+	g.Go(func() error {
+		slices, err := listSlices(gctx, client, "kube-system", "kube-dns")
+		if err != nil {
+			addGap(gapFor(LayerDNS, "list", resEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
+			return nil
+		}
+		in.DNSSlices = slices
+		return nil
+	})
+	_ = g.Wait() // every goroutine records its error as a gap
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fetchFailurePaths(ctx, client, in)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// fetchFailurePaths makes the requests only a broken Service needs: the
+// closest Pods when the selector matches none, and the Pods behind endpoints
+// that are not among the selected ones.
+func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Input) {
+	svc := in.Service
+	if len(svc.Spec.Selector) > 0 && len(in.Pods) == 0 && !in.hasGap(LayerEndpoints, resPods) {
+		pods, err := listPods(ctx, client, in.Namespace, "", 4*PageSize)
+		if err != nil {
+			in.Gaps = append(in.Gaps, gapFor(LayerService, "list", resPods, in.Namespace, err, "closest Pods not shown"))
+		} else {
+			in.ClosestPods = closestPods(svc.Spec.Selector, pods, 3)
+		}
+	}
+	if in.hasGap(LayerEndpoints, resPods) {
+		return
+	}
+	known := make(map[string]bool, len(in.Pods))
+	for i := range in.Pods {
+		known[in.Pods[i].Name] = true
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for i := range in.Slices {
+		for _, ep := range in.Slices[i].Endpoints {
+			ref := ep.TargetRef
+			if ref == nil || ref.Kind != "Pod" || (ref.Namespace != "" && ref.Namespace != in.Namespace) {
+				continue
+			}
+			if known[ref.Name] || seen[ref.Name] {
+				continue
+			}
+			seen[ref.Name] = true
+			missing = append(missing, ref.Name)
+		}
+	}
+	for i, name := range missing {
+		if i >= ExtraPodLimit {
+			in.UnverifiedTargets = missing[i:]
+			break
+		}
+		pod, err := client.CoreV1().Pods(in.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if in.ExtraPods == nil {
+			in.ExtraPods = map[string]*corev1.Pod{}
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			in.ExtraPods[name] = nil
+		case err != nil:
+			in.UnverifiedTargets = append(in.UnverifiedTargets, name)
+		default:
+			in.ExtraPods[name] = pod
+		}
+	}
+}
+
+func (in *Input) hasGap(layer LayerName, resource string) bool {
+	for _, g := range in.Gaps {
+		if g.Layer == layer && g.Resource == resource {
+			return true
+		}
+	}
+	return false
+}
+
+func gapFor(layer LayerName, verb, resource, namespace string, err error, impact string) Gap {
+	return Gap{Layer: layer, Verb: verb, Resource: resource, Namespace: namespace,
+		Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), Err: err, Impact: impact}
+}
+
+func listSlices(ctx context.Context, client kubernetes.Interface, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
+	var out []discoveryv1.EndpointSlice
+	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service, Limit: PageSize}
+	for {
+		list, err := client.DiscoveryV1().EndpointSlices(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// listPods lists Pods by selector; max > 0 stops after about max Pods.
+func listPods(ctx context.Context, client kubernetes.Interface, namespace, selector string, max int) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
+	for {
+		list, err := client.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+		if list.Continue == "" || (max > 0 && len(out) >= max) {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*corev1.Node, error) {
+	out := map[string]*corev1.Node{}
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		list, err := client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func listServiceNames(ctx context.Context, client kubernetes.Interface, namespace string) ([]string, *Gap) {
+	var names []string
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		list, err := client.CoreV1().Services(namespace).List(ctx, opts)
+		if err != nil {
+			g := gapFor(LayerService, "list", resServices, namespace, err, "")
+			return names, &g
+		}
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		if list.Continue == "" || len(names) >= 4*PageSize {
+			return names, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// errCanceled reports whether err is a context ending.
+func errCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

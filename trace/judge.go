@@ -1,0 +1,403 @@
+package trace
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Annotations and labels the checks read.
+const (
+	labelServiceProxyName  = "service.kubernetes.io/service-proxy-name"
+	annotationTopologyMode = "service.kubernetes.io/topology-mode"
+	annotationTopologyOld  = "service.kubernetes.io/topology-aware-hints"
+	managerController      = "endpointslice-controller.k8s.io"
+)
+
+// maxListed bounds the names a message lists; evidence items keep them all.
+const maxListed = 10
+
+// podCheckLimit bounds the checks of one POD code; further Pods go into the
+// last check's evidence.
+const podCheckLimit = 10
+
+// judge holds one Judge call's indexes, built once so every check is
+// O(endpoints + pods).
+type judge struct {
+	in   *Input
+	opts Options
+	t    *ServiceTrace
+	svc  *corev1.Service
+
+	fqdn        string
+	ports       []corev1.ServicePort // the traced ports (after --port)
+	podsByName  map[string]*corev1.Pod
+	podsGap     bool
+	slicesGap   bool
+	endpoints   []EndpointSummary
+	epPortNames map[string]bool // slice port names of slices with endpoints
+}
+
+// Judge turns the fetched objects into a ServiceTrace with the API-side
+// layers decided and the node layers left for a NodeInspector (or skipped,
+// per opts). Call Finish afterwards (Run does).
+func Judge(in *Input, opts Options) *ServiceTrace {
+	if opts.ClusterDomain == "" {
+		opts.ClusterDomain = DefaultClusterDomain
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	t := &ServiceTrace{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		Metadata: Metadata{Time: now().UTC(), Context: opts.Context, SvctraceVersion: opts.Version,
+			Port: opts.Port, ClusterDomain: opts.ClusterDomain},
+		Service: ServiceSummary{Namespace: in.Namespace, Name: in.Name},
+	}
+	for _, name := range LayerOrder {
+		t.Layers = append(t.Layers, Layer{Name: name, Checks: []Check{}})
+	}
+	j := &judge{in: in, opts: opts, t: t, svc: in.Service,
+		fqdn: fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, opts.ClusterDomain)}
+	if in.ServiceNotFound {
+		j.notFound()
+		return t
+	}
+	j.podsGap = in.hasGap(LayerEndpoints, resPods)
+	j.slicesGap = in.hasGap(LayerEndpoints, resEndpointSlices)
+	j.summarize()
+	j.applicability()
+	j.selectPorts()
+	j.serviceChecks()
+	if j.svc.Spec.Type != corev1.ServiceTypeExternalName {
+		j.portChecks()
+		j.endpointChecks()
+		j.podChecks()
+	}
+	j.dnsChecks()
+	j.gapChecks()
+	if reason := opts.nodeSkipReason(); reason != "" {
+		for _, name := range NodeLayers {
+			t.Layer(name).Skip(reason)
+		}
+		c := NewCheck(CodeDNSLiveQuery, Args{"fqdn": j.fqdn, "reason": "skipped, " + reason})
+		c.Status = StatusSkipped
+		j.add(LayerDNS, c)
+	}
+	return t
+}
+
+func (j *judge) add(layer LayerName, c Check) { j.t.Layer(layer).Add(c) }
+
+// emit adds a catalog check to the catalog's layer.
+func (j *judge) emit(code string, args Args, fields ...Field) *Check {
+	l := j.t.Layer(Catalog[code].Layer)
+	l.Add(NewCheck(code, j.args(args), fields...))
+	return &l.Checks[len(l.Checks)-1]
+}
+
+// args adds the placeholders every template may use.
+func (j *judge) args(a Args) Args {
+	out := Args{"service": j.in.Name, "namespace": j.in.Namespace, "fqdn": j.fqdn}
+	if j.svc != nil {
+		out["selector"] = selectorString(j.svc.Spec.Selector)
+		out["selectorArg"] = selectorString(j.svc.Spec.Selector)
+		if len(j.svc.Spec.Selector) == 0 {
+			out["selectorArg"] = "<labels of the Pods behind " + j.in.Name + ">"
+		}
+	}
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+func (j *judge) notFound() {
+	closest := ""
+	if len(j.in.ClosestServices) > 0 {
+		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
+	}
+	var fields []Field
+	if len(j.in.ClosestServices) > 0 {
+		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
+	}
+	j.emit(CodeSvcNotFound, Args{"closest": closest}, fields...)
+	j.gapChecks()
+	for _, name := range LayerOrder {
+		if name != LayerService {
+			j.t.Layer(name).Skip(fmt.Sprintf("Service %s/%s not found", j.in.Namespace, j.in.Name))
+		}
+	}
+}
+
+// applicability marks the layers that do not apply to this kind of Service.
+func (j *judge) applicability() {
+	switch {
+	case j.svc.Spec.Type == corev1.ServiceTypeExternalName:
+		reason := "ExternalName Service: only the DNS CNAME applies"
+		for _, name := range []LayerName{LayerEndpoints, LayerDatapath, LayerConntrack, LayerRoute} {
+			j.t.Layer(name).Skip(reason)
+		}
+	case j.t.Service.Headless:
+		reason := "headless Service: no ClusterIP, so kube-proxy programs nothing and clients connect to Pod IPs"
+		j.t.Layer(LayerDatapath).Skip(reason)
+		j.t.Layer(LayerConntrack).Skip(reason)
+	}
+}
+
+func (j *judge) summarize() {
+	svc := j.svc
+	s := &j.t.Service
+	s.Found = true
+	s.Type = string(svc.Spec.Type)
+	if s.Type == "" {
+		s.Type = string(corev1.ServiceTypeClusterIP)
+	}
+	s.Headless = svc.Spec.ClusterIP == corev1.ClusterIPNone
+	s.ClusterIPs = svc.Spec.ClusterIPs
+	if len(s.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		s.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	for _, f := range svc.Spec.IPFamilies {
+		s.IPFamilies = append(s.IPFamilies, string(f))
+	}
+	if svc.Spec.IPFamilyPolicy != nil {
+		s.IPFamilyPolicy = string(*svc.Spec.IPFamilyPolicy)
+	}
+	s.ExternalIPs = svc.Spec.ExternalIPs
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			s.LoadBalancerIngress = append(s.LoadBalancerIngress, ing.IP)
+		} else if ing.Hostname != "" {
+			s.LoadBalancerIngress = append(s.LoadBalancerIngress, ing.Hostname)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		s.Ports = append(s.Ports, ServicePortSummary{Name: p.Name, Protocol: protocolOf(p.Protocol), Port: p.Port,
+			TargetPort: targetPortString(p), NodePort: p.NodePort})
+	}
+	s.Selector = svc.Spec.Selector
+	s.SessionAffinity = string(svc.Spec.SessionAffinity)
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		timeout := int32(corev1.DefaultClientIPServiceAffinitySeconds)
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			timeout = *c.ClientIP.TimeoutSeconds
+		}
+		s.SessionAffinityTimeoutSeconds = &timeout
+	}
+	s.ExternalTrafficPolicy = string(svc.Spec.ExternalTrafficPolicy)
+	if svc.Spec.InternalTrafficPolicy != nil {
+		s.InternalTrafficPolicy = string(*svc.Spec.InternalTrafficPolicy)
+	}
+	s.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
+	if svc.Spec.TrafficDistribution != nil {
+		s.TrafficDistribution = *svc.Spec.TrafficDistribution
+	}
+	s.TopologyMode = svc.Annotations[annotationTopologyMode]
+	if s.TopologyMode == "" {
+		s.TopologyMode = svc.Annotations[annotationTopologyOld]
+	}
+	s.PublishNotReadyAddresses = svc.Spec.PublishNotReadyAddresses
+	s.ExternalName = svc.Spec.ExternalName
+	s.ServiceProxyName = svc.Labels[labelServiceProxyName]
+
+	j.podsByName = make(map[string]*corev1.Pod, len(j.in.Pods))
+	for i := range j.in.Pods {
+		j.podsByName[j.in.Pods[i].Name] = &j.in.Pods[i]
+	}
+
+	slices := append([]discoveryv1.EndpointSlice(nil), j.in.Slices...)
+	sort.Slice(slices, func(a, b int) bool { return slices[a].Name < slices[b].Name })
+	e := &j.t.Endpoints
+	j.epPortNames = map[string]bool{}
+	for i := range slices {
+		sl := &slices[i]
+		ports := slicePorts(sl)
+		e.Slices = append(e.Slices, SliceSummary{Name: sl.Name, AddressType: string(sl.AddressType),
+			ManagedBy: sl.Labels[discoveryv1.LabelManagedBy], Endpoints: len(sl.Endpoints), Ports: ports})
+		if len(sl.Endpoints) > 0 {
+			for _, p := range ports {
+				j.epPortNames[p.Name] = true
+			}
+		}
+		for _, ep := range sl.Endpoints {
+			if len(ep.Addresses) == 0 {
+				continue
+			}
+			es := EndpointSummary{
+				IP:          ep.Addresses[0],
+				Ports:       ports,
+				Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
+				Serving:     ep.Conditions.Serving == nil || *ep.Conditions.Serving,
+				Terminating: ep.Conditions.Terminating != nil && *ep.Conditions.Terminating,
+				Slice:       sl.Name,
+			}
+			if ep.NodeName != nil {
+				es.Node = *ep.NodeName
+			}
+			if ep.Zone != nil {
+				es.Zone = *ep.Zone
+			}
+			if h := ep.Hints; h != nil && (len(h.ForZones) > 0 || len(h.ForNodes) > 0) {
+				es.Hints = &EndpointHints{}
+				for _, z := range h.ForZones {
+					es.Hints.Zones = append(es.Hints.Zones, z.Name)
+				}
+				for _, n := range h.ForNodes {
+					es.Hints.Nodes = append(es.Hints.Nodes, n.Name)
+				}
+			}
+			if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
+				es.Pod = &ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
+			}
+			e.Endpoints = append(e.Endpoints, es)
+			e.Total++
+			if es.Ready {
+				e.Ready++
+			}
+			if es.Serving {
+				e.Serving++
+			}
+			if es.Terminating {
+				e.Terminating++
+			}
+		}
+	}
+	j.endpoints = e.Endpoints
+}
+
+// selectPorts applies --port (a port name or number).
+func (j *judge) selectPorts() {
+	if j.opts.Port == "" {
+		j.ports = j.svc.Spec.Ports
+		return
+	}
+	for _, p := range j.svc.Spec.Ports {
+		if p.Name == j.opts.Port || strconv.Itoa(int(p.Port)) == j.opts.Port {
+			j.ports = append(j.ports, p)
+		}
+	}
+	if len(j.ports) == 0 && j.svc.Spec.Type != corev1.ServiceTypeExternalName {
+		var names []string
+		for _, p := range j.svc.Spec.Ports {
+			names = append(names, portLabel(p))
+		}
+		j.emit(CodeSvcPortFilterAbsent, Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
+	}
+}
+
+// gapChecks turns every failed read into a check: unknown in its layer, or
+// skipped (API003) for the optional node list.
+func (j *judge) gapChecks() {
+	for _, g := range j.in.Gaps {
+		if g.Resource == resNodes {
+			c := NewCheck(CodeAPINodes, Args{"error": shortErr(g)})
+			c.Status = StatusSkipped
+			j.add(LayerEndpoints, c)
+			continue
+		}
+		scopeFlag := "--all-namespaces"
+		if g.Namespace != "" {
+			scopeFlag = "-n " + g.Namespace
+		}
+		args := Args{"verb": g.Verb, "resource": g.Resource, "scope": g.scope(), "scopeFlag": scopeFlag,
+			"impact": g.Impact, "error": shortErr(g)}
+		code := CodeAPIError
+		if g.Forbidden {
+			code = CodeAPIForbidden
+		}
+		c := NewCheck(code, args)
+		c.Status = StatusUnknown
+		l := j.t.Layer(g.Layer)
+		l.Add(c)
+		if l.Reason == "" {
+			l.Reason = g.Describe()
+			if g.Forbidden {
+				l.Reason += " (forbidden)"
+			}
+		}
+	}
+}
+
+func shortErr(g Gap) string {
+	if g.Forbidden {
+		return "forbidden"
+	}
+	if g.Err == nil {
+		return "error"
+	}
+	return g.Err.Error()
+}
+
+func slicePorts(sl *discoveryv1.EndpointSlice) []EndpointPort {
+	var out []EndpointPort
+	for _, p := range sl.Ports {
+		ep := EndpointPort{}
+		if p.Name != nil {
+			ep.Name = *p.Name
+		}
+		if p.Port != nil {
+			ep.Port = *p.Port
+		}
+		if p.Protocol != nil {
+			ep.Protocol = string(*p.Protocol)
+		} else {
+			ep.Protocol = string(corev1.ProtocolTCP)
+		}
+		out = append(out, ep)
+	}
+	return out
+}
+
+func protocolOf(p corev1.Protocol) string {
+	if p == "" {
+		return string(corev1.ProtocolTCP)
+	}
+	return string(p)
+}
+
+func targetPortString(p corev1.ServicePort) string {
+	if p.TargetPort.IntVal == 0 && p.TargetPort.StrVal == "" {
+		return ""
+	}
+	return p.TargetPort.String()
+}
+
+// portLabel names a Service port the way messages show it: "http 80/TCP" or "80/TCP".
+func portLabel(p corev1.ServicePort) string {
+	s := fmt.Sprintf("%d/%s", p.Port, protocolOf(p.Protocol))
+	if p.Name != "" {
+		s = p.Name + " " + s
+	}
+	return s
+}
+
+func selectorString(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "<none>"
+	}
+	return labels.SelectorFromSet(sel).String()
+}
+
+// listNames shows at most maxListed names and counts the rest.
+func listNames(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,272 @@
+// Package trace holds svctrace's result model, its check catalog, the checks
+// that need only the Kubernetes API, and the verdict. It is cobra-free and
+// never prints: cmd/ wires it to flags, render/ turns its result into text,
+// JSON or YAML.
+package trace
+
+import "time"
+
+// APIVersion and Kind identify the result document. Field names below are
+// part of the v1alpha1 contract (docs/schema/servicetrace.v1alpha1.json):
+// add fields, never rename them.
+const (
+	APIVersion = "svctrace.dev/v1alpha1"
+	Kind       = "ServiceTrace"
+)
+
+// Status is the outcome of a check, a layer or the whole trace.
+type Status string
+
+// Statuses, from best to worst as far as traffic is concerned. Skipped means
+// the layer or check does not apply or was not asked for; Unknown means it
+// applies but could not be judged (missing permission, API error).
+const (
+	StatusPass    Status = "pass"
+	StatusWarn    Status = "warn"
+	StatusFail    Status = "fail"
+	StatusSkipped Status = "skipped"
+	StatusUnknown Status = "unknown"
+)
+
+// Severity is how bad a finding is when it is present; the catalog gives each
+// code its default.
+type Severity string
+
+// Severities. An info finding passes, a warning warns, an error fails.
+const (
+	SeverityInfo    Severity = "info"
+	SeverityWarning Severity = "warning"
+	SeverityError   Severity = "error"
+)
+
+// LayerName names one layer of the path a packet takes to a Pod.
+type LayerName string
+
+// Layers, in the order a trace reports them. Issue 5 adds LayerPolicy after
+// LayerRoute: append it to LayerOrder and nothing else changes.
+const (
+	LayerDNS       LayerName = "dns"
+	LayerService   LayerName = "service"
+	LayerEndpoints LayerName = "endpoints"
+	LayerDatapath  LayerName = "datapath"
+	LayerConntrack LayerName = "conntrack"
+	LayerRoute     LayerName = "route"
+)
+
+// LayerOrder is the order of ServiceTrace.Layers.
+var LayerOrder = []LayerName{LayerDNS, LayerService, LayerEndpoints, LayerDatapath, LayerConntrack, LayerRoute}
+
+// NodeLayers are the layers only a node can observe; a NodeInspector fills them.
+var NodeLayers = []LayerName{LayerDatapath, LayerConntrack, LayerRoute}
+
+// ServiceTrace is the whole result of tracing one Service. Every renderer
+// prints this struct and nothing else.
+type ServiceTrace struct {
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Metadata   Metadata         `json:"metadata"`
+	Service    ServiceSummary   `json:"service"`
+	Endpoints  EndpointsSummary `json:"endpoints"`
+	Layers     []Layer          `json:"layers"`
+	Verdict    Verdict          `json:"verdict"`
+}
+
+// Metadata says when, where and by which svctrace the trace was taken.
+type Metadata struct {
+	Time            time.Time `json:"time"`
+	Context         string    `json:"context,omitempty"`
+	SvctraceVersion string    `json:"svctraceVersion"`
+	// Port is the --port filter, empty when every Service port was traced.
+	Port string `json:"port,omitempty"`
+	// ClusterDomain is the DNS suffix the expected names were built with.
+	ClusterDomain string `json:"clusterDomain"`
+}
+
+// ServiceSummary is the Service's identity and the parts of its spec that
+// decide where traffic goes.
+type ServiceSummary struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Found is false when the Service does not exist; the rest is then empty.
+	Found bool `json:"found"`
+	// Type is ClusterIP, NodePort, LoadBalancer or ExternalName.
+	Type string `json:"type,omitempty"`
+	// Headless is true for clusterIP: None.
+	Headless                      bool                 `json:"headless"`
+	ClusterIPs                    []string             `json:"clusterIPs,omitempty"`
+	IPFamilies                    []string             `json:"ipFamilies,omitempty"`
+	IPFamilyPolicy                string               `json:"ipFamilyPolicy,omitempty"`
+	ExternalIPs                   []string             `json:"externalIPs,omitempty"`
+	LoadBalancerIngress           []string             `json:"loadBalancerIngress,omitempty"`
+	Ports                         []ServicePortSummary `json:"ports,omitempty"`
+	Selector                      map[string]string    `json:"selector,omitempty"`
+	SessionAffinity               string               `json:"sessionAffinity,omitempty"`
+	SessionAffinityTimeoutSeconds *int32               `json:"sessionAffinityTimeoutSeconds,omitempty"`
+	ExternalTrafficPolicy         string               `json:"externalTrafficPolicy,omitempty"`
+	InternalTrafficPolicy         string               `json:"internalTrafficPolicy,omitempty"`
+	HealthCheckNodePort           int32                `json:"healthCheckNodePort,omitempty"`
+	TrafficDistribution           string               `json:"trafficDistribution,omitempty"`
+	// TopologyMode is the service.kubernetes.io/topology-mode annotation.
+	TopologyMode             string `json:"topologyMode,omitempty"`
+	PublishNotReadyAddresses bool   `json:"publishNotReadyAddresses"`
+	ExternalName             string `json:"externalName,omitempty"`
+	// ServiceProxyName is the service.kubernetes.io/service-proxy-name label;
+	// when set, kube-proxy ignores the Service.
+	ServiceProxyName string `json:"serviceProxyName,omitempty"`
+}
+
+// ServicePortSummary is one Service port. TargetPort is kept as written: a
+// number or a container port name.
+type ServicePortSummary struct {
+	Name       string `json:"name,omitempty"`
+	Protocol   string `json:"protocol"`
+	Port       int32  `json:"port"`
+	TargetPort string `json:"targetPort,omitempty"`
+	NodePort   int32  `json:"nodePort,omitempty"`
+}
+
+// EndpointsSummary aggregates every EndpointSlice of the Service.
+type EndpointsSummary struct {
+	Slices      []SliceSummary    `json:"slices,omitempty"`
+	Total       int               `json:"total"`
+	Ready       int               `json:"ready"`
+	Serving     int               `json:"serving"`
+	Terminating int               `json:"terminating"`
+	Endpoints   []EndpointSummary `json:"endpoints,omitempty"`
+}
+
+// SliceSummary is one EndpointSlice.
+type SliceSummary struct {
+	Name        string         `json:"name"`
+	AddressType string         `json:"addressType"`
+	ManagedBy   string         `json:"managedBy,omitempty"`
+	Endpoints   int            `json:"endpoints"`
+	Ports       []EndpointPort `json:"ports,omitempty"`
+}
+
+// EndpointPort is a port of an EndpointSlice; Name matches a Service port name.
+type EndpointPort struct {
+	Name     string `json:"name,omitempty"`
+	Port     int32  `json:"port"`
+	Protocol string `json:"protocol"`
+}
+
+// EndpointSummary is one endpoint as kube-proxy reads it: the first address,
+// the conditions with kube-proxy's defaults applied, and where it lives.
+type EndpointSummary struct {
+	IP          string         `json:"ip"`
+	Ports       []EndpointPort `json:"ports,omitempty"`
+	Ready       bool           `json:"ready"`
+	Serving     bool           `json:"serving"`
+	Terminating bool           `json:"terminating"`
+	Node        string         `json:"node,omitempty"`
+	Zone        string         `json:"zone,omitempty"`
+	Hints       *EndpointHints `json:"hints,omitempty"`
+	Pod         *ObjectRef     `json:"pod,omitempty"`
+	Slice       string         `json:"slice"`
+}
+
+// EndpointHints are the topology hints kube-proxy filters endpoints with.
+type EndpointHints struct {
+	Zones []string `json:"zones,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// Layer is one layer's judgement. Checks are in the order they were made.
+type Layer struct {
+	Name   LayerName `json:"name"`
+	Status Status    `json:"status"`
+	// Reason explains a skipped or unknown layer, or sums up a failed one.
+	Reason string  `json:"reason,omitempty"`
+	Checks []Check `json:"checks"`
+	// Nodes holds per-node results of node layers (filled by a NodeInspector).
+	Nodes []NodeResult `json:"nodes,omitempty"`
+}
+
+// NodeResult is one node's status for a node layer.
+type NodeResult struct {
+	Node   string `json:"node"`
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Check is one finding. Code is a catalog code; Message and NextStep are the
+// catalog templates filled in for this Service.
+type Check struct {
+	Code     string    `json:"code"`
+	Severity Severity  `json:"severity"`
+	Status   Status    `json:"status"`
+	Title    string    `json:"title"`
+	Message  string    `json:"message"`
+	Node     string    `json:"node,omitempty"`
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// NextStep is a command the user can run to see or fix the problem.
+	NextStep string `json:"nextStep,omitempty"`
+}
+
+// Evidence is what a check saw: ordered key/values (so every renderer shows
+// them in the same order) and optional raw lines (rules, dumps).
+type Evidence struct {
+	Fields []Field  `json:"fields,omitempty"`
+	Raw    []string `json:"raw,omitempty"`
+}
+
+// Field is one piece of evidence. A list goes into Items, a scalar into Value.
+type Field struct {
+	Key   string   `json:"key"`
+	Value string   `json:"value,omitempty"`
+	Items []string `json:"items,omitempty"`
+}
+
+// Verdict sums the trace up.
+type Verdict struct {
+	Status Status `json:"status"`
+	// FirstFailingLayer is the first layer, in LayerOrder, whose status is fail.
+	FirstFailingLayer LayerName `json:"firstFailingLayer,omitempty"`
+	Summary           string    `json:"summary"`
+	LikelyCause       string    `json:"likelyCause,omitempty"`
+}
+
+// Layer returns the named layer, or nil.
+func (t *ServiceTrace) Layer(name LayerName) *Layer {
+	for i := range t.Layers {
+		if t.Layers[i].Name == name {
+			return &t.Layers[i]
+		}
+	}
+	return nil
+}
+
+// Failed reports whether at least one layer failed; the command then exits 3.
+func (t *ServiceTrace) Failed() bool {
+	for _, l := range t.Layers {
+		if l.Status == StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// Add appends a check to the layer.
+func (l *Layer) Add(c Check) { l.Checks = append(l.Checks, c) }
+
+// Skip marks the layer skipped with a reason, unless it was already decided
+// (a layer that does not apply keeps its more specific reason).
+func (l *Layer) Skip(reason string) {
+	if l.Status != "" {
+		return
+	}
+	l.Status = StatusSkipped
+	l.Reason = reason
+}
+
+// fieldValue and fieldItems build evidence fields.
+func fieldValue(key, value string) Field { return Field{Key: key, Value: value} }
+
+func fieldItems(key string, items []string) Field { return Field{Key: key, Items: items} }
