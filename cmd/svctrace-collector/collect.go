@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
+	"github.com/svctrace/kubectl-svctrace/collectors/dns"
+	"github.com/svctrace/kubectl-svctrace/collectors/probe"
+	"github.com/svctrace/kubectl-svctrace/collectors/route"
 )
 
 // Options are the collector's own knobs (flags), as opposed to the request.
@@ -87,15 +91,23 @@ var sectionReaders = []sectionReader{
 		out.EBPF = notImplemented[collectors.EBPFObservation]()
 	}},
 	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Conntrack = notImplemented[collectors.ConntrackObservation]()
+		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ConntrackObservation, error) {
+			return conntrack.Read(ctx, req, opts.FlowCap)
+		})
 	}},
 	{collectors.SectionRoute, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Route = notImplemented[collectors.RouteObservation]()
+		out.Route = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.RouteObservation, error) {
+			return route.Read(ctx, req)
+		})
 	}},
 	{collectors.SectionDNS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.DNS = notImplemented[collectors.DNSObservation]()
+		out.DNS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.DNSObservation, error) {
+			return dns.Read(ctx, req)
+		})
 	}},
 	{collectors.SectionProbe, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Probe = notImplemented[collectors.ProbeObservation]()
+		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProbeObservation, error) {
+			return probe.Read(ctx, req, opts.ProbeConcurrency)
+		})
 	}},
 }

@@ -1,0 +1,175 @@
+// Package probe connects from the node to each of a Service's frontends
+// (ClusterIP, externalIPs, LB IPs) and to each endpoint, and reports what
+// happened: connected, refused, timeout, unreachable or reset, with latency.
+// TCP connects and closes; UDP sends one datagram (a DNS query on DNS ports,
+// else an empty datagram) and waits for a reply or an ICMP error.
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// DefaultConcurrency bounds probes in flight.
+const DefaultConcurrency = 8
+
+// Outcomes of a probe.
+const (
+	OutcomeConnected = "connected" // TCP handshake completed
+	OutcomeReply     = "reply"     // UDP datagram answered
+	OutcomeNoReply   = "no-reply"  // UDP: nothing came back (open and silent, or filtered)
+	OutcomeFailed    = "failed"    // see ErrorClass
+	OutcomeSkipped   = "skipped"   // protocol not probed (SCTP)
+)
+
+// Target is one address to probe.
+type Target struct {
+	Kind     string // clusterIP, externalIP, loadBalancerIP, endpoint
+	PortName string
+	Addr     netip.AddrPort
+	Protocol string
+}
+
+// Targets lists the frontends and endpoints of the request, without duplicates.
+func Targets(req *collectors.Request) []Target {
+	var out []Target
+	seen := map[string]bool{}
+	add := func(t Target) {
+		k := t.Addr.String() + "/" + t.Protocol
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, t)
+		}
+	}
+	for _, fe := range req.Service.Frontends() {
+		add(Target{Kind: fe.Kind, PortName: fe.PortName, Addr: fe.Addr, Protocol: fe.Protocol})
+	}
+	for _, p := range req.Service.Ports {
+		for _, ep := range req.EndpointAddrs(p.Name) {
+			add(Target{Kind: "endpoint", PortName: p.Name, Addr: ep, Protocol: p.Protocol})
+		}
+	}
+	return out
+}
+
+// Read probes every target with the request's timeout and the given concurrency.
+func Read(ctx context.Context, req *collectors.Request, concurrency int) (*collectors.ProbeObservation, error) {
+	timeout := time.Duration(req.ProbeTimeoutMillis) * time.Millisecond
+	if timeout == 0 {
+		timeout = collectors.DefaultProbeTimeoutMillis * time.Millisecond
+	}
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	targets := Targets(req)
+	obs := &collectors.ProbeObservation{
+		TimeoutMillis: int(timeout / time.Millisecond),
+		Concurrency:   concurrency,
+		Probes:        make([]collectors.Probe, len(targets)),
+	}
+	var g errgroup.Group
+	g.SetLimit(concurrency)
+	var mu sync.Mutex
+	for i, t := range targets {
+		g.Go(func() error {
+			p := One(ctx, t, timeout)
+			mu.Lock()
+			obs.Probes[i] = p
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return obs, ctx.Err()
+}
+
+// One probes one target.
+func One(ctx context.Context, t Target, timeout time.Duration) collectors.Probe {
+	p := collectors.Probe{Target: t.Kind, PortName: t.PortName, Address: t.Addr.String(), Protocol: t.Protocol}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	var err error
+	switch strings.ToUpper(t.Protocol) {
+	case "TCP":
+		err = probeTCP(ctx, t.Addr)
+		p.Outcome = OutcomeConnected
+	case "UDP":
+		var replied bool
+		replied, err = probeUDP(ctx, t)
+		p.Outcome = OutcomeReply
+		if err == nil && !replied {
+			p.Outcome = OutcomeNoReply
+			p.ErrorClass = collectors.ErrClassTimeout
+			p.Error = "no reply within " + timeout.String() + " (open and silent, or filtered)"
+		}
+	default:
+		p.Outcome = OutcomeSkipped
+		p.Error = t.Protocol + " is not probed"
+		return p
+	}
+	p.LatencyMillis = collectors.Millis(time.Since(start))
+	if err != nil {
+		p.Outcome = OutcomeFailed
+		p.Error = err.Error()
+		p.ErrorClass = collectors.ClassifyNetError(err)
+	}
+	return p
+}
+
+func probeTCP(ctx context.Context, addr netip.AddrPort) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr.String())
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// probeUDP sends one datagram on a connected socket, so that an ICMP
+// port-unreachable comes back as ECONNREFUSED on read.
+func probeUDP(ctx context.Context, t Target) (replied bool, err error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", t.Addr.String())
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if _, err := c.Write(udpPayload(t)); err != nil {
+		return false, err
+	}
+	buf := make([]byte, 2048)
+	_, err = c.Read(buf)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// udpPayload is a DNS query for DNS-looking ports (so a DNS server answers),
+// else an empty datagram.
+func udpPayload(t Target) []byte {
+	if t.Addr.Port() == 53 || t.Addr.Port() == 5353 || strings.Contains(strings.ToLower(t.PortName), "dns") {
+		m := new(dns.Msg)
+		m.SetQuestion(".", dns.TypeNS)
+		m.Id = 0x5356
+		if b, err := m.Pack(); err == nil {
+			return b
+		}
+	}
+	return []byte{}
+}

@@ -1,0 +1,160 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+func TestTargets(t *testing.T) {
+	req := &collectors.Request{
+		Service: collectors.ServiceSpec{ClusterIPs: []string{"10.96.0.50", "fd00::50"}, ExternalIPs: []string{"192.0.2.9"},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}, {Name: "dns", Protocol: "UDP", Port: 53}}},
+		Endpoints: []collectors.Endpoint{
+			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080, "dns": 53}},
+			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080}}, // duplicate
+		},
+	}
+	var got []string
+	for _, tg := range Targets(req) {
+		got = append(got, tg.Kind+" "+tg.Addr.String()+"/"+tg.Protocol)
+	}
+	want := []string{
+		"clusterIP 10.96.0.50:80/TCP", "clusterIP 10.96.0.50:53/UDP",
+		"clusterIP [fd00::50]:80/TCP", "clusterIP [fd00::50]:53/UDP",
+		"externalIP 192.0.2.9:80/TCP", "externalIP 192.0.2.9:53/UDP",
+		"endpoint 10.244.1.5:8080/TCP", "endpoint 10.244.1.5:53/UDP",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("[%d] %q want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// freePort returns a loopback port nothing listens on (briefly bound, then closed).
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestOneOnLoopback probes live and closed TCP/UDP ports on 127.0.0.1.
+func TestOneOnLoopback(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	go func() {
+		for {
+			c, err := tcp.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	echo, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := echo.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = echo.WriteTo(buf[:n+1], from)
+		}
+	}()
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	ap := func(port int) netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:" + strconv.Itoa(port)) }
+	cases := []struct {
+		name           string
+		target         Target
+		outcome, class string
+	}{
+		{"tcp open", Target{Kind: "endpoint", Addr: ap(tcp.Addr().(*net.TCPAddr).Port), Protocol: "TCP"}, OutcomeConnected, ""},
+		{"tcp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "tcp")), Protocol: "TCP"}, OutcomeFailed, collectors.ErrClassRefused},
+		{"udp echo", Target{Kind: "endpoint", Addr: ap(echo.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeReply, ""},
+		{"udp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "udp")), Protocol: "UDP"}, OutcomeFailed, collectors.ErrClassRefused},
+		{"udp silent", Target{Kind: "endpoint", Addr: ap(silent.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeNoReply, collectors.ErrClassTimeout},
+		{"sctp", Target{Kind: "endpoint", Addr: ap(1), Protocol: "SCTP"}, OutcomeSkipped, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := One(context.Background(), c.target, 300*time.Millisecond)
+			if p.Outcome != c.outcome || p.ErrorClass != c.class {
+				t.Fatalf("got outcome %q class %q (error %q), want %q %q", p.Outcome, p.ErrorClass, p.Error, c.outcome, c.class)
+			}
+			if p.Address != c.target.Addr.String() {
+				t.Errorf("address %q", p.Address)
+			}
+		})
+	}
+}
+
+func TestReadBoundsAndOrders(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	closed := freePort(t, "tcp")
+	req := &collectors.Request{
+		Service:            collectors.ServiceSpec{ClusterIPs: []string{"127.0.0.1"}, Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(port)}}},
+		Endpoints:          []collectors.Endpoint{{IP: "127.0.0.2", Ports: map[string]int32{"http": int32(closed)}}},
+		ProbeTimeoutMillis: 500,
+	}
+	obs, err := Read(context.Background(), req, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.TimeoutMillis != 500 || obs.Concurrency != 1 || len(obs.Probes) != 2 {
+		t.Fatalf("%+v", obs)
+	}
+	if obs.Probes[0].Target != "clusterIP" || obs.Probes[0].Outcome != OutcomeConnected {
+		t.Errorf("clusterIP probe %+v", obs.Probes[0])
+	}
+	if obs.Probes[1].Target != "endpoint" || obs.Probes[1].ErrorClass != collectors.ErrClassRefused {
+		t.Errorf("endpoint probe %+v", obs.Probes[1])
+	}
+}
