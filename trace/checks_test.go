@@ -1,0 +1,395 @@
+package trace
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// replace swaps the object of the same kind and name in objs.
+func replace(objs []runtime.Object, repl ...runtime.Object) []runtime.Object {
+	out := append([]runtime.Object(nil), objs...)
+	for _, r := range repl {
+		rm := r.(metav1.Object)
+		found := false
+		for i, o := range out {
+			om := o.(metav1.Object)
+			if om.GetName() == rm.GetName() && om.GetNamespace() == rm.GetNamespace() &&
+				strings.Contains(typeName(o), typeName(r)) {
+				out[i] = r
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func typeName(o runtime.Object) string {
+	switch o.(type) {
+	case *corev1.Service:
+		return "svc"
+	case *corev1.Pod:
+		return "pod"
+	case *discoveryv1.EndpointSlice:
+		return "eps"
+	case *corev1.Node:
+		return "node"
+	}
+	return "other"
+}
+
+func without(objs []runtime.Object, kind, name string) []runtime.Object {
+	var out []runtime.Object
+	for _, o := range objs {
+		if typeName(o) == kind && o.(metav1.Object).GetName() == name {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+type reactor struct {
+	verb, resource string
+	err            error
+}
+
+func forbidden(verb, resource string) reactor {
+	gr := schema.GroupResource{Resource: resource}
+	if resource == "endpointslices" {
+		gr.Group = "discovery.k8s.io"
+	}
+	return reactor{verb, resource, apierrors.NewForbidden(gr, "", nil)}
+}
+
+func runTrace(t *testing.T, objs []runtime.Object, opts Options, reactors ...reactor) (*ServiceTrace, *fake.Clientset) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	for _, r := range reactors {
+		r := r
+		client.PrependReactor(r.verb, r.resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, r.err
+		})
+	}
+	if opts.Now == nil {
+		opts.Now = fixedNow
+	}
+	tr, err := Run(context.Background(), client, "default", "web", opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	assertCatalogued(t, tr)
+	return tr, client
+}
+
+func codes(tr *ServiceTrace, layer LayerName) map[string]Check {
+	out := map[string]Check{}
+	for _, c := range tr.Layer(layer).Checks {
+		out[c.Code] = c
+	}
+	return out
+}
+
+func TestChecks(t *testing.T) {
+	tests := []struct {
+		name      string
+		objs      []runtime.Object
+		opts      Options
+		reactors  []reactor
+		layer     LayerName
+		want      string // code that must be present
+		absent    []string
+		status    Status // want status of layer
+		verdict   Status
+		contains  string // substring of the check's message
+		firstFail LayerName
+	}{
+		{name: "healthy", objs: healthy(), layer: LayerEndpoints, want: CodeEpsCounts, status: StatusPass,
+			absent:  []string{CodeEpsNoReady, CodeEpsReadyPodMissing, CodeEpsGhostIP, CodeEpsPodGone, CodePortNumeric + "x"},
+			verdict: StatusPass, contains: "2 ready"},
+		{name: "numeric targetPort never warns", objs: replace(healthy(), pod("web-1", "web", "10.244.1.5", "node-a", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = nil
+		})), layer: LayerService, want: CodePortNumeric, status: StatusPass, contains: "numeric"},
+		{name: "service not found with closest names", objs: without(replace(healthy(), service("webb")), "svc", "web"),
+			layer: LayerService, want: CodeSvcNotFound, status: StatusFail, verdict: StatusFail, contains: "did you mean webb",
+			firstFail: LayerService},
+		{name: "selector matches no pods", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Selector = map[string]string{"app": "web-v2"}
+		})), layer: LayerService, want: CodeSvcSelectorNoPods, status: StatusFail, firstFail: LayerService,
+			contains: "app=web (want web-v2)"},
+		{name: "named port missing on one pod", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
+		}), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].Name = "web" })),
+			layer: LayerService, want: CodePortNameUnresolved, status: StatusFail, contains: "1 of 2 selected Pods do not declare: web-2"},
+		{name: "named port resolves everywhere", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
+		})), layer: LayerService, want: CodePortNamedResolved, status: StatusPass, contains: "8080/TCP"},
+		{name: "named port protocol mismatch", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
+			s.Spec.Ports[0].Protocol = corev1.ProtocolUDP
+		})), layer: LayerService, want: CodePortProtocol, status: StatusFail, contains: "is TCP"},
+		{name: "service port name missing in slices", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Ports[0].Name = "web"
+		})), layer: LayerEndpoints, want: CodePortMissingInSlices, status: StatusFail, contains: `no port named "web"`},
+		{name: "no ready endpoints, crash loop is the cause", objs: replace(healthy(),
+			pod("web-1", "web", "10.244.1.5", "node-a", notReady, func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+				p.Status.ContainerStatuses[0].RestartCount = 7
+			}),
+			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+			}),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
+			layer: LayerEndpoints, want: CodeEpsNoReady, status: StatusFail, firstFail: LayerEndpoints,
+			contains: "kube-proxy rejects"},
+		{name: "readiness probe failing named", objs: replace(healthy(),
+			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+			}),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
+			layer: LayerEndpoints, want: CodePodNotReady, status: StatusWarn, verdict: StatusWarn, contains: "fails its readiness probe"},
+		{name: "terminating fallback", objs: replace(without(healthy(), "pod", "web-2"),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", terminating: true})),
+			layer: LayerEndpoints, want: CodeEpsTerminatingOnly, status: StatusWarn, absent: []string{CodeEpsNoReady}},
+		{name: "ready pod missing from slices", objs: replace(healthy(),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true})),
+			layer: LayerEndpoints, want: CodeEpsReadyPodMissing, status: StatusFail, contains: "web-2 (10.244.2.5)"},
+		{name: "ghost ip", objs: replace(healthy(), pod("web-2", "web", "10.244.2.9", "node-b")),
+			layer: LayerEndpoints, want: CodeEpsGhostIP, status: StatusFail, contains: "Pod IP now 10.244.2.9"},
+		{name: "pod gone", objs: replace(healthy(), slice("web-abc", "web", "http", 8080,
+			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true},
+			ep{ip: "10.244.3.5", pod: "web-3", node: "node-b", ready: true})),
+			layer: LayerEndpoints, want: CodeEpsPodGone, status: StatusFail, contains: "10.244.3.5 (pod web-3)"},
+		{name: "foreign manager", objs: replace(healthy(), func() *discoveryv1.EndpointSlice {
+			s := slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", ready: true})
+			s.Labels[discoveryv1.LabelManagedBy] = "my-operator"
+			return s
+		}()), layer: LayerEndpoints, want: CodeEpsForeignManager, status: StatusWarn, contains: "my-operator"},
+		{name: "no selector and no slices", objs: without(replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Selector = nil
+		})), "eps", "web-abc"), layer: LayerEndpoints, want: CodeEpsNoSlices, status: StatusFail},
+		{name: "no selector noted", objs: replace(healthy(), service("web", func(s *corev1.Service) { s.Spec.Selector = nil })),
+			layer: LayerService, want: CodeSvcNoSelector, status: StatusPass, contains: "1 EndpointSlices found"},
+		{name: "service proxy name", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Labels = map[string]string{labelServiceProxyName: "cilium"}
+		})), layer: LayerService, want: CodeSvcProxyName, status: StatusWarn, contains: "kube-proxy ignores"},
+		{name: "session affinity default timeout", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		})), layer: LayerService, want: CodeSvcSessionAffinity, status: StatusPass, contains: "10800s"},
+		{name: "etp local nodes without endpoint", objs: replace(healthy(), node("node-c", true), service("web", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		})), layer: LayerService, want: CodeSvcETPLocal, status: StatusWarn, contains: "1 of 3 nodes"},
+		{name: "itp local", objs: replace(healthy(), node("node-c", true), service("web", func(s *corev1.Service) {
+			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+		})), layer: LayerService, want: CodeSvcITPLocal, status: StatusWarn},
+		{name: "topology without hints", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.TrafficDistribution = ptr("PreferClose")
+		})), layer: LayerService, want: CodeSvcTopologyNoHints, status: StatusWarn, contains: "2 of 2 ready endpoints have no zone hint"},
+		{name: "publishNotReadyAddresses", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.PublishNotReadyAddresses = true
+		})), layer: LayerService, want: CodeSvcPublishNotReady, status: StatusPass},
+		{name: "lb pending", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		})), layer: LayerService, want: CodeSvcLBPending, status: StatusWarn},
+		{name: "node not ready", objs: replace(healthy(), node("node-b", false)),
+			layer: LayerEndpoints, want: CodePodNodeNotReady, status: StatusWarn, contains: "node-b"},
+		{name: "pod deleting", objs: replace(healthy(), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: fixedNow()}
+		})), layer: LayerEndpoints, want: CodePodTerminating, status: StatusWarn},
+		{name: "pod pending unscheduled", objs: replace(healthy(), pod("web-3", "web", "", "", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: "Unschedulable", Message: "0/2 nodes are available"}}
+		})), layer: LayerEndpoints, want: CodePodPhase, status: StatusWarn, contains: "Unschedulable"},
+		{name: "readiness gate", objs: replace(healthy(), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) {
+			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb-ready"}}
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		})), layer: LayerEndpoints, want: CodePodReadinessGates, status: StatusWarn, contains: "example.com/lb-ready"},
+		{name: "forbidden slices → unknown with permission", objs: healthy(),
+			reactors: []reactor{forbidden("list", "endpointslices")}, layer: LayerEndpoints, want: CodeAPIForbidden,
+			status: StatusUnknown, verdict: StatusUnknown,
+			contains: "cannot list endpointslices.discovery.k8s.io in namespace default (forbidden)"},
+		{name: "forbidden nodes → skipped check, layer still judged", objs: healthy(),
+			reactors: []reactor{forbidden("list", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusPass},
+		{name: "no kube-dns", objs: without(healthy(), "svc", "kube-dns"), layer: LayerDNS, want: CodeDNSNoClusterDNS,
+			status: StatusWarn},
+		{name: "kube-dns without ready endpoints", objs: func() []runtime.Object {
+			s := slice("kube-dns-abc", "kube-dns", "dns", 53, ep{ip: "10.244.0.2"})
+			s.Namespace = "kube-system"
+			return replace(healthy(), s)
+		}(), layer: LayerDNS, want: CodeDNSNoEndpoints, status: StatusFail, firstFail: LayerDNS},
+		{name: "dns expected answer", objs: healthy(), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass,
+			contains: "web.default.svc.cluster.local should resolve to A 10.96.0.20"},
+		{name: "headless dns answer", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+			s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+		})), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass, contains: "A 10.244.1.5, 10.244.2.5"},
+		{name: "externalname cname", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
+		})), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass, contains: "CNAME db.example.com"},
+		{name: "port filter absent", objs: healthy(), opts: Options{Port: "https"}, layer: LayerService,
+			want: CodeSvcPortFilterAbsent, status: StatusFail},
+		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: LayerDNS,
+			want: CodeDNSExpected, contains: "web.default.svc.corp.internal"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, _ := runTrace(t, tc.objs, tc.opts, tc.reactors...)
+			got := codes(tr, tc.layer)
+			c, ok := got[tc.want]
+			if !ok {
+				t.Fatalf("layer %s lacks %s; has %v", tc.layer, tc.want, keys(got))
+			}
+			for _, a := range tc.absent {
+				if _, ok := got[a]; ok {
+					t.Errorf("layer %s has %s, want it absent", tc.layer, a)
+				}
+			}
+			if tc.status != "" && tr.Layer(tc.layer).Status != tc.status {
+				t.Errorf("layer %s status %s, want %s (reason %q)", tc.layer, tr.Layer(tc.layer).Status, tc.status, tr.Layer(tc.layer).Reason)
+			}
+			if tc.verdict != "" && tr.Verdict.Status != tc.verdict {
+				t.Errorf("verdict %s, want %s: %s", tr.Verdict.Status, tc.verdict, tr.Verdict.Summary)
+			}
+			if tc.firstFail != "" && tr.Verdict.FirstFailingLayer != tc.firstFail {
+				t.Errorf("first failing layer %s, want %s", tr.Verdict.FirstFailingLayer, tc.firstFail)
+			}
+			if tc.contains != "" && !strings.Contains(c.Message, tc.contains) {
+				t.Errorf("%s message %q lacks %q", tc.want, c.Message, tc.contains)
+			}
+			if c.NextStep == "" {
+				t.Errorf("%s has no next step", tc.want)
+			}
+		})
+	}
+}
+
+func keys(m map[string]Check) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestCrashLoopIsLikelyCause(t *testing.T) {
+	objs := replace(healthy(),
+		pod("web-1", "web", "10.244.1.5", "node-a", notReady, func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		}),
+		slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"}))
+	objs = without(objs, "pod", "web-2")
+	tr, _ := runTrace(t, objs, Options{})
+	if tr.Verdict.FirstFailingLayer != LayerEndpoints || !strings.Contains(tr.Verdict.LikelyCause, "CrashLoopBackOff") {
+		t.Fatalf("verdict %+v", tr.Verdict)
+	}
+}
+
+func TestNodeLayersSkippedWithReason(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{{Options{NoNode: true}, ReasonNoNode}, {Options{}, ReasonNoCollector}} {
+		tr, _ := runTrace(t, healthy(), tc.opts)
+		for _, n := range NodeLayers {
+			if l := tr.Layer(n); l.Status != StatusSkipped || l.Reason != tc.want {
+				t.Errorf("layer %s: %s %q, want skipped %q", n, l.Status, l.Reason, tc.want)
+			}
+		}
+		if c := codes(tr, LayerDNS)[CodeDNSLiveQuery]; c.Status != StatusSkipped || !strings.Contains(c.Message, tc.want) {
+			t.Errorf("DNS live query check %+v", c)
+		}
+	}
+}
+
+type fakeInspector struct{ called bool }
+
+func (f *fakeInspector) Inspect(_ context.Context, in *Input, t *ServiceTrace) error {
+	f.called = true
+	if in.Service == nil || len(in.Slices) == 0 {
+		return nil
+	}
+	l := t.Layer(LayerDatapath)
+	if l.Status == StatusSkipped { // the contract: a layer that does not apply stays skipped
+		return nil
+	}
+	l.Nodes = append(l.Nodes, NodeResult{Node: "node-a", Status: StatusPass})
+	l.Status = StatusPass
+	return nil
+}
+
+func TestInspectorFillsNodeLayers(t *testing.T) {
+	f := &fakeInspector{}
+	client := fake.NewClientset(healthy()...)
+	tr, err := Run(context.Background(), client, "default", "web", Options{Inspector: f, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.called {
+		t.Fatal("inspector not called")
+	}
+	if l := tr.Layer(LayerDatapath); l.Status != StatusPass || len(l.Nodes) != 1 {
+		t.Fatalf("datapath %+v", l)
+	}
+	if l := tr.Layer(LayerRoute); l.Status != StatusUnknown {
+		t.Fatalf("route layer the inspector left empty is %s, want unknown", l.Status)
+	}
+}
+
+func TestHeadlessSkipsDatapath(t *testing.T) {
+	tr, _ := runTrace(t, replace(healthy(), service("web", func(s *corev1.Service) {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+		s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+	})), Options{Inspector: &fakeInspector{}})
+	if l := tr.Layer(LayerDatapath); l.Status != StatusSkipped || !strings.Contains(l.Reason, "headless") {
+		t.Fatalf("datapath %+v", l)
+	}
+}
+
+func TestServiceGetErrorStopsTrace(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("get", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web", nil)
+	})
+	if _, err := Run(context.Background(), client, "default", "web", Options{}); err == nil ||
+		!strings.Contains(err.Error(), "cannot get service web in namespace default") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestHappyPathRequests pins the API budget: about six requests when nothing is wrong.
+func TestHappyPathRequests(t *testing.T) {
+	_, client := runTrace(t, healthy(), Options{NoNode: true})
+	if n := len(client.Actions()); n > 6 {
+		for _, a := range client.Actions() {
+			t.Logf("%s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+		t.Fatalf("%d API requests on the happy path, want ≤ 6", n)
+	}
+	for _, a := range client.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" {
+			if l.GetListRestrictions().Labels.String() != "app=web" {
+				t.Errorf("pods listed with selector %q", l.GetListRestrictions().Labels)
+			}
+		}
+	}
+}

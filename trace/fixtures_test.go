@@ -1,0 +1,121 @@
+package trace
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+var fixedNow = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+func ptr[T any](v T) *T { return &v }
+
+func service(name string, mut ...func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.ServiceSpec{
+			Type:       corev1.ServiceTypeClusterIP,
+			ClusterIP:  "10.96.0.20",
+			ClusterIPs: []string{"10.96.0.20"},
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Selector:   map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80,
+				TargetPort: intstr.FromInt32(8080)}},
+			SessionAffinity: corev1.ServiceAffinityNone,
+		},
+	}
+	for _, m := range mut {
+		m(s)
+	}
+	return s
+}
+
+func pod(name, app, ip, node string, mut ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+	for _, m := range mut {
+		m(p)
+	}
+	return p
+}
+
+func notReady(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse}}
+	p.Status.ContainerStatuses[0].Ready = false
+}
+
+type ep struct {
+	ip, pod, node string
+	ready         bool
+	terminating   bool
+}
+
+func slice(name, svc string, portName string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+			discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: managerController}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr(portName), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)}},
+	}
+	for _, e := range eps {
+		x := discoveryv1.Endpoint{Addresses: []string{e.ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(e.ready), Serving: ptr(e.ready || e.terminating),
+				Terminating: ptr(e.terminating)},
+		}
+		if e.node != "" {
+			x.NodeName = ptr(e.node)
+		}
+		if e.pod != "" {
+			x.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: e.pod}
+		}
+		s.Endpoints = append(s.Endpoints, x)
+	}
+	return s
+}
+
+func node(name string, ready bool) *corev1.Node {
+	st := corev1.ConditionTrue
+	if !ready {
+		st = corev1.ConditionFalse
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "KubeletNotReady"}}}}
+}
+
+// clusterDNS is a healthy kube-system/kube-dns with one ready endpoint.
+func clusterDNS() []runtime.Object {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}}
+	sl := slice("kube-dns-abc", "kube-dns", "dns", 53, ep{ip: "10.244.0.2", ready: true})
+	sl.Namespace = "kube-system"
+	return []runtime.Object{svc, sl}
+}
+
+// healthy is default/web with two ready Pods on two nodes.
+func healthy() []runtime.Object {
+	objs := []runtime.Object{
+		service("web"),
+		pod("web-1", "web", "10.244.1.5", "node-a"),
+		pod("web-2", "web", "10.244.2.5", "node-b"),
+		slice("web-abc", "web", "http", 8080,
+			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true}),
+		node("node-a", true), node("node-b", true),
+	}
+	return append(objs, clusterDNS()...)
+}
