@@ -1,0 +1,617 @@
+package iptables
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
+)
+
+// Shared kube-proxy chains whose rules are filtered down to this Service.
+const (
+	chainServices         = "KUBE-SERVICES"
+	chainNodePorts        = "KUBE-NODEPORTS"
+	chainExternalServices = "KUBE-EXTERNAL-SERVICES"
+	chainProxyFirewall    = "KUBE-PROXY-FIREWALL"
+	chainMarkMasq         = "KUBE-MARK-MASQ"
+	chainCanary           = "KUBE-PROXY-CANARY"
+)
+
+// Read reads the kube-proxy iptables state of q.Service on the node (or in
+// q.NetNS). Errors of one backend are reported in that backend's entry; Read
+// itself fails only on a malformed query.
+func Read(ctx context.Context, q Query) (*Observation, error) {
+	if q.Service.Namespace == "" || q.Service.Name == "" {
+		return nil, errors.New("iptables: query names no Service")
+	}
+	r := q.Runner
+	if r == nil {
+		r = ExecRunner{NetNS: q.NetNS}
+	}
+	obs := &Observation{}
+	obs.DefaultVersion, obs.DefaultMode = defaultMode(ctx, r)
+	backends := q.Backends
+	if len(backends) == 0 {
+		backends = []string{BackendNFTables, BackendLegacy}
+	}
+	for _, fam := range families(q) {
+		for _, b := range backends {
+			var bo BackendObservation
+			switch b {
+			case BackendNFTables:
+				bo = readNFT(ctx, r, q, fam)
+			case BackendLegacy:
+				bo = readLegacy(ctx, r, q, fam)
+			default:
+				obs.Errors = append(obs.Errors, fmt.Sprintf("unknown backend %q", b))
+				continue
+			}
+			obs.Backends = append(obs.Backends, bo)
+		}
+	}
+	return obs, nil
+}
+
+// defaultMode runs `iptables -V`: "iptables v1.8.9 (nf_tables)".
+func defaultMode(ctx context.Context, r Runner) (version, mode string) {
+	var out strings.Builder
+	err := r.Stream(ctx, Command{Name: "iptables", Args: []string{"-V"}}, func(rd io.Reader) error {
+		_, err := io.Copy(&out, io.LimitReader(rd, 4096))
+		return err
+	})
+	if err != nil {
+		return "", ""
+	}
+	version = strings.TrimSpace(out.String())
+	mode = BackendLegacy
+	if i := strings.Index(version, "("); i >= 0 {
+		mode = strings.Trim(version[i:], "()")
+	}
+	return version, mode
+}
+
+func families(q Query) []string {
+	if len(q.Families) > 0 {
+		return q.Families
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, ip := range q.Service.ClusterIPs {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			continue
+		}
+		f := "IPv4"
+		if a.Is6() && !a.Is4In6() {
+			f = "IPv6"
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"IPv4"}
+	}
+	return out
+}
+
+func familyOf(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	if a.Is4() || a.Is4In6() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// portPlan is what the reader looks for for one Service port.
+type portPlan struct {
+	spn, proto string
+	port       collectors.ServicePort
+	chains     kubeproxy.IPTablesChains
+	// seps maps the KUBE-SEP names predicted from the query's endpoints to
+	// their endpoint strings.
+	seps map[string]string
+}
+
+func plan(q Query, family string) []portPlan {
+	var out []portPlan
+	for _, p := range q.Service.Ports {
+		spn := kubeproxy.ServicePortName(q.Service.Namespace, q.Service.Name, p.Name)
+		pp := portPlan{spn: spn, proto: strings.ToLower(p.Protocol), port: p,
+			chains: kubeproxy.IPTablesServiceChains(spn, p.Protocol), seps: map[string]string{}}
+		if pp.proto == "" {
+			pp.proto = "tcp"
+		}
+		for _, ep := range q.Endpoints {
+			port, ok := ep.Ports[p.Name]
+			if !ok || familyOf(kubeproxy.NormalizeIP(ep.IP)) != family {
+				continue
+			}
+			es := kubeproxy.EndpointString(ep.IP, port)
+			pp.seps[kubeproxy.IPTablesEndpointChain(spn, pp.proto, es)] = es
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// commentIsAbout reports whether a kube-proxy comment names spn: "<spn>",
+// "<spn> …", "… for <spn> external destinations", "other traffic to <spn> …".
+func commentIsAbout(comment, spn string) bool {
+	if comment == spn || strings.HasPrefix(comment, spn+" ") {
+		return true
+	}
+	return strings.Contains(comment, " "+spn+" ")
+}
+
+// chainKey addresses one chain of one table.
+type chainKey struct{ table, chain string }
+
+// chainListing is one chain's rules; exists is false for a missing chain.
+type chainListing struct {
+	rules  []Rule
+	exists bool
+	err    error
+}
+
+// store holds chain listings; nf_tables fills it on demand (per chain),
+// legacy fills it up front from the save stream.
+type store struct {
+	mu       sync.Mutex
+	listings map[chainKey]*chainListing
+	// fetch lists one chain (nil for legacy: everything is already there).
+	fetch func(ctx context.Context, k chainKey) *chainListing
+	// lazy supplies listings kept unparsed (legacy orphan KUBE-SEP chains).
+	lazy     func(k chainKey) *chainListing
+	parallel int
+}
+
+func (s *store) get(k chainKey) *chainListing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.listings[k]; ok && (len(l.rules) > 0 || s.lazy == nil) {
+		return l
+	}
+	if s.lazy != nil {
+		if l := s.lazy(k); l != nil {
+			s.listings[k] = l
+			return l
+		}
+	}
+	if l, ok := s.listings[k]; ok {
+		return l
+	}
+	return &chainListing{}
+}
+
+// ensure lists every key not yet listed, concurrently.
+func (s *store) ensure(ctx context.Context, keys ...chainKey) {
+	if s.fetch == nil {
+		return
+	}
+	var todo []chainKey
+	seen := map[chainKey]bool{}
+	s.mu.Lock()
+	for _, k := range keys {
+		if _, ok := s.listings[k]; !ok && !seen[k] {
+			seen[k] = true
+			todo = append(todo, k)
+		}
+	}
+	s.mu.Unlock()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.parallel)
+	for _, k := range todo {
+		g.Go(func() error {
+			l := s.fetch(gctx, k)
+			s.mu.Lock()
+			s.listings[k] = l
+			s.mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+func (s *store) firstErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]chainKey, 0, len(s.listings))
+	for k := range s.listings {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].table+keys[i].chain < keys[j].table+keys[j].chain })
+	for _, k := range keys {
+		if err := s.listings[k].err; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func iptablesCommand(family, suffix string) string {
+	if family == "IPv6" {
+		return "ip6tables" + suffix
+	}
+	return "iptables" + suffix
+}
+
+// readNFT reads through iptables-nft, one chain per command.
+func readNFT(ctx context.Context, r Runner, q Query, family string) BackendObservation {
+	bo := BackendObservation{Backend: BackendNFTables, Family: family, Method: "per-chain"}
+	cmdName := iptablesCommand(family, "-nft")
+	var cmdMu sync.Mutex
+	par := q.Parallel
+	if par <= 0 {
+		par = 4
+	}
+	st := &store{listings: map[chainKey]*chainListing{}, parallel: par}
+	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
+		c := Command{Name: cmdName, Args: []string{"-t", k.table, "-S", k.chain}}
+		cmdMu.Lock()
+		bo.Commands = append(bo.Commands, c.String())
+		cmdMu.Unlock()
+		l := &chainListing{exists: true}
+		err := r.Stream(ctx, c, func(rd io.Reader) error {
+			sc := bufio.NewScanner(rd)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				if !strings.HasPrefix(line, "-A ") {
+					continue
+				}
+				rule, err := ParseRule(line)
+				if err != nil {
+					continue
+				}
+				l.rules = append(l.rules, rule)
+			}
+			return sc.Err()
+		})
+		if err != nil {
+			if chainAbsent(err) {
+				return &chainListing{}
+			}
+			l.err = err
+			l.exists = false
+		}
+		return l
+	}
+	// One listing decides whether this backend holds kube-proxy's chains.
+	svcKey := chainKey{"nat", chainServices}
+	st.ensure(ctx, svcKey, chainKey{"nat", chainCanary})
+	if err := st.firstErr(); err != nil {
+		bo.Error = err.Error()
+		return bo
+	}
+	if st.get(chainKey{"nat", chainCanary}).exists {
+		bo.Canary = append(bo.Canary, "nat")
+	}
+	if !st.get(svcKey).exists {
+		return bo
+	}
+	assemble(ctx, st, q, family, &bo)
+	if err := st.firstErr(); err != nil {
+		bo.Error = err.Error()
+	}
+	sort.Strings(bo.Commands)
+	return bo
+}
+
+// readLegacy streams iptables-legacy-save per existing table.
+func readLegacy(ctx context.Context, r Runner, q Query, family string) BackendObservation {
+	bo := BackendObservation{Backend: BackendLegacy, Family: family, Method: "save-stream"}
+	namesFile := "/proc/self/net/ip_tables_names"
+	if family == "IPv6" {
+		namesFile = "/proc/self/net/ip6_tables_names"
+	}
+	names, err := r.ReadFile(ctx, namesFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		bo.Error = fmt.Sprintf("reading %s: %v", namesFile, err)
+		return bo
+	}
+	have := map[string]bool{}
+	for _, t := range strings.Fields(string(names)) {
+		have[t] = true
+		bo.LegacyTables = append(bo.LegacyTables, t)
+	}
+	sort.Strings(bo.LegacyTables)
+	// A legacy command naming a table creates it: save only tables that exist.
+	var tables []string
+	for _, t := range []string{"nat", "filter"} {
+		if have[t] {
+			tables = append(tables, t)
+		}
+	}
+	if len(tables) == 0 {
+		return bo
+	}
+	plans := plan(q, family)
+	f := newSaveFilter(plans)
+	lock := q.LockFile
+	if lock == "" {
+		lock = filepath.Join(os.TempDir(), "svctrace-xtables.lock")
+	}
+	for _, t := range tables {
+		c := Command{Name: iptablesCommand(family, "-legacy-save"), Args: []string{"-t", t},
+			Env: []string{"XTABLES_LOCKFILE=" + lock}}
+		bo.Commands = append(bo.Commands, c.String())
+		if err := r.Stream(ctx, c, f.consume); err != nil {
+			bo.Error = err.Error()
+			return bo
+		}
+	}
+	st := f.store()
+	if st.get(chainKey{"nat", chainCanary}).exists {
+		bo.Canary = append(bo.Canary, "nat")
+	}
+	if st.get(chainKey{"filter", chainCanary}).exists {
+		bo.Canary = append(bo.Canary, "filter")
+	}
+	if !st.get(chainKey{"nat", chainServices}).exists {
+		return bo
+	}
+	assemble(ctx, st, q, family, &bo)
+	return bo
+}
+
+// assemble builds the per-port observation from a store.
+func assemble(ctx context.Context, st *store, q Query, family string, bo *BackendObservation) {
+	bo.KubeProxyChains = true
+	plans := plan(q, family)
+
+	// Phase 1: the shared chains and every chain named by a hash.
+	keys := []chainKey{
+		{"nat", chainNodePorts}, {"nat", chainMarkMasq},
+		{"filter", chainServices}, {"filter", chainExternalServices},
+		{"filter", chainNodePorts}, {"filter", chainProxyFirewall},
+	}
+	for _, p := range plans {
+		keys = append(keys, chainKey{"nat", p.chains.Service}, chainKey{"nat", p.chains.Local},
+			chainKey{"nat", p.chains.External}, chainKey{"nat", p.chains.Firewall})
+		for sep := range p.seps {
+			keys = append(keys, chainKey{"nat", sep})
+		}
+	}
+	st.ensure(ctx, keys...)
+
+	mm := st.get(chainKey{"nat", chainMarkMasq})
+	bo.MarkMasq = mm.rules
+	for _, r := range mm.rules {
+		if r.Jump == "MARK" && r.Mark != "" {
+			bo.MasqMark = r.Mark
+		}
+	}
+	services := st.get(chainKey{"nat", chainServices}).rules
+	for _, r := range services {
+		if r.Target() == chainNodePorts {
+			bo.NodePortsTail = append(bo.NodePortsTail, r)
+		}
+	}
+
+	for _, p := range plans {
+		po := PortObservation{ServicePortName: p.spn, Protocol: strings.ToUpper(p.proto), Port: p.port.Port, NodePort: p.port.NodePort}
+		hashChains := map[string]bool{p.chains.Service: true, p.chains.Local: true, p.chains.External: true, p.chains.Firewall: true}
+
+		// Entry rules: by jump to a hash chain, or by comment.
+		var otherNames []string
+		for _, r := range services {
+			if r.Target() == chainNodePorts {
+				continue
+			}
+			byHash := hashChains[r.Target()]
+			byComment := commentIsAbout(r.Comment, p.spn)
+			if !byHash && !byComment {
+				continue
+			}
+			po.Entry = append(po.Entry, EntryRule{Kind: entryKind(r, p.spn), Rule: r})
+			if !byHash && strings.HasPrefix(r.Target(), "KUBE-") {
+				otherNames = append(otherNames, r.Target())
+			}
+		}
+		for _, r := range st.get(chainKey{"nat", chainNodePorts}).rules {
+			if hashChains[r.Target()] || commentIsAbout(r.Comment, p.spn) {
+				po.NodePorts = append(po.NodePorts, r)
+				if !hashChains[r.Target()] && strings.HasPrefix(r.Target(), "KUBE-") {
+					otherNames = append(otherNames, r.Target())
+				}
+			}
+		}
+		for _, fc := range []string{chainServices, chainExternalServices, chainNodePorts, chainProxyFirewall} {
+			for _, r := range st.get(chainKey{"filter", fc}).rules {
+				if commentIsAbout(r.Comment, p.spn) {
+					po.Filter = append(po.Filter, r)
+				}
+			}
+		}
+
+		otherNames = uniq(otherNames)
+		var otherKeys []chainKey
+		for _, n := range otherNames {
+			otherKeys = append(otherKeys, chainKey{"nat", n})
+		}
+		st.ensure(ctx, otherKeys...)
+
+		po.Service = buildChain(st, p.chains.Service, "hash")
+		po.Local = buildChain(st, p.chains.Local, "hash")
+		po.External = buildChain(st, p.chains.External, "hash")
+		po.Firewall = buildChain(st, p.chains.Firewall, "hash")
+		for _, n := range otherNames {
+			po.Other = append(po.Other, buildChain(st, n, "comment"))
+		}
+
+		// Endpoint chains: jumped to from SVC/SVL (or comment-found chains),
+		// plus those predicted from the query's endpoints.
+		refs := map[string][]string{}
+		comments := map[string]string{}
+		var sepOrder []string
+		selectors := []*Chain{po.Service, po.Local}
+		for _, c := range po.Other {
+			if strings.HasPrefix(c.Name, "KUBE-SVC-") || strings.HasPrefix(c.Name, "KUBE-SVL-") {
+				selectors = append(selectors, c)
+			}
+		}
+		for _, c := range selectors {
+			for _, r := range c.Rules {
+				t := r.Target()
+				if !strings.HasPrefix(t, "KUBE-SEP-") {
+					continue
+				}
+				if _, ok := refs[t]; !ok {
+					sepOrder = append(sepOrder, t)
+				}
+				if !contains(refs[t], c.Name) {
+					refs[t] = append(refs[t], c.Name)
+				}
+				if ep := endpointFromComment(r.Comment, p.spn); ep != "" {
+					comments[t] = ep
+				}
+			}
+		}
+		var predicted []string
+		for sep := range p.seps {
+			if _, ok := refs[sep]; !ok {
+				predicted = append(predicted, sep)
+			}
+		}
+		sort.Strings(predicted)
+		var sepKeys []chainKey
+		for _, n := range sepOrder {
+			sepKeys = append(sepKeys, chainKey{"nat", n})
+		}
+		st.ensure(ctx, sepKeys...)
+		for _, n := range append(sepOrder, predicted...) {
+			foundBy := "jump"
+			if _, ok := p.seps[n]; ok {
+				foundBy = "hash"
+			}
+			ec := EndpointChain{Chain: *buildChain(st, n, foundBy), ReferencedBy: refs[n]}
+			switch {
+			case p.seps[n] != "":
+				ec.Endpoint, ec.EndpointFrom = p.seps[n], "hash"
+			case comments[n] != "":
+				ec.Endpoint, ec.EndpointFrom = comments[n], "comment"
+			}
+			for _, r := range ec.Rules {
+				switch {
+				case r.Jump == "DNAT":
+					ec.DNAT = r.ToDestination
+					if r.Recent != nil && r.Recent.Set {
+						ec.AffinitySet = r.Recent.Name
+					}
+				case r.Jump == chainMarkMasq && r.Source != "":
+					ec.Hairpin = r.Source
+				}
+			}
+			if ec.Endpoint == "" && ec.DNAT != "" {
+				ec.Endpoint, ec.EndpointFrom = ec.DNAT, "dnat"
+			}
+			po.Endpoints = append(po.Endpoints, ec)
+		}
+		bo.Ports = append(bo.Ports, po)
+	}
+}
+
+func entryKind(r Rule, spn string) string {
+	switch {
+	case r.Comment == spn+" cluster IP":
+		return "clusterIP"
+	case r.Comment == spn+" external IP":
+		return "externalIP"
+	case r.Comment == spn+" loadbalancer IP":
+		return "loadBalancerIP"
+	case strings.HasPrefix(r.Target(), "KUBE-SVC-") || strings.HasPrefix(r.Target(), "KUBE-SVL-"):
+		return "clusterIP"
+	case strings.HasPrefix(r.Target(), "KUBE-FW-"):
+		return "loadBalancerIP"
+	}
+	return "other"
+}
+
+// endpointFromComment takes "<ep>" from "<spn> -> <ep>".
+func endpointFromComment(comment, spn string) string {
+	if rest, ok := strings.CutPrefix(comment, spn+" -> "); ok {
+		return rest
+	}
+	return ""
+}
+
+// buildChain turns a listing into a Chain, decoding the endpoint selection
+// of SVC/SVL chains.
+func buildChain(st *store, name, foundBy string) *Chain {
+	l := st.get(chainKey{"nat", name})
+	c := &Chain{Name: name, Exists: l.exists, Rules: l.rules}
+	if l.exists {
+		c.FoundBy = foundBy
+	}
+	var probs []*float64
+	for _, r := range l.rules {
+		t := r.Target()
+		switch {
+		case t == chainMarkMasq && c.Masquerade == nil && !strings.HasPrefix(name, "KUBE-SEP-"):
+			rr := r
+			c.Masquerade = &rr
+		case strings.HasPrefix(t, "KUBE-SEP-") && r.Recent != nil && r.Recent.Check:
+			c.Affinity = append(c.Affinity, AffinityRule{Target: t, Endpoint: endpointAfterArrow(r.Comment),
+				Name: r.Recent.Name, Seconds: r.Recent.Seconds, Reap: r.Recent.Reap, Raw: r.Raw})
+		case strings.HasPrefix(t, "KUBE-SEP-"):
+			c.Selection = append(c.Selection, EndpointJump{Target: t, Endpoint: endpointAfterArrow(r.Comment),
+				Probability: r.Probability, Raw: r.Raw, probability: r.ProbabilityValue})
+			probs = append(probs, r.ProbabilityValue)
+		}
+	}
+	if len(probs) > 0 {
+		shares := kubeproxy.EffectiveShares(probs)
+		left := 1.0
+		for i := range c.Selection {
+			c.Selection[i].Share = shares[i]
+			left -= shares[i]
+		}
+		if left > 1e-9 {
+			c.UnmatchedShare = left
+		}
+	}
+	return c
+}
+
+func endpointAfterArrow(comment string) string {
+	if i := strings.Index(comment, " -> "); i >= 0 {
+		return comment[i+4:]
+	}
+	return ""
+}
+
+func uniq(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

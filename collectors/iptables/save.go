@@ -1,0 +1,180 @@
+package iptables
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
+)
+
+// saveFilter reads iptables-save output as a stream and keeps only the lines
+// that can concern the queried Service: never the whole dump. Lines are kept
+// when their chain is one of the Service's hash-named chains, when a shared
+// chain's rule names the Service (comment or jump), or when their comment
+// names the Service. KUBE-SEP rules without a comment (kube-proxy drops them
+// above 1000 endpoints) are kept aside as raw text, because iptables-save
+// prints KUBE-SEP-* chains before the KUBE-SVC-* chain that says which of them
+// this Service uses.
+type saveFilter struct {
+	spns     []string
+	wanted   map[string]bool
+	table    string
+	declared map[chainKey]bool
+	kept     map[chainKey][]Rule
+	orphans  map[chainKey][]string
+}
+
+var sharedChains = map[string]bool{
+	chainServices: true, chainNodePorts: true, chainExternalServices: true,
+	chainProxyFirewall: true, chainMarkMasq: true,
+}
+
+func newSaveFilter(plans []portPlan) *saveFilter {
+	f := &saveFilter{wanted: map[string]bool{}, declared: map[chainKey]bool{},
+		kept: map[chainKey][]Rule{}, orphans: map[chainKey][]string{}}
+	for _, p := range plans {
+		f.spns = append(f.spns, p.spn)
+		for _, c := range []string{p.chains.Service, p.chains.Local, p.chains.External, p.chains.Firewall} {
+			f.wanted[c] = true
+		}
+		for sep := range p.seps {
+			f.wanted[sep] = true
+		}
+	}
+	return f
+}
+
+var (
+	commentFlag = []byte("--comment")
+	ruleStart   = []byte("-A ")
+)
+
+// consume reads one iptables-save stream (any number of tables).
+func (f *saveFilter) consume(rd io.Reader) error {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 256<<10), 4<<20)
+	spnBytes := make([][]byte, len(f.spns))
+	for i, s := range f.spns {
+		spnBytes[i] = []byte(s)
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		switch line[0] {
+		case '*':
+			f.table = string(line[1:])
+			continue
+		case ':':
+			if i := bytes.IndexByte(line, ' '); i > 1 {
+				f.declared[chainKey{f.table, string(line[1:i])}] = true
+			}
+			continue
+		}
+		if !bytes.HasPrefix(line, ruleStart) {
+			continue
+		}
+		rest := line[3:]
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		chain := string(rest[:end])
+		k := chainKey{f.table, chain}
+		if f.wanted[chain] {
+			f.keep(k, line)
+			continue
+		}
+		namesSpn := false
+		for _, s := range spnBytes {
+			if bytes.Contains(line, s) {
+				namesSpn = true
+				break
+			}
+		}
+		if sharedChains[chain] {
+			if chain == chainMarkMasq || namesSpn || bytes.Contains(line, []byte("-j "+chainNodePorts)) || f.jumpsToWanted(line) {
+				f.keepIf(k, line, true)
+			}
+			continue
+		}
+		if namesSpn {
+			f.keepIf(k, line, false)
+			continue
+		}
+		if strings.HasPrefix(chain, "KUBE-SEP-") && !bytes.Contains(line, commentFlag) {
+			f.orphans[k] = append(f.orphans[k], string(line))
+		}
+	}
+	return sc.Err()
+}
+
+func (f *saveFilter) jumpsToWanted(line []byte) bool {
+	i := bytes.LastIndex(line, []byte(" -j "))
+	if i < 0 {
+		i = bytes.LastIndex(line, []byte(" -g "))
+	}
+	if i < 0 {
+		return false
+	}
+	t := line[i+4:]
+	if j := bytes.IndexByte(t, ' '); j >= 0 {
+		t = t[:j]
+	}
+	return f.wanted[string(t)]
+}
+
+func (f *saveFilter) keep(k chainKey, line []byte) {
+	r, err := ParseRule(string(line))
+	if err != nil {
+		return
+	}
+	f.kept[k] = append(f.kept[k], r)
+}
+
+// keepIf parses the line and keeps it only when it really is about one of
+// the Service's ports (the byte search above is only a prefilter).
+func (f *saveFilter) keepIf(k chainKey, line []byte, shared bool) {
+	r, err := ParseRule(string(line))
+	if err != nil {
+		return
+	}
+	about := false
+	for _, s := range f.spns {
+		if commentIsAbout(r.Comment, s) {
+			about = true
+			break
+		}
+	}
+	if shared && (k.chain == chainMarkMasq || r.Target() == chainNodePorts || f.wanted[r.Target()]) {
+		about = true
+	}
+	if about {
+		f.kept[k] = append(f.kept[k], r)
+	}
+}
+
+// store turns what was kept into a store the assembler reads.
+func (f *saveFilter) store() *store {
+	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	for k := range f.declared {
+		st.listings[k] = &chainListing{exists: true, rules: f.kept[k]}
+	}
+	orphans := f.orphans
+	st.fetch = nil
+	st.lazy = func(k chainKey) *chainListing {
+		raw, ok := orphans[k]
+		if !ok {
+			return nil
+		}
+		l := &chainListing{exists: true}
+		for _, line := range raw {
+			if r, err := ParseRule(line); err == nil {
+				l.rules = append(l.rules, r)
+			}
+		}
+		return l
+	}
+	return st
+}
