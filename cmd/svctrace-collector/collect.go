@@ -14,6 +14,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
+	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
 	"github.com/svctrace/kubectl-svctrace/collectors/route"
 )
 
@@ -74,7 +75,13 @@ func notImplemented[T any]() *collectors.Section[T] {
 
 var sectionReaders = []sectionReader{
 	{collectors.SectionProxy, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Proxy = notImplemented[collectors.ProxyObservation]()
+		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProxyObservation, error) {
+			return proxy.Read(ctx, proxy.Options{
+				MetricsAddress: opts.ProxyMetricsAddress,
+				HealthzAddress: opts.ProxyHealthzAddress,
+				BPFFSRoot:      opts.BPFFSRoot,
+			})
+		})
 	}},
 	// iptables and nftables: readers live in collectors/iptables and
 	// collectors/nftables (another work stream); wire them here.

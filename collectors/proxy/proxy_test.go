@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/internal/testnetns"
+)
+
+// metricsRecorded is the shape of a v1.37 kube-proxy /metrics page in
+// nftables mode (trimmed; values from a test run).
+const metricsRecorded = `# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced
+# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge
+kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.7644224e+09
+kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1.7644225e+09
+# TYPE kubeproxy_sync_full_proxy_rules_duration_seconds histogram
+kubeproxy_sync_full_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="0.001"} 0
+kubeproxy_sync_full_proxy_rules_duration_seconds_bucket{ip_family="IPv4",le="+Inf"} 3
+kubeproxy_sync_full_proxy_rules_duration_seconds_sum{ip_family="IPv4"} 0.0412
+kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"} 3
+kubeproxy_sync_proxy_rules_nftables_sync_failures_total{ip_family="IPv4"} 2
+kubeproxy_sync_proxy_rules_no_local_endpoints_total{ip_family="IPv4",traffic_policy="external"} 1
+kubeproxy_proxy_healthz_total{code="200"} 12
+kubeproxy_proxy_healthz_total{code="503",note="a \"quoted\" value"} 1
+go_goroutines 42
+rest_client_requests_total{code="200",host="10.0.0.1:6443",method="GET"} 100
+`
+
+func TestParseMetrics(t *testing.T) {
+	got, err := ParseMetrics(strings.NewReader(metricsRecorded), picked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]collectors.MetricSample{}
+	for _, s := range got {
+		byKey[s.Name+"|"+s.Labels["code"]+s.Labels["ip_family"]] = s
+	}
+	if len(got) != 8 {
+		t.Fatalf("want 8 picked samples (no buckets, no go_ or rest_ metrics), got %d: %+v", len(got), got)
+	}
+	if s := byKey["kubeproxy_sync_proxy_rules_last_timestamp_seconds|IPv4"]; s.Value != 1.7644224e+09 {
+		t.Errorf("last sync %+v", s)
+	}
+	if s := byKey["kubeproxy_sync_full_proxy_rules_duration_seconds_count|IPv4"]; s.Value != 3 {
+		t.Errorf("full sync count %+v", s)
+	}
+	if s := byKey["kubeproxy_sync_proxy_rules_nftables_sync_failures_total|IPv4"]; s.Value != 2 {
+		t.Errorf("nft failures %+v", s)
+	}
+	if s := byKey["kubeproxy_proxy_healthz_total|503"]; s.Labels["note"] != `a "quoted" value` {
+		t.Errorf("escaped label %+v", s)
+	}
+	if _, err := ParseMetrics(strings.NewReader(`kubeproxy_proxy_healthz_total{code="200" 1`), picked); err == nil {
+		t.Error("broken labels accepted")
+	}
+}
+
+const healthz503 = `{"lastUpdated": "2026-11-29 12:00:00.1 +0000 UTC m=+1.0","currentTime": "2026-11-29 12:02:00.1 +0000 UTC m=+121.0","nodeEligible": true,"healthy": false,"status": {"IPv4": {"lastUpdated": "2026-11-29 12:00:00.1 +0000 UTC m=+1.0","healthy": false}}}`
+
+func fakeKubeProxy(t *testing.T, mode string) (metrics, healthz string) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/proxyMode", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(mode)) })
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(metricsRecorded)) })
+	m := httptest.NewServer(mux)
+	t.Cleanup(m.Close)
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(healthz503))
+	}))
+	t.Cleanup(h.Close)
+	return strings.TrimPrefix(m.URL, "http://"), strings.TrimPrefix(h.URL, "http://")
+}
+
+func noFingerprints(context.Context) []collectors.Fingerprint { return nil }
+
+func TestReadFakeKubeProxy(t *testing.T) {
+	metrics, healthz := fakeKubeProxy(t, "nftables")
+	obs, err := Read(context.Background(), Options{MetricsAddress: metrics, HealthzAddress: healthz, Fingerprints: noFingerprints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Mode != "nftables" || obs.ProxyMode.StatusCode != 200 {
+		t.Errorf("mode %q fetch %+v", obs.Mode, obs.ProxyMode)
+	}
+	h := obs.Healthz
+	if h.Fetch.StatusCode != 503 || h.Healthy == nil || *h.Healthy || h.NodeEligible == nil || !*h.NodeEligible || h.Families["IPv4"].Healthy {
+		t.Errorf("healthz %+v", h)
+	}
+	if obs.Metrics.Fetch.Error != "" || len(obs.Metrics.Samples) != 8 {
+		t.Errorf("metrics %+v", obs.Metrics)
+	}
+}
+
+func TestReadUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 500 * time.Millisecond, Fingerprints: noFingerprints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Mode != "" || obs.ProxyMode.ErrorClass != collectors.ErrClassRefused || obs.Healthz.Fetch.ErrorClass != collectors.ErrClassRefused {
+		t.Errorf("%+v %+v", obs.ProxyMode, obs.Healthz.Fetch)
+	}
+}
+
+func TestBPFFingerprints(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "tc", "globals")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"cilium_lb4_services_v2", "cilium_lb4_backends_v3", "cali_v4_nat_fe3"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := map[string]string{}
+	for _, fp := range BPFFingerprints(root) {
+		if fp.Found {
+			found[fp.Check] = fp.Evidence
+		}
+	}
+	if len(found) != 2 || found["pinned maps "+dir+"/cilium_lb4_*"] != "cilium_lb4_backends_v3 cilium_lb4_services_v2" || found["pinned maps "+dir+"/cali_v4_nat_fe*"] != "cali_v4_nat_fe3" {
+		t.Errorf("%v", found)
+	}
+}
+
+// TestNodeFingerprintsInNetns plants every netfilter/link fingerprint in a
+// test namespace: nftables "table ip kube-proxy", an iptables-nft canary, a
+// legacy canary, a kube-ipvs0 dummy link. All are reported, none judged.
+func TestNodeFingerprintsInNetns(t *testing.T) {
+	ns := testnetns.New(t, "fp")
+	ns.MustRun(t, "nft", "add", "table", "ip", "kube-proxy")
+	// kube-proxy makes kube-ipvs0 a dummy link; this kernel may lack the dummy
+	// driver, and the check only looks at the name, so a veth stands in.
+	if _, err := ns.Run("ip", "link", "add", "kube-ipvs0", "type", "dummy"); err != nil {
+		ns.MustRun(t, "ip", "link", "add", "kube-ipvs0", "type", "veth", "peer", "name", "kipvs-peer")
+	}
+	nftCanary := false
+	if _, err := ns.Run("iptables-nft", "-t", "nat", "-N", "KUBE-PROXY-CANARY"); err == nil {
+		nftCanary = true
+	}
+	legacyCanary := false
+	if _, err := ns.Run("iptables-legacy", "-t", "mangle", "-N", "KUBE-PROXY-CANARY"); err == nil {
+		legacyCanary = true
+	}
+	t.Logf("planted: iptables-nft canary %v, iptables-legacy canary %v", nftCanary, legacyCanary)
+	var fps []collectors.Fingerprint
+	testnetns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
+	found := map[string]bool{}
+	for _, fp := range fps {
+		if fp.Error != "" {
+			t.Errorf("%s: %s", fp.Check, fp.Error)
+		}
+		if fp.Found {
+			found[fp.Check] = true
+		}
+	}
+	want := []string{"table ip kube-proxy", "link kube-ipvs0"}
+	if nftCanary {
+		want = append(want, "chain nat KUBE-PROXY-CANARY (iptables-nft, ip)")
+	}
+	if legacyCanary {
+		want = append(want, "legacy ip tables present", "chain mangle KUBE-PROXY-CANARY (iptables-legacy, ip)")
+	}
+	for _, w := range want {
+		if !found[w] {
+			t.Errorf("fingerprint %q not found; got %v", w, found)
+		}
+	}
+	if found["table ip6 kube-proxy"] || found["chain filter KUBE-PROXY-CANARY (iptables-nft, ip)"] {
+		t.Errorf("found fingerprints that were not planted: %v", found)
+	}
+}
