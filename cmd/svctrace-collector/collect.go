@@ -13,6 +13,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors"
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
+	"github.com/svctrace/kubectl-svctrace/collectors/ipvs"
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
 	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
 	"github.com/svctrace/kubectl-svctrace/collectors/route"
@@ -92,7 +93,9 @@ var sectionReaders = []sectionReader{
 		out.NFTables = notImplemented[json.RawMessage]()
 	}},
 	{collectors.SectionIPVS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPVS = notImplemented[collectors.IPVSObservation]()
+		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.IPVSObservation, error) {
+			return ipvs.Read(ctx, req)
+		})
 	}},
 	{collectors.SectionEBPF, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.EBPF = notImplemented[collectors.EBPFObservation]()
