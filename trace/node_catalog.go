@@ -1,0 +1,215 @@
+package trace
+
+// Node-layer catalog codes: what a collector Pod saw on a node, judged
+// against the Service and its EndpointSlices. They join the one Catalog
+// (see init below) so docs, golden files and bots see a single list.
+const (
+	CodeNodeCollectorFailed = "DP001"
+	CodeDPOwner             = "DP002"
+	CodeDPProxyUnreachable  = "DP003"
+	CodeDPProxyUnhealthy    = "DP004"
+	CodeDPProxyStaleSync    = "DP005"
+	CodeDPNoRules           = "DP006"
+	CodeDPMissingEndpoints  = "DP007"
+	CodeDPStaleEndpoints    = "DP008"
+	CodeDPWrongDNATPort     = "DP009"
+	CodeDPUnequalShares     = "DP010"
+	CodeDPAffinityMissing   = "DP011"
+	CodeDPAffinityExtra     = "DP012"
+	CodeDPETPLocalNoLocal   = "DP013"
+	CodeDPLeftovers         = "DP014"
+	CodeDPRulesMatch        = "DP015"
+	CodeDPRejectWithEPs     = "DP016"
+	CodeDPIgnoredByProxy    = "DP017"
+	CodeDPEBPFOwner         = "DP018"
+	CodeDPClusterIPFails    = "DP019"
+	CodeDPNodePortMissing   = "DP020"
+	CodeDPSectionError      = "DP021"
+	CodeDPRejectNoEndpoints = "DP022"
+	CodeDPIPVSDraining      = "DP023"
+
+	CodeCTHealthy       = "CT001"
+	CodeCTInsertFailed  = "CT002"
+	CodeCTDrops         = "CT003"
+	CodeCTTableFull     = "CT004"
+	CodeCTStaleFlows    = "CT005"
+	CodeCTSkew          = "CT006"
+	CodeCTUnreadable    = "CT007"
+
+	CodeRTHealthy     = "RT001"
+	CodeRTNoRoute     = "RT002"
+	CodeRTDeviceDown  = "RT003"
+	CodeRTForwardOff  = "RT004"
+	CodeRTRPFilter    = "RT005"
+	CodeRTUnreadable  = "RT006"
+	CodeRTPodTimeout  = "RT007"
+	CodeRTPodsReached = "RT008"
+
+	CodeEpsRefused = "EPS012"
+	CodeEpsLoopback = "EPS013"
+
+	CodeDNSLiveOK       = "DNS010"
+	CodeDNSLiveWrong    = "DNS011"
+	CodeDNSLiveNXDomain = "DNS012"
+	CodeDNSLiveFailed   = "DNS013"
+	CodeDNSLiveTCPDiff  = "DNS014"
+	CodeDNSLiveSlow     = "DNS015"
+)
+
+// nodeSvcCmd is the next step that re-runs svctrace on one node with the
+// full evidence.
+const nodeSvcCmd = "kubectl svctrace {service} -n {namespace} --node {node} -o yaml"
+
+var nodeCatalog = []CheckSpec{
+	{Code: CodeNodeCollectorFailed, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Node not inspected",
+		Message:  "node {node} could not be inspected: {reason}; its datapath, conntrack and route layers are unknown",
+		NextStep: "kubectl describe node {node}"},
+	{Code: CodeDPOwner, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Datapath owner",
+		Message:  "node {node}: {owner}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPProxyUnreachable, Layer: LayerDatapath, Severity: SeverityWarning, Title: "kube-proxy not answering",
+		Message:  "node {node}: kube-proxy does not answer on {address} ({error}); it may be down, or bound elsewhere",
+		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeDPProxyUnhealthy, Layer: LayerDatapath, Severity: SeverityError, Title: "kube-proxy unhealthy",
+		Message:  "node {node}: kube-proxy /healthz reports unhealthy (last update {lastUpdated}, now {currentTime})",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPProxyStaleSync, Layer: LayerDatapath, Severity: SeverityWarning, Title: "kube-proxy sync stale",
+		Message:  "node {node}: kube-proxy last synced its rules {age} ago while changes are queued since {queuedAge}; new endpoints are not programmed",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPNoRules, Layer: LayerDatapath, Severity: SeverityError, Title: "No rules for the Service",
+		Message:  "node {node}: {datapath} holds no rules for {port}: {why}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPMissingEndpoints, Layer: LayerDatapath, Severity: SeverityError, Title: "Endpoints missing from the rules",
+		Message:  "node {node}: {datapath} for {port} lacks {count} endpoint(s) the EndpointSlices list as usable: {endpoints}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPStaleEndpoints, Layer: LayerDatapath, Severity: SeverityError, Title: "Stale endpoints in the rules",
+		Message:  "node {node}: {datapath} for {port} still sends traffic to {count} endpoint(s) that are not usable any more: {endpoints} (kube-proxy has not synced since they changed)",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPWrongDNATPort, Layer: LayerDatapath, Severity: SeverityError, Title: "Wrong DNAT target",
+		Message:  "node {node}: {datapath} for {port} rewrites to {got}, but the EndpointSlice says {want}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPUnequalShares, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Unequal endpoint shares",
+		Message:  "node {node}: {datapath} for {port} gives endpoints unequal shares of new connections: {shares}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPAffinityMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "Session affinity not programmed",
+		Message:  "node {node}: the Service asks for sessionAffinity ClientIP ({timeout}s), but {datapath} for {port} has no affinity rules",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPAffinityExtra, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Stale session affinity",
+		Message:  "node {node}: {datapath} for {port} keeps session-affinity rules ({detail}) that the Service no longer asks for",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPETPLocalNoLocal, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort dropped on this node",
+		Message:  "node {node}: externalTrafficPolicy Local and no local ready endpoint: external traffic to NodePort {nodePort} on this node is dropped",
+		NextStep: "kubectl get pods -n {namespace} -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeDPLeftovers, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Leftover rules of another datapath",
+		Message:  "node {node}: {datapath} is active, but {other} also holds kube-proxy state ({evidence}); an admin listing the wrong one sees stale or no rules",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPRulesMatch, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Rules match the API",
+		Message:  "node {node}: {datapath} programs {port} with the {count} endpoint(s) the EndpointSlices say it should",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPRejectWithEPs, Layer: LayerDatapath, Severity: SeverityError, Title: "Service rejected despite endpoints",
+		Message:  "node {node}: {datapath} rejects {port} as having no endpoints, but the EndpointSlices list usable ones",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIgnoredByProxy, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Not kube-proxy's Service",
+		Message:  "node {node}: no kube-proxy rules, as expected: the Service carries service.kubernetes.io/service-proxy-name",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPEBPFOwner, Layer: LayerDatapath, Severity: SeverityInfo, Title: "eBPF datapath",
+		Message:  "node {node}: {owner} owns the Service datapath; kube-proxy rules are not expected ({detail})",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPClusterIPFails, Layer: LayerDatapath, Severity: SeverityError, Title: "ClusterIP does not answer",
+		Message:  "node {node}: {frontend} fails ({error}) while {okCount} endpoint(s) answer directly: the node's Service datapath is at fault",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPNodePortMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "NodePort not programmed",
+		Message:  "node {node}: {datapath} has no rule for NodePort {nodePort} of {port}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPSectionError, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Datapath not readable",
+		Message:  "node {node}: the collector could not read {section}: {error}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
+		Message:  "node {node}: {datapath} rejects {port}, as it should: the Service has no usable endpoint",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSDraining, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS real servers draining",
+		Message:  "node {node}: IPVS keeps {count} real server(s) of {port} with weight 0 (draining terminating endpoints): {endpoints}",
+		NextStep: nodeSvcCmd},
+
+	{Code: CodeCTHealthy, Layer: LayerConntrack, Severity: SeverityInfo, Title: "conntrack healthy",
+		Message:  "node {node}: conntrack {count}/{max} entries, no insert failures or drops during a {interval}ms sample; {flows} flow(s) to the Service",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTInsertFailed, Layer: LayerConntrack, Severity: SeverityWarning, Title: "conntrack insert failures",
+		Message:  "node {node}: insert_failed rose by {delta} during a {interval}ms sample (total {total}): connections are being lost to NAT races (clash_resolve {clash})",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTDrops, Layer: LayerConntrack, Severity: SeverityError, Title: "conntrack dropping",
+		Message:  "node {node}: conntrack dropped {delta} packets (early_drop {early}) during a {interval}ms sample: the table is full or under pressure",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTTableFull, Layer: LayerConntrack, Severity: SeverityWarning, Title: "conntrack table nearly full",
+		Message:  "node {node}: conntrack table at {percent}% ({count}/{max}); new connections are dropped when it fills",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTStaleFlows, Layer: LayerConntrack, Severity: SeverityWarning, Title: "Flows pinned to gone backends",
+		Message:  "node {node}: {count} conntrack flow(s) to the Service are still NATed to backends that are no longer endpoints: {backends}; those connections hang until they time out",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTSkew, Layer: LayerConntrack, Severity: SeverityInfo, Title: "Connection skew",
+		Message:  "node {node}: {share}% of {total} flows to {frontend} go to {backend}: long-lived connections stay where they were first balanced (kube-proxy balances new connections, not requests)",
+		NextStep: nodeSvcCmd},
+	{Code: CodeCTUnreadable, Layer: LayerConntrack, Severity: SeverityWarning, Title: "conntrack not readable",
+		Message:  "node {node}: the collector could not read conntrack: {error}",
+		NextStep: nodeSvcCmd},
+
+	{Code: CodeRTHealthy, Layer: LayerRoute, Severity: SeverityInfo, Title: "Routes to Pods",
+		Message:  "node {node}: routes to {count} Pod IP(s) via {devices}; ip_forward={forward}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTNoRoute, Layer: LayerRoute, Severity: SeverityError, Title: "No route to Pod",
+		Message:  "node {node}: no usable route to {ips}: {detail}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTDeviceDown, Layer: LayerRoute, Severity: SeverityError, Title: "Route device down",
+		Message:  "node {node}: the route to {ips} uses {device}, which is {state}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTForwardOff, Layer: LayerRoute, Severity: SeverityError, Title: "IP forwarding off",
+		Message:  "node {node}: net.ipv4.ip_forward={forward}: the node does not forward Service traffic to Pods{pods}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTRPFilter, Layer: LayerRoute, Severity: SeverityWarning, Title: "Strict reverse-path filter",
+		Message:  "node {node}: rp_filter is strict (1) on {device} (all={all}): replies that arrive on another interface than the route back are dropped",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTUnreadable, Layer: LayerRoute, Severity: SeverityWarning, Title: "Routes not readable",
+		Message:  "node {node}: the collector could not read routes: {error}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTPodTimeout, Layer: LayerRoute, Severity: SeverityError, Title: "Pod IP unreachable",
+		Message:  "node {node}: connections to {targets} time out or are unreachable; the packets do not get to the Pod or back",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
+		Message:  "node {node}: {count} endpoint(s) answered a direct connection",
+		NextStep: nodeSvcCmd},
+
+	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
+		Message:  "{targets} refused a connection from node {node}: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1)",
+		NextStep: "kubectl get pods -n {namespace} -o wide"},
+	{Code: CodeEpsLoopback, Layer: LayerEndpoints, Severity: SeverityError, Title: "App listens on loopback only",
+		Message:  "{pod} listens on {listen}, not on its Pod IP: traffic to {target} is refused",
+		NextStep: "kubectl logs -n {namespace} {pod}"},
+
+	{Code: CodeDNSLiveOK, Layer: LayerDNS, Severity: SeverityInfo, Title: "DNS answers",
+		Message:  "{server} answers {name} {type} with {answers} over {transports} from node {node} ({latency} ms)",
+		NextStep: "kubectl run -it --rm dnscheck --image=busybox:1.36 --restart=Never -- nslookup {fqdn}"},
+	{Code: CodeDNSLiveWrong, Layer: LayerDNS, Severity: SeverityError, Title: "DNS answer is wrong",
+		Message:  "{server} answers {name} {type} with {answers} from node {node}, expected {expected}",
+		NextStep: "kubectl -n kube-system logs -l k8s-app=kube-dns --tail=50"},
+	{Code: CodeDNSLiveNXDomain, Layer: LayerDNS, Severity: SeverityError, Title: "DNS name does not exist",
+		Message:  "{server} answers {rcode} for {name} {type} from node {node}",
+		NextStep: "kubectl -n kube-system logs -l k8s-app=kube-dns --tail=50"},
+	{Code: CodeDNSLiveFailed, Layer: LayerDNS, Severity: SeverityError, Title: "DNS query failed",
+		Message:  "the {transport} query for {name} {type} to {server} from node {node} failed: {error}",
+		NextStep: "kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide"},
+	{Code: CodeDNSLiveTCPDiff, Layer: LayerDNS, Severity: SeverityWarning, Title: "DNS differs over UDP and TCP",
+		Message:  "{server} answers {name} {type} differently over UDP ({udp}) and TCP ({tcp}) from node {node}",
+		NextStep: "kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide"},
+	{Code: CodeDNSLiveSlow, Layer: LayerDNS, Severity: SeverityWarning, Title: "DNS slow",
+		Message:  "{server} took {latency} ms to answer {name} over {transport} from node {node}",
+		NextStep: "kubectl -n kube-system top pods -l k8s-app=kube-dns"},
+}
+
+func init() {
+	for _, s := range nodeCatalog {
+		if _, dup := Catalog[s.Code]; dup {
+			panic("trace: duplicate catalog code " + s.Code)
+		}
+		Catalog[s.Code] = s
+	}
+}

@@ -1,0 +1,316 @@
+package trace
+
+import (
+	"net"
+	"net/netip"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// ExpectedEndpoint is one endpoint kube-proxy should program for a Service
+// port on a node, as kube-proxy's own endpoint string (ip:port) and facts.
+type ExpectedEndpoint struct {
+	IP          string
+	Port        int32
+	Node        string
+	Ready       bool
+	Serving     bool
+	Terminating bool
+}
+
+// String is kube-proxy's endpoint string: net.JoinHostPort(ip, port).
+func (e ExpectedEndpoint) String() string {
+	return net.JoinHostPort(e.IP, strconv.Itoa(int(e.Port)))
+}
+
+// PortExpectation is what kube-proxy on one node should program for one
+// Service port and one IP family. It copies kube-proxy v1.37's
+// CategorizeEndpoints (pkg/proxy/topology.go): the same defaults for the
+// endpoint conditions, the same topology-hint rules, the same
+// serving+terminating fallback, the same Local-policy choices. Each list is
+// sorted as kube-proxy sorts it: by endpoint string, as strings.
+type PortExpectation struct {
+	PortName string // Service port name ("" for an unnamed port)
+	Protocol string
+	Port     int32
+	NodePort int32
+	Family   corev1.IPFamily
+
+	// Cluster are the endpoints for Cluster-policy traffic (after topology
+	// filtering, or the serving+terminating fallback).
+	Cluster []ExpectedEndpoint
+	// Local are this node's endpoints for Local-policy traffic.
+	Local []ExpectedEndpoint
+	// Internal is what ClusterIP traffic uses on this node: Local under
+	// internalTrafficPolicy Local, Cluster otherwise.
+	Internal []ExpectedEndpoint
+	// External is what NodePort/externalIP/LB traffic uses on this node.
+	External []ExpectedEndpoint
+	// HasAnyEndpoints is kube-proxy's hasAnyEndpoints: false means the ClusterIP
+	// rejects (filter-table REJECT "has no endpoints").
+	HasAnyEndpoints bool
+	// TopologyMode is PreferSameNode / PreferSameZone when hints filter
+	// Cluster, "" otherwise.
+	TopologyMode string
+	// FallbackTerminating is true when Cluster or Local holds serving
+	// terminating endpoints because no ready one exists.
+	FallbackTerminating  bool
+	InternalPolicyLocal  bool
+	ExternalPolicyLocal  bool
+	ExternallyAccessible bool
+}
+
+// kpEndpoint is an endpoint with kube-proxy's view of its conditions.
+type kpEndpoint struct {
+	ExpectedEndpoint
+	local     bool
+	zoneHints map[string]bool
+	nodeHints map[string]bool
+}
+
+// ExpectForNode computes, for every Service port kube-proxy handles, what a
+// kube-proxy on node should program, per IP family of the Service. It returns
+// nil for Services kube-proxy skips (headless, ExternalName, or carrying the
+// service-proxy-name label).
+func ExpectForNode(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string, nodeLabels map[string]string) []PortExpectation {
+	if svc == nil || skippedByKubeProxy(svc) {
+		return nil
+	}
+	zone := nodeLabels[corev1.LabelTopologyZone]
+	var out []PortExpectation
+	for _, fam := range serviceFamilies(svc) {
+		for _, sp := range svc.Spec.Ports {
+			eps := endpointsFor(slices, sp.Name, fam, node)
+			out = append(out, categorize(svc, sp, fam, eps, node, zone))
+		}
+	}
+	return out
+}
+
+// skippedByKubeProxy mirrors util.ShouldSkipService and the informer filter
+// on the service-proxy-name label.
+func skippedByKubeProxy(svc *corev1.Service) bool {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return true
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return true
+	}
+	if _, ok := svc.Labels["service.kubernetes.io/service-proxy-name"]; ok {
+		return true
+	}
+	return false
+}
+
+func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies
+	}
+	if a, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil && a.Is6() {
+		return []corev1.IPFamily{corev1.IPv6Protocol}
+	}
+	return []corev1.IPFamily{corev1.IPv4Protocol}
+}
+
+// endpointsFor turns the slices into kube-proxy endpoints for one Service
+// port name and family: first address, port by name, conditions defaulted,
+// duplicates resolved in favour of the non-terminating copy.
+func endpointsFor(slices []discoveryv1.EndpointSlice, portName string, fam corev1.IPFamily, node string) []kpEndpoint {
+	want := discoveryv1.AddressTypeIPv4
+	if fam == corev1.IPv6Protocol {
+		want = discoveryv1.AddressTypeIPv6
+	}
+	byKey := map[string]kpEndpoint{}
+	for i := range slices {
+		sl := &slices[i]
+		if sl.AddressType != want {
+			continue
+		}
+		var port *int32
+		for _, p := range sl.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if name == portName && p.Port != nil {
+				port = p.Port
+				break
+			}
+		}
+		if port == nil {
+			continue
+		}
+		for _, e := range sl.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			ip := e.Addresses[0]
+			if a, err := netip.ParseAddr(ip); err == nil {
+				ip = a.String()
+			}
+			ep := kpEndpoint{ExpectedEndpoint: ExpectedEndpoint{
+				IP:          ip,
+				Port:        *port,
+				Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
+				Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
+				Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+			}}
+			if e.NodeName != nil {
+				ep.Node = *e.NodeName
+				ep.local = *e.NodeName == node
+			}
+			if e.Hints != nil {
+				for _, z := range e.Hints.ForZones {
+					if ep.zoneHints == nil {
+						ep.zoneHints = map[string]bool{}
+					}
+					ep.zoneHints[z.Name] = true
+				}
+				for _, n := range e.Hints.ForNodes {
+					if ep.nodeHints == nil {
+						ep.nodeHints = map[string]bool{}
+					}
+					ep.nodeHints[n.Name] = true
+				}
+			}
+			key := ep.String()
+			if old, ok := byKey[key]; ok && !old.Terminating {
+				continue
+			}
+			byKey[key] = ep
+		}
+	}
+	out := make([]kpEndpoint, 0, len(byKey))
+	for _, ep := range byKey {
+		out = append(out, ep)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []kpEndpoint, node, zone string) PortExpectation {
+	pe := PortExpectation{
+		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam,
+		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || hasVIPIngress(svc),
+	}
+	if pe.Protocol == "" {
+		pe.Protocol = string(corev1.ProtocolTCP)
+	}
+	pe.ExternalPolicyLocal = pe.ExternallyAccessible && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	usesCluster := !pe.InternalPolicyLocal || pe.ExternallyAccessible
+	usesLocal := pe.InternalPolicyLocal || pe.ExternalPolicyLocal
+
+	if len(eps) > 0 && usesCluster {
+		pe.TopologyMode = topologyMode(eps, node, zone)
+		for _, ep := range eps {
+			if ep.Ready && availableForTopology(ep, pe.TopologyMode, node, zone) {
+				pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+			}
+		}
+		if len(pe.Cluster) == 0 {
+			for _, ep := range eps {
+				if ep.Serving && ep.Terminating {
+					pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+					pe.FallbackTerminating = true
+				}
+			}
+		}
+		pe.HasAnyEndpoints = len(pe.Cluster) > 0
+	}
+	if usesLocal {
+		var localReady, localST bool
+		for _, ep := range eps {
+			if ep.Ready {
+				pe.HasAnyEndpoints = true
+				localReady = localReady || ep.local
+			} else if ep.Serving && ep.Terminating {
+				pe.HasAnyEndpoints = true
+				localST = localST || ep.local
+			}
+		}
+		for _, ep := range eps {
+			switch {
+			case localReady && ep.local && ep.Ready:
+				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
+			case !localReady && localST && ep.local && ep.Serving && ep.Terminating:
+				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
+				pe.FallbackTerminating = true
+			}
+		}
+	}
+	pe.Internal = pe.Cluster
+	if pe.InternalPolicyLocal {
+		pe.Internal = pe.Local
+	}
+	pe.External = pe.Cluster
+	if pe.ExternalPolicyLocal {
+		pe.External = pe.Local
+	}
+	return pe
+}
+
+func hasVIPIngress(svc *corev1.Service) bool {
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" && (ing.IPMode == nil || *ing.IPMode == corev1.LoadBalancerIPModeVIP) {
+			return true
+		}
+	}
+	return false
+}
+
+// topologyMode is kube-proxy's topologyModeFromHints with
+// PreferSameTrafficDistribution on (GA and locked in v1.37).
+func topologyMode(eps []kpEndpoint, node, zone string) string {
+	hasReady, forNode, allNode, forZone, allZone := false, false, true, false, true
+	for _, ep := range eps {
+		if !ep.Ready {
+			continue
+		}
+		hasReady = true
+		if len(ep.nodeHints) == 0 {
+			allNode = false
+		} else if ep.nodeHints[node] {
+			forNode = true
+		}
+		if len(ep.zoneHints) == 0 {
+			allZone = false
+		} else if ep.zoneHints[zone] {
+			forZone = true
+		}
+	}
+	switch {
+	case !hasReady:
+		return ""
+	case allNode && forNode:
+		return corev1.ServiceTrafficDistributionPreferSameNode
+	case allZone && forZone:
+		return corev1.ServiceTrafficDistributionPreferSameZone
+	}
+	return ""
+}
+
+func availableForTopology(ep kpEndpoint, mode, node, zone string) bool {
+	switch mode {
+	case "":
+		return true
+	case corev1.ServiceTrafficDistributionPreferSameNode:
+		return ep.nodeHints[node]
+	case corev1.ServiceTrafficDistributionPreferSameZone:
+		return ep.zoneHints[zone]
+	}
+	return false
+}
+
+// endpointStrings lists endpoint strings in kube-proxy order.
+func endpointStrings(eps []ExpectedEndpoint) []string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = e.String()
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,126 @@
+package trace
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type epSpec struct {
+	ip, node                    string
+	ready, serving, terminating *bool
+	zones                       []string
+}
+
+func expectSlice(portName string, port int32, eps ...epSpec) discoveryv1.EndpointSlice {
+	sl := discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc"},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr(portName), Port: ptr(port), Protocol: ptr(corev1.ProtocolTCP)}},
+	}
+	for _, e := range eps {
+		ep := discoveryv1.Endpoint{Addresses: []string{e.ip}, NodeName: ptr(e.node),
+			Conditions: discoveryv1.EndpointConditions{Ready: e.ready, Serving: e.serving, Terminating: e.terminating}}
+		if e.zones != nil {
+			ep.Hints = &discoveryv1.EndpointHints{}
+			for _, z := range e.zones {
+				ep.Hints.ForZones = append(ep.Hints.ForZones, discoveryv1.ForZone{Name: z})
+			}
+		}
+		sl.Endpoints = append(sl.Endpoints, ep)
+	}
+	return sl
+}
+
+func expectService(mut func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.50", ClusterIPs: []string{"10.96.0.50"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	if mut != nil {
+		mut(s)
+	}
+	return s
+}
+
+func TestExpectForNode(t *testing.T) {
+	T, F := ptr(true), ptr(false)
+	local := ptr(corev1.ServiceInternalTrafficPolicyLocal)
+	tests := []struct {
+		name               string
+		svc                *corev1.Service
+		eps                []epSpec
+		node, zone         string
+		internal, external string
+		hasAny, fallback   bool
+		topology           string
+	}{
+		{name: "ready endpoints, string order", svc: expectService(nil), node: "n1",
+			eps:      []epSpec{{ip: "10.244.2.1", node: "n2"}, {ip: "10.244.10.1", node: "n1"}, {ip: "10.244.3.3", node: "n1", ready: F, serving: T, terminating: T}},
+			internal: "[10.244.10.1:8080 10.244.2.1:8080]", external: "[10.244.10.1:8080 10.244.2.1:8080]", hasAny: true},
+		{name: "terminating fallback only when nothing is ready", svc: expectService(nil), node: "n1",
+			eps:      []epSpec{{ip: "10.244.1.1", node: "n1", ready: F, serving: T, terminating: T}, {ip: "10.244.1.2", node: "n1", ready: F, serving: F, terminating: T}},
+			internal: "[10.244.1.1:8080]", external: "[10.244.1.1:8080]", hasAny: true, fallback: true},
+		{name: "no endpoints at all", svc: expectService(nil), node: "n1",
+			eps:      []epSpec{{ip: "10.244.1.2", node: "n1", ready: F, serving: F}},
+			internal: "[]", external: "[]"},
+		{name: "ITP Local on a node without local endpoints", svc: expectService(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = local }), node: "n1",
+			eps:      []epSpec{{ip: "10.244.2.1", node: "n2"}},
+			internal: "[]", external: "[]", hasAny: true},
+		{name: "ETP Local NodePort: external uses local only", svc: expectService(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}), node: "n1",
+			eps:      []epSpec{{ip: "10.244.2.1", node: "n2"}, {ip: "10.244.1.1", node: "n1"}},
+			internal: "[10.244.1.1:8080 10.244.2.1:8080]", external: "[10.244.1.1:8080]", hasAny: true},
+		{name: "ETP Local on a ClusterIP without external IPs is ignored", svc: expectService(func(s *corev1.Service) {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}), node: "n1",
+			eps:      []epSpec{{ip: "10.244.2.1", node: "n2"}},
+			internal: "[10.244.2.1:8080]", external: "[10.244.2.1:8080]", hasAny: true},
+		{name: "zone hints filter cluster endpoints", svc: expectService(nil), node: "n1", zone: "a",
+			eps:      []epSpec{{ip: "10.244.1.1", node: "n1", zones: []string{"a"}}, {ip: "10.244.2.1", node: "n2", zones: []string{"b"}}},
+			internal: "[10.244.1.1:8080]", external: "[10.244.1.1:8080]", hasAny: true, topology: corev1.ServiceTrafficDistributionPreferSameZone},
+		{name: "one endpoint without hint disables hints", svc: expectService(nil), node: "n1", zone: "a",
+			eps:      []epSpec{{ip: "10.244.1.1", node: "n1", zones: []string{"a"}}, {ip: "10.244.2.1", node: "n2"}},
+			internal: "[10.244.1.1:8080 10.244.2.1:8080]", external: "[10.244.1.1:8080 10.244.2.1:8080]", hasAny: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sl := expectSlice("http", 8080, tt.eps...)
+			got := ExpectForNode(tt.svc, []discoveryv1.EndpointSlice{sl}, tt.node, map[string]string{corev1.LabelTopologyZone: tt.zone})
+			if len(got) != 1 {
+				t.Fatalf("got %d port expectations", len(got))
+			}
+			pe := got[0]
+			if s := fmt.Sprint(endpointStrings(pe.Internal)); s != tt.internal {
+				t.Errorf("internal = %s, want %s", s, tt.internal)
+			}
+			if s := fmt.Sprint(endpointStrings(pe.External)); s != tt.external {
+				t.Errorf("external = %s, want %s", s, tt.external)
+			}
+			if pe.HasAnyEndpoints != tt.hasAny || pe.FallbackTerminating != tt.fallback || pe.TopologyMode != tt.topology {
+				t.Errorf("hasAny=%v fallback=%v topology=%q, want %v %v %q", pe.HasAnyEndpoints, pe.FallbackTerminating, pe.TopologyMode, tt.hasAny, tt.fallback, tt.topology)
+			}
+		})
+	}
+}
+
+func TestExpectForNodeSkipsWhatKubeProxySkips(t *testing.T) {
+	for name, svc := range map[string]*corev1.Service{
+		"headless":     expectService(func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }),
+		"externalname": expectService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName }),
+		"proxy name": expectService(func(s *corev1.Service) {
+			s.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "other"}
+		}),
+	} {
+		if got := ExpectForNode(svc, nil, "n1", nil); got != nil {
+			t.Errorf("%s: got %v, want nil", name, got)
+		}
+	}
+}

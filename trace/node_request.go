@@ -1,0 +1,117 @@
+package trace
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// CollectRequest builds what a collector on node is asked to look at: the
+// Service as kube-proxy sees it, every endpoint of its slices, the Pod IPs to
+// route to (endpoints plus extra, e.g. the --from Pod), and the cluster DNS.
+// The collector needs nothing else: it never talks to the API server.
+func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string) *collectors.Request {
+	svc := in.Service
+	req := &collectors.Request{
+		APIVersion:    collectors.RequestAPIVersion,
+		Kind:          "CollectRequest",
+		NodeName:      node,
+		ClusterDomain: clusterDomain,
+	}
+	if svc == nil {
+		return req
+	}
+	spec := collectors.ServiceSpec{
+		Namespace:             svc.Namespace,
+		Name:                  svc.Name,
+		Type:                  string(svc.Spec.Type),
+		ClusterIPs:            svc.Spec.ClusterIPs,
+		ExternalIPs:           svc.Spec.ExternalIPs,
+		ExternalName:          svc.Spec.ExternalName,
+		SessionAffinity:       string(svc.Spec.SessionAffinity),
+		ExternalTrafficPolicy: string(svc.Spec.ExternalTrafficPolicy),
+		HealthCheckNodePort:   svc.Spec.HealthCheckNodePort,
+	}
+	if len(spec.ClusterIPs) == 0 && svc.Spec.ClusterIP != "" {
+		spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	if svc.Spec.InternalTrafficPolicy != nil {
+		spec.InternalTrafficPolicy = string(*svc.Spec.InternalTrafficPolicy)
+	}
+	if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		spec.AffinityTimeoutSecs = *c.ClientIP.TimeoutSeconds
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" && (ing.IPMode == nil || *ing.IPMode == corev1.LoadBalancerIPModeVIP) {
+			spec.LoadBalancerIPs = append(spec.LoadBalancerIPs, ing.IP)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		proto := string(p.Protocol)
+		if proto == "" {
+			proto = string(corev1.ProtocolTCP)
+		}
+		spec.Ports = append(spec.Ports, collectors.ServicePort{Name: p.Name, Protocol: proto, Port: p.Port,
+			NodePort: p.NodePort, TargetPort: p.TargetPort.String()})
+	}
+	req.Service = spec
+
+	seen := map[string]bool{}
+	addIP := func(ip string) {
+		if ip != "" && !seen[ip] {
+			seen[ip] = true
+			req.PodIPs = append(req.PodIPs, ip)
+		}
+	}
+	for i := range in.Slices {
+		sl := &in.Slices[i]
+		ports := map[string]int32{}
+		for _, p := range sl.Ports {
+			if p.Port == nil {
+				continue
+			}
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			ports[name] = *p.Port
+		}
+		for _, e := range sl.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			ep := collectors.Endpoint{
+				IP:          e.Addresses[0],
+				Ports:       ports,
+				Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
+				Serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
+				Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+			}
+			if e.NodeName != nil {
+				ep.NodeName = *e.NodeName
+			}
+			if e.Zone != nil {
+				ep.Zone = *e.Zone
+			}
+			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+				ep.PodName = e.TargetRef.Name
+			}
+			req.Endpoints = append(req.Endpoints, ep)
+			addIP(ep.IP)
+		}
+	}
+	sort.SliceStable(req.Endpoints, func(i, j int) bool { return req.Endpoints[i].IP < req.Endpoints[j].IP })
+	for _, ip := range extraPodIPs {
+		addIP(ip)
+	}
+	if d := in.DNSService; d != nil {
+		for _, ip := range d.Spec.ClusterIPs {
+			if ip != "" && ip != corev1.ClusterIPNone {
+				req.ClusterDNS = append(req.ClusterDNS, ip)
+			}
+		}
+	}
+	return req
+}
