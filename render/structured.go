@@ -1,0 +1,41 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// JSON writes the trace as indented JSON (the v1alpha1 document).
+func JSON(w io.Writer, t *trace.ServiceTrace) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(t)
+}
+
+// YAML writes the trace as YAML with the same field names as JSON.
+func YAML(w io.Writer, t *trace.ServiceTrace) error {
+	b, err := yaml.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("encoding YAML: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Print renders t in format ("" text, "json", "yaml").
+func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) error {
+	switch format {
+	case FormatText:
+		return Text(w, t, opts)
+	case FormatJSON:
+		return JSON(w, t)
+	case FormatYAML:
+		return YAML(w, t)
+	}
+	return fmt.Errorf("unknown output format %q", format)
+}

@@ -1,0 +1,308 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// glyph is a status mark in its Unicode and ASCII forms.
+type glyph struct{ unicode, ascii string }
+
+var glyphs = map[trace.Status]glyph{
+	trace.StatusPass:    {"✔", "[ok]"},
+	trace.StatusFail:    {"✖", "[FAIL]"},
+	trace.StatusWarn:    {"!", "[warn]"},
+	trace.StatusSkipped: {"–", "[skip]"},
+	trace.StatusUnknown: {"?", "[??]"},
+}
+
+// ANSI color numbers per status; fixed (not adaptive) so no terminal query
+// is ever made and goldens are stable.
+var statusColors = map[trace.Status]string{
+	trace.StatusPass:    "2",
+	trace.StatusFail:    "1",
+	trace.StatusWarn:    "3",
+	trace.StatusSkipped: "8",
+	trace.StatusUnknown: "5",
+}
+
+// textStyle holds the lipgloss styles of one rendering.
+type textStyle struct {
+	opts   TextOptions
+	status map[trace.Status]lipgloss.Style
+	bold   lipgloss.Style
+	faint  lipgloss.Style
+	key    lipgloss.Style
+}
+
+func newTextStyle(w io.Writer, opts TextOptions) *textStyle {
+	r := lipgloss.NewRenderer(w)
+	if opts.Color {
+		r.SetColorProfile(termenv.ANSI)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	r.SetHasDarkBackground(true)
+	s := &textStyle{opts: opts, status: map[trace.Status]lipgloss.Style{},
+		bold: r.NewStyle().Bold(true), faint: r.NewStyle().Faint(true), key: r.NewStyle().Foreground(lipgloss.Color("6"))}
+	for st, c := range statusColors {
+		s.status[st] = r.NewStyle().Foreground(lipgloss.Color(c)).Bold(st == trace.StatusFail)
+	}
+	return s
+}
+
+func (s *textStyle) mark(st trace.Status) string {
+	g, ok := glyphs[st]
+	if !ok {
+		g = glyphs[trace.StatusUnknown]
+	}
+	m := g.unicode
+	if s.opts.ASCII {
+		m = g.ascii
+	}
+	return s.status[st].Render(m)
+}
+
+func (s *textStyle) word(st trace.Status, text string) string { return s.status[st].Render(text) }
+
+func (s *textStyle) arrow() string {
+	if s.opts.ASCII {
+		return "->"
+	}
+	return "→"
+}
+
+func (s *textStyle) ellipsis() string {
+	if s.opts.ASCII {
+		return "..."
+	}
+	return "…"
+}
+
+// esc neutralizes terminal control sequences in cluster-supplied strings.
+func esc(v string) string { return printers.EscapeTerminal(v) }
+
+// Text writes the human view: the verdict on top, the Service and its
+// endpoints, then one block per layer with its checks, evidence and next steps.
+func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
+	bw := bufio.NewWriter(w)
+	s := newTextStyle(w, opts)
+	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
+
+	name := esc(t.Service.Namespace + "/" + t.Service.Name)
+	v := t.Verdict
+	p("%s %s %s\n", s.mark(v.Status), s.bold.Render(name), s.word(v.Status, strings.ToUpper(string(v.Status))))
+	p("  %s\n", esc(v.Summary))
+	if v.LikelyCause != "" {
+		p("  %s %s\n", s.bold.Render("likely cause:"), esc(v.LikelyCause))
+	}
+	meta := []string{"svctrace " + esc(orDash(t.Metadata.SvctraceVersion))}
+	if t.Metadata.Context != "" {
+		meta = append(meta, "context "+esc(t.Metadata.Context))
+	}
+	if t.Metadata.Port != "" {
+		meta = append(meta, "port "+esc(t.Metadata.Port))
+	}
+	meta = append(meta, "domain "+esc(t.Metadata.ClusterDomain), t.Metadata.Time.UTC().Format("2006-01-02T15:04:05Z"))
+	p("  %s\n", s.faint.Render(strings.Join(meta, "  ")))
+
+	if t.Service.Found {
+		p("\n")
+		writeService(bw, s, t)
+		writeEndpoints(bw, s, t)
+	}
+	for _, l := range t.Layers {
+		p("\n")
+		writeLayer(bw, s, &l)
+	}
+	return bw.Flush()
+}
+
+func writeService(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+	svc := &t.Service
+	kind := svc.Type
+	if svc.Headless {
+		kind += " (headless)"
+	}
+	fmt.Fprintf(w, "%s %s\n", s.bold.Render("Service"), esc(kind))
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "  %s %s\n", s.key.Render(fmt.Sprintf("%-24s", k)), v)
+		}
+	}
+	kv("clusterIPs", esc(strings.Join(svc.ClusterIPs, ", ")))
+	kv("ipFamilies", esc(joinNonEmpty(strings.Join(svc.IPFamilies, ", "), svc.IPFamilyPolicy, " ")))
+	kv("externalName", esc(svc.ExternalName))
+	kv("externalIPs", esc(strings.Join(svc.ExternalIPs, ", ")))
+	kv("loadBalancerIngress", esc(strings.Join(svc.LoadBalancerIngress, ", ")))
+	for _, port := range svc.Ports {
+		desc := fmt.Sprintf("%d/%s", port.Port, port.Protocol)
+		if port.Name != "" {
+			desc = port.Name + " " + desc
+		}
+		if port.TargetPort != "" {
+			desc += " " + s.arrow() + " " + port.TargetPort
+		}
+		if port.NodePort != 0 {
+			desc += fmt.Sprintf(" (nodePort %d)", port.NodePort)
+		}
+		kv("port", esc(desc))
+	}
+	kv("selector", esc(labelsString(svc.Selector)))
+	if svc.SessionAffinity != "" {
+		aff := svc.SessionAffinity
+		if svc.SessionAffinityTimeoutSeconds != nil {
+			aff += fmt.Sprintf(" (timeout %ds)", *svc.SessionAffinityTimeoutSeconds)
+		}
+		kv("sessionAffinity", esc(aff))
+	}
+	kv("externalTrafficPolicy", esc(svc.ExternalTrafficPolicy))
+	kv("internalTrafficPolicy", esc(svc.InternalTrafficPolicy))
+	if svc.HealthCheckNodePort != 0 {
+		kv("healthCheckNodePort", fmt.Sprint(svc.HealthCheckNodePort))
+	}
+	kv("trafficDistribution", esc(svc.TrafficDistribution))
+	kv("topologyMode", esc(svc.TopologyMode))
+	if svc.PublishNotReadyAddresses {
+		kv("publishNotReadyAddresses", "true")
+	}
+	kv("serviceProxyName", esc(svc.ServiceProxyName))
+}
+
+func writeEndpoints(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+	e := &t.Endpoints
+	if len(e.Slices) == 0 && e.Total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s %d slices, %d endpoints: %d ready, %d serving, %d terminating\n", s.bold.Render("Endpoints"),
+		len(e.Slices), e.Total, e.Ready, e.Serving, e.Terminating)
+	for _, sl := range e.Slices {
+		var ports []string
+		for _, p := range sl.Ports {
+			ports = append(ports, fmt.Sprintf("%s %d/%s", orDash(p.Name), p.Port, p.Protocol))
+		}
+		fmt.Fprintf(w, "  %s %s %s, managed by %s, %d endpoints, ports %s\n", s.key.Render("slice"), esc(sl.Name),
+			esc(sl.AddressType), esc(orDash(sl.ManagedBy)), sl.Endpoints, esc(orDash(strings.Join(ports, ", "))))
+	}
+	limit := s.opts.MaxEndpoints
+	if limit == 0 {
+		limit = DefaultMaxEndpoints
+	}
+	for i, ep := range e.Endpoints {
+		if limit > 0 && i >= limit {
+			fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more endpoints (-o json lists all)", s.ellipsis(), len(e.Endpoints)-limit)))
+			break
+		}
+		st, cond := trace.StatusPass, "ready"
+		switch {
+		case ep.Ready && ep.Terminating:
+			st, cond = trace.StatusWarn, "ready,terminating"
+		case ep.Ready:
+		case ep.Serving && ep.Terminating:
+			st, cond = trace.StatusWarn, "serving,terminating"
+		case ep.Terminating:
+			st, cond = trace.StatusFail, "terminating"
+		default:
+			st, cond = trace.StatusFail, "not ready"
+		}
+		parts := []string{fmt.Sprintf("%-20s", esc(ep.IP)), fmt.Sprintf("%-20s", cond)}
+		if ep.Node != "" {
+			parts = append(parts, "node "+esc(ep.Node))
+		}
+		if ep.Zone != "" {
+			parts = append(parts, "zone "+esc(ep.Zone))
+		}
+		if ep.Pod != nil {
+			parts = append(parts, "pod "+esc(ep.Pod.Name))
+		}
+		if ep.Hints != nil {
+			var h []string
+			if len(ep.Hints.Zones) > 0 {
+				h = append(h, "zones="+strings.Join(ep.Hints.Zones, ","))
+			}
+			if len(ep.Hints.Nodes) > 0 {
+				h = append(h, "nodes="+strings.Join(ep.Hints.Nodes, ","))
+			}
+			parts = append(parts, "hints "+esc(strings.Join(h, " ")))
+		}
+		parts = append(parts, "slice "+esc(ep.Slice))
+		fmt.Fprintf(w, "  %s %s\n", s.mark(st), strings.TrimRight(strings.Join(parts, "  "), " "))
+	}
+}
+
+func writeLayer(w io.Writer, s *textStyle, l *trace.Layer) {
+	head := fmt.Sprintf("%s %s %s", s.mark(l.Status), s.bold.Render(fmt.Sprintf("%-10s", l.Name)), s.word(l.Status, string(l.Status)))
+	if l.Reason != "" && l.Status != trace.StatusPass {
+		head += ": " + esc(l.Reason)
+	}
+	fmt.Fprintln(w, head)
+	for _, n := range l.Nodes {
+		line := fmt.Sprintf("    %s node %s %s", s.mark(n.Status), esc(n.Node), s.word(n.Status, string(n.Status)))
+		if n.Reason != "" {
+			line += ": " + esc(n.Reason)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, c := range l.Checks {
+		line := fmt.Sprintf("    %s %s %s", s.mark(c.Status), s.bold.Render(c.Code), esc(c.Message))
+		if c.Node != "" {
+			line += s.faint.Render(" (node " + esc(c.Node) + ")")
+		}
+		fmt.Fprintln(w, line)
+		indent := "           "
+		if c.Evidence != nil {
+			for _, f := range c.Evidence.Fields {
+				val := f.Value
+				if len(f.Items) > 0 {
+					val = strings.Join(f.Items, ", ")
+				}
+				fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(val))
+			}
+			for _, r := range c.Evidence.Raw {
+				fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(r)))
+			}
+		}
+		if c.NextStep != "" && c.Status != trace.StatusPass {
+			fmt.Fprintf(w, "%s%s %s\n", indent, s.arrow(), esc(c.NextStep))
+		}
+	}
+}
+
+func labelsString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func joinNonEmpty(a, b, sep string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + sep + b
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
