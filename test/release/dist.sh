@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# dist.sh (`make dist`): the release snapshot, exactly as CI builds it.
+# Builds the pinned goreleaser once (test/release/tools.sh), runs
+# `goreleaser check`, then `goreleaser release --snapshot --clean` with every
+# publishing step skipped, then verifies the archives (dist-check.sh).
+# Needs no git tag and no network but the Go module proxy.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bash test/release/deps.sh
+export GOFLAGS=-mod=mod CGO_ENABLED=0
+goreleaser=$(bash test/release/tools.sh goreleaser)
+t0=$SECONDS
+"$goreleaser" check
+"$goreleaser" release --snapshot --clean --skip=publish,announce,sign,sbom,docker
+echo "dist.sh: snapshot built in $((SECONDS - t0))s" >&2
+bash test/release/dist-check.sh dist

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# krew-check.sh (`make krew-check`): the krew manifest cannot drift from the
+# archives CI just built. Steps:
+#  1. .krew.yaml (read by krew-release-bot) is byte-identical to krew/svctrace.yaml.tmpl;
+#  2. render the manifest from dist/ (release URLs, real sha256) -> dist/krew/svctrace.yaml
+#     and validate it with krew's own validate-krew-manifest (structure);
+#  3. render it again with the archives served on a loopback address and let
+#     validate-krew-manifest install every one of the six platforms through
+#     `kubectl krew install` (each must unpack, hold the bin and a LICENSE);
+#  4. install for real: `krew install --manifest=dist/krew/svctrace.yaml
+#     --archive=<linux_amd64 archive>` into a temporary KREW_ROOT; the pinned
+#     kubectl finds it in `kubectl plugin list`, `kubectl svctrace version`
+#     prints the snapshot version, and kubectl's plugin completion reaches the
+#     plugin through kubectl_complete-svctrace.
+# Runs `make dist` first when dist/ has no snapshot. Tools: test/release/tools.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+export GOFLAGS=-mod=mod
+dist=$root/dist
+t0=$SECONDS
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok:   $*"; }
+
+[[ -f $dist/checksums.txt && -f $dist/metadata.json ]] || bash test/release/dist.sh
+version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
+tag=v${version#v}
+
+krew=$(bash test/release/tools.sh krew)
+validate=$(bash test/release/tools.sh validate-krew-manifest)
+
+# The pinned kubectl, built by the testbed (test/testbed/build.sh) into the cache.
+cache=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
+kubectl=$cache/k8s-v1.37.2/bin/kubectl
+if [[ -f test/testbed/lib.sh ]]; then
+  kubectl=$(bash -c 'source test/testbed/lib.sh && echo "$K8S_BIN/kubectl"')
+fi
+if [[ ! -x $kubectl ]]; then
+  if [[ -x test/testbed/build.sh ]]; then
+    echo "krew-check: pinned kubectl missing; building the testbed binaries (test/testbed/build.sh)" >&2
+    bash test/testbed/build.sh
+  fi
+  [[ -x $kubectl ]] || { echo "FAIL: pinned kubectl not found at $kubectl and test/testbed/build.sh did not build it" >&2; exit 1; }
+fi
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# Nothing here may read the machine's kubeconfig or krew home.
+export HOME=$work/home KUBECONFIG=$work/home/no-kubeconfig KREW_NO_UPGRADE_CHECK=1
+mkdir -p "$HOME"
+
+# 1. The bot's manifest and ours are one file.
+if cmp -s .krew.yaml krew/svctrace.yaml.tmpl; then ok ".krew.yaml == krew/svctrace.yaml.tmpl"
+else fail ".krew.yaml differs from krew/svctrace.yaml.tmpl (copy the template over it)"; fi
+
+# 2. Release manifest, structural validation.
+mkdir -p "$dist/krew"
+manifest=$dist/krew/svctrace.yaml
+bash krew/render.sh -d "$dist" -t "$tag" -o "$manifest"
+if "$validate" -manifest "$manifest" -skip-install >"$work/validate.log" 2>&1; then
+  ok "validate-krew-manifest $manifest (structure, $(grep -c 'sha256:' "$manifest") platforms)"
+else
+  cat "$work/validate.log" >&2; fail "validate-krew-manifest rejected $manifest"
+fi
+
+# 3. Every platform installs through krew, from a loopback server over dist/.
+mkdir -p "$work/bin" "$work/local"
+ln -s "$krew" "$work/bin/kubectl-krew"
+ln -s "$kubectl" "$work/bin/kubectl"
+go build -o "$work/fileserve" ./test/release/fileserve
+"$work/fileserve" -dir "$dist" -url-file "$work/url" -timeout 10m 2>"$work/fileserve.log" &
+server_pid=$!
+for _ in $(seq 50); do [[ -s $work/url ]] && break; sleep 0.1; done
+[[ -s $work/url ]] || { cat "$work/fileserve.log" >&2; echo "FAIL: loopback file server did not start" >&2; exit 1; }
+base=$(cat "$work/url")
+bash krew/render.sh -d "$dist" -t "$tag" -b "$base" -o "$work/local/svctrace.yaml"
+if PATH=$work/bin:$PATH "$validate" -manifest "$work/local/svctrace.yaml" >"$work/validate-install.log" 2>&1; then
+  ok "validate-krew-manifest installed all platforms: $(grep -o 'all [0-9]* spec.platforms installed fine' "$work/validate-install.log")"
+else
+  cat "$work/validate-install.log" >&2; fail "validate-krew-manifest could not install every platform"
+fi
+kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; server_pid=""
+
+# 4. A real install from the release manifest and the linux/amd64 archive.
+export KREW_ROOT=$work/krew-root
+archive=$dist/kubectl-svctrace_linux_amd64.tar.gz
+if "$krew" install --manifest="$manifest" --archive="$archive" >"$work/install.log" 2>&1; then
+  ok "krew install --manifest=dist/krew/svctrace.yaml --archive=$(basename "$archive")"
+else
+  cat "$work/install.log" >&2; fail "krew install failed"
+fi
+# Only krew's bin dir and the pinned kubectl: the plugin must come from krew.
+plugin_path=$KREW_ROOT/bin:$(dirname "$kubectl"):/usr/bin:/bin
+if list=$(PATH=$plugin_path kubectl plugin list 2>&1) && grep -qF "$KREW_ROOT/bin/kubectl-svctrace" <<<"$list"; then
+  ok "kubectl plugin list finds $KREW_ROOT/bin/kubectl-svctrace"
+else
+  fail "kubectl plugin list does not list kubectl-svctrace: $list"
+fi
+if out=$(PATH=$plugin_path kubectl svctrace version 2>&1) && grep -qF "$version" <<<"$out"; then
+  ok "kubectl svctrace version: $(head -n1 <<<"$out")"
+else
+  fail "kubectl svctrace version did not print $version: $out"
+fi
+if out=$(PATH=$plugin_path "$krew" list 2>&1) && grep -q '^svctrace' <<<"$out"; then
+  ok "krew list: $(grep '^svctrace' <<<"$out" | tr -s ' ')"
+else
+  fail "krew list does not show svctrace: $out"
+fi
+# kubectl >= 1.26 completes plugin arguments through kubectl_complete-<name> on
+# PATH; krew links only the bin, so put the installed copy's directory on PATH.
+store=$(dirname "$(readlink -f "$KREW_ROOT/bin/kubectl-svctrace")")
+if out=$(PATH=$plugin_path:$store kubectl __complete svctrace ver 2>&1) && grep -qx 'version.*' <<<"$out"; then
+  ok "kubectl __complete svctrace ver -> $(head -n1 <<<"$out" | cut -f1) (through kubectl_complete-svctrace)"
+else
+  fail "kubectl plugin completion did not reach the plugin: $out"
+fi
+
+echo "krew-check: $((SECONDS - t0))s"
+if ((fails)); then echo "krew-check: $fails failed" >&2; exit 1; fi
+echo "krew-check: all checks passed"
