@@ -13,6 +13,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors"
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
+	"github.com/svctrace/kubectl-svctrace/collectors/ebpf"
 	"github.com/svctrace/kubectl-svctrace/collectors/ipvs"
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
 	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
@@ -98,7 +99,9 @@ var sectionReaders = []sectionReader{
 		})
 	}},
 	{collectors.SectionEBPF, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.EBPF = notImplemented[collectors.EBPFObservation]()
+		out.EBPF = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.EBPFObservation, error) {
+			return ebpf.Read(ctx, req, opts.BPFFSRoot)
+		})
 	}},
 	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ConntrackObservation, error) {

@@ -1,0 +1,349 @@
+// Package ebpf reads eBPF Service datapaths from their pinned maps: it
+// detects Cilium (cilium_lb4_*/cilium_lb6_* under <bpffs>/tc/globals) and
+// Calico eBPF (cali_v4_nat_fe*/cali_v6_nat_fe*), and reads this Service's
+// frontends and backends from Cilium's load-balancer maps.
+//
+// The Cilium map layout is version-dependent. This reader decodes the layout
+// of cilium_lb{4,6}_services_v2 and cilium_lb{4,6}_backends_v3 documented in
+// svctrace's datapath.md (Cilium's pkg/loadbalancer/maps/types.go at the
+// snapshot read there) and refuses maps whose key/value sizes differ, saying
+// so, rather than decoding garbage. Calico maps are listed, not decoded.
+package ebpf
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// LayoutNote names the layout this reader decodes.
+const LayoutNote = "Cilium lb{4,6}_services_v2 key {addr, dport be16, backend_slot u16, proto u8, scope u8, pad[2]} -> " +
+	"{backend_id | affinity_timeout:24+lb_alg:8 u32, count u16, rev_nat_index be16, flags u8, flags2 u8, qcount u16}; " +
+	"lb{4,6}_backends_v3 key backend_id u32 -> {addr, port be16, proto u8, flags(state) u8, cluster_id u16, zone u8, pad u8}. " +
+	"Version-dependent: other sizes are reported, not decoded."
+
+// Map names.
+const (
+	CiliumServices4 = "cilium_lb4_services_v2"
+	CiliumBackends4 = "cilium_lb4_backends_v3"
+	CiliumServices6 = "cilium_lb6_services_v2"
+	CiliumBackends6 = "cilium_lb6_backends_v3"
+)
+
+// Read inspects the bpffs mounted at root (empty: /sys/fs/bpf).
+func Read(ctx context.Context, req *collectors.Request, root string) (*collectors.EBPFObservation, error) {
+	if root == "" {
+		root = "/sys/fs/bpf"
+	}
+	obs := &collectors.EBPFObservation{BPFFSRoot: root}
+	dir := filepath.Join(root, "tc", "globals")
+	if _, err := os.Stat(dir); err != nil {
+		if os.IsNotExist(err) {
+			obs.Cilium = &collectors.CiliumObservation{LayoutNote: LayoutNote}
+			obs.Calico = &collectors.CalicoObservation{}
+			return obs, nil // no pinned datapath maps: nothing detected, not an error
+		}
+		return obs, fmt.Errorf("bpffs: %w", err)
+	}
+	obs.Cilium = readCilium(req, dir)
+	obs.Calico = &collectors.CalicoObservation{}
+	for _, pattern := range []string{"cali_v4_nat_*", "cali_v6_nat_*"} {
+		for _, m := range glob(dir, pattern) {
+			obs.Calico.Maps = append(obs.Calico.Maps, m)
+			if strings.Contains(m.Name, "_nat_fe") {
+				obs.Calico.Detected = true
+			}
+		}
+	}
+	return obs, ctx.Err()
+}
+
+func glob(dir, pattern string) []collectors.PinnedMap {
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+	sort.Strings(matches)
+	var out []collectors.PinnedMap
+	for _, path := range matches {
+		out = append(out, describeMap(path))
+	}
+	return out
+}
+
+func describeMap(path string) collectors.PinnedMap {
+	pm := collectors.PinnedMap{Name: filepath.Base(path), Path: path}
+	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		pm.Error = err.Error()
+		return pm
+	}
+	defer m.Close()
+	pm.Type, pm.KeySize, pm.ValueSize, pm.MaxEntries = m.Type().String(), m.KeySize(), m.ValueSize(), m.MaxEntries()
+	return pm
+}
+
+// family is the per-IP-family geometry of Cilium's LB maps.
+type family struct {
+	services, backends string
+	addrLen            int
+}
+
+var (
+	v4 = family{CiliumServices4, CiliumBackends4, 4}
+	v6 = family{CiliumServices6, CiliumBackends6, 16}
+)
+
+func (f family) keySize() uint32     { return uint32(f.addrLen + 8) }
+func (f family) backendSize() uint32 { return uint32(f.addrLen + 8) }
+
+const serviceValueSize = 12
+
+func readCilium(req *collectors.Request, dir string) *collectors.CiliumObservation {
+	c := &collectors.CiliumObservation{LayoutNote: LayoutNote}
+	c.Maps = append(glob(dir, "cilium_lb4_*"), glob(dir, "cilium_lb6_*")...)
+	for _, m := range c.Maps {
+		if m.Name == CiliumServices4 || m.Name == CiliumServices6 || strings.HasPrefix(m.Name, "cilium_lb4_services") || strings.HasPrefix(m.Name, "cilium_lb6_services") {
+			c.Detected = true
+		}
+	}
+	if !c.Detected {
+		return c
+	}
+	var errs []string
+	open := map[string]*ebpf.Map{}
+	defer func() {
+		for _, m := range open {
+			m.Close()
+		}
+	}()
+	get := func(name string) (*ebpf.Map, error) {
+		if m, ok := open[name]; ok {
+			return m, nil
+		}
+		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), &ebpf.LoadPinOptions{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		open[name] = m
+		return m, nil
+	}
+	for _, fe := range req.Service.Frontends() {
+		fam := v4
+		if fe.Addr.Addr().Is6() {
+			fam = v6
+		}
+		svcMap, err := get(fam.services)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", fam.services, err))
+			continue
+		}
+		if svcMap.KeySize() != fam.keySize() || svcMap.ValueSize() != serviceValueSize {
+			errs = append(errs, fmt.Sprintf("%s has key %d/value %d bytes, this reader knows %d/%d: layout not decoded",
+				fam.services, svcMap.KeySize(), svcMap.ValueSize(), fam.keySize(), serviceValueSize))
+			continue
+		}
+		beMap, err := get(fam.backends)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", fam.backends, err))
+		} else if beMap.KeySize() != 4 || beMap.ValueSize() != fam.backendSize() {
+			errs = append(errs, fmt.Sprintf("%s has key %d/value %d bytes, this reader knows 4/%d: backends not decoded",
+				fam.backends, beMap.KeySize(), beMap.ValueSize(), fam.backendSize()))
+			beMap = nil
+		}
+		for _, scope := range []uint8{0, 1} {
+			f, err := lookupFrontend(svcMap, beMap, fe, scope)
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			if scope == 0 || f.Found {
+				c.Frontends = append(c.Frontends, f)
+			}
+		}
+	}
+	c.Error = strings.Join(errs, "; ")
+	return c
+}
+
+// ServiceKey encodes a Cilium LB service key.
+func ServiceKey(addr netip.Addr, port uint16, slot uint16, proto, scope uint8) []byte {
+	a := addr.AsSlice()
+	k := make([]byte, len(a)+8)
+	copy(k, a)
+	binary.BigEndian.PutUint16(k[len(a):], port)
+	binary.NativeEndian.PutUint16(k[len(a)+2:], slot)
+	k[len(a)+4] = proto
+	k[len(a)+5] = scope
+	return k
+}
+
+// ServiceValue is a decoded services_v2 value.
+type ServiceValue struct {
+	BackendID   uint32 // slot > 0; for slot 0 the affinity timeout and LB algorithm
+	Count       uint16
+	RevNATIndex uint16
+	Flags       uint8
+	Flags2      uint8
+	QCount      uint16
+}
+
+// DecodeServiceValue decodes 12 bytes of a services_v2 value.
+func DecodeServiceValue(b []byte) ServiceValue {
+	return ServiceValue{
+		BackendID:   binary.NativeEndian.Uint32(b[0:4]),
+		Count:       binary.NativeEndian.Uint16(b[4:6]),
+		RevNATIndex: binary.BigEndian.Uint16(b[6:8]),
+		Flags:       b[8],
+		Flags2:      b[9],
+		QCount:      binary.NativeEndian.Uint16(b[10:12]),
+	}
+}
+
+// EncodeServiceValue is DecodeServiceValue's inverse (tests build maps with it).
+func EncodeServiceValue(v ServiceValue) []byte {
+	b := make([]byte, serviceValueSize)
+	binary.NativeEndian.PutUint32(b[0:4], v.BackendID)
+	binary.NativeEndian.PutUint16(b[4:6], v.Count)
+	binary.BigEndian.PutUint16(b[6:8], v.RevNATIndex)
+	b[8], b[9] = v.Flags, v.Flags2
+	binary.NativeEndian.PutUint16(b[10:12], v.QCount)
+	return b
+}
+
+// Backend is a decoded backends_v3 value.
+type Backend struct {
+	Addr      netip.Addr
+	Port      uint16
+	Proto     uint8
+	State     uint8
+	ClusterID uint16
+	Zone      uint8
+}
+
+// EncodeBackend encodes a backends_v3 value.
+func EncodeBackend(b Backend) []byte {
+	a := b.Addr.AsSlice()
+	out := make([]byte, len(a)+8)
+	copy(out, a)
+	binary.BigEndian.PutUint16(out[len(a):], b.Port)
+	out[len(a)+2] = b.Proto
+	out[len(a)+3] = b.State
+	binary.NativeEndian.PutUint16(out[len(a)+4:], b.ClusterID)
+	out[len(a)+6] = b.Zone
+	return out
+}
+
+// DecodeBackend decodes a backends_v3 value of an addrLen-byte family.
+func DecodeBackend(b []byte, addrLen int) Backend {
+	addr, _ := netip.AddrFromSlice(b[:addrLen])
+	return Backend{
+		Addr:      addr,
+		Port:      binary.BigEndian.Uint16(b[addrLen:]),
+		Proto:     b[addrLen+2],
+		State:     b[addrLen+3],
+		ClusterID: binary.NativeEndian.Uint16(b[addrLen+4:]),
+		Zone:      b[addrLen+6],
+	}
+}
+
+// BackendStateName names Cilium's backend states (loadbalancer.BackendState).
+func BackendStateName(s uint8) string {
+	switch s {
+	case 0:
+		return "active"
+	case 1:
+		return "terminating"
+	case 2:
+		return "quarantined"
+	case 3:
+		return "maintenance"
+	}
+	return fmt.Sprintf("state-%d", s)
+}
+
+func protoNumber(p string) uint8 {
+	switch strings.ToUpper(p) {
+	case "TCP":
+		return 6
+	case "UDP":
+		return 17
+	case "SCTP":
+		return 132
+	}
+	return 0
+}
+
+func protoName(n uint8) string {
+	switch n {
+	case 6:
+		return "TCP"
+	case 17:
+		return "UDP"
+	case 132:
+		return "SCTP"
+	case 0:
+		return "ANY"
+	}
+	return fmt.Sprint(n)
+}
+
+// lookupFrontend reads slot 0 of one frontend and then each backend slot.
+// Newer Cilium keys carry the L4 protocol; older ones set it to 0, so both
+// are tried.
+func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8) (collectors.CiliumFrontend, error) {
+	f := collectors.CiliumFrontend{Frontend: fe.Kind, Address: fe.Addr.Addr().String(), Port: fe.Addr.Port(), Protocol: fe.Protocol, Scope: scope}
+	var master []byte
+	var proto uint8
+	for _, p := range []uint8{protoNumber(fe.Protocol), 0} {
+		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), 0, p, scope))
+		if err != nil {
+			return f, fmt.Errorf("lookup %s scope %d: %w", fe, scope, err)
+		}
+		if v != nil {
+			master, proto = v, p
+			break
+		}
+	}
+	if master == nil {
+		return f, nil
+	}
+	sv := DecodeServiceValue(master)
+	f.Found = true
+	f.BackendCount, f.QuarantinedCount, f.RevNATIndex, f.Flags, f.Flags2 = sv.Count, sv.QCount, sv.RevNATIndex, sv.Flags, sv.Flags2
+	f.AffinityTimeoutSecs, f.LBAlgorithm = sv.BackendID&0xffffff, uint8(sv.BackendID>>24)
+	addrLen := len(fe.Addr.Addr().AsSlice())
+	for slot := uint16(1); slot <= sv.Count+sv.QCount; slot++ {
+		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), slot, proto, scope))
+		if err != nil {
+			return f, fmt.Errorf("lookup %s slot %d: %w", fe, slot, err)
+		}
+		b := collectors.CiliumBackend{Slot: slot}
+		if v == nil {
+			f.Backends = append(f.Backends, b) // a hole: the slot is missing
+			continue
+		}
+		b.BackendID = DecodeServiceValue(v).BackendID
+		if beMap != nil {
+			key := make([]byte, 4)
+			binary.NativeEndian.PutUint32(key, b.BackendID)
+			bv, err := beMap.LookupBytes(key)
+			if err != nil {
+				return f, fmt.Errorf("backend %d: %w", b.BackendID, err)
+			}
+			if bv != nil {
+				be := DecodeBackend(bv, addrLen)
+				b.Found = true
+				b.Address, b.Port, b.Protocol = be.Addr.String(), be.Port, protoName(be.Proto)
+				b.State, b.ClusterID, b.Zone = BackendStateName(be.State), be.ClusterID, be.Zone
+			}
+		}
+		f.Backends = append(f.Backends, b)
+	}
+	return f, nil
+}
