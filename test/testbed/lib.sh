@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# Common settings for the svctrace testbed scripts. Sourced, not executed.
+# Machine-wide runtime state lives OUTSIDE any work tree so `down` works from any
+# checkout and after a crash.
+
+K8S_VERSION=v1.37.2
+K8S_STAGING_VERSION=v0.37.2
+ETCD_VERSION=v3.7.0
+COREDNS_VERSION=v1.15.0
+
+TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$TESTBED_DIR/../.." && pwd)
+
+SVCTRACE_CACHE=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
+K8S_BIN=$SVCTRACE_CACHE/k8s-$K8S_VERSION/bin
+ETCD_BIN=$SVCTRACE_CACHE/etcd-$ETCD_VERSION/bin
+COREDNS_BIN=$SVCTRACE_CACHE/coredns-$COREDNS_VERSION/bin
+
+STATE=/var/lib/svctrace-testbed      # certs, etcd data, kubelet/containerd roots, configs
+RUN=/run/svctrace-testbed            # pid files, sockets
+LOGS=$STATE/logs
+IMAGES_DIR=$SVCTRACE_CACHE/images    # docker-archive tarballs (rebuilt by `make images`)
+
+# Topology (stable names; later tests rely on them, see README.md).
+HUB_NS=svtb-hub
+CP_NS=svtb-cp
+CP_IP=10.0.0.1
+BRIDGE=svtb-br0
+NODES=(svtb-node1 svtb-node2)
+declare -A NODE_IP=([svtb-node1]=10.0.0.11 [svtb-node2]=10.0.0.12)
+declare -A NODE_CIDR=([svtb-node1]=10.244.1.0/24 [svtb-node2]=10.244.2.0/24)
+declare -A NODE_ZONE=([svtb-node1]=zone-a [svtb-node2]=zone-b)
+CLUSTER_CIDR=10.244.0.0/16
+SERVICE_CIDR=10.96.0.0/16
+KUBE_DNS_IP=10.96.0.10
+API_PORT=6443
+# Loopback forwarder in the root netns -> apiserver in the control-plane netns.
+FWD_PORT=${SVTB_API_FORWARD_PORT:-16443}
+
+# kube-proxy mode per node, in NODES order.
+IFS=, read -r -a PROXY_MODES <<<"${SVTB_PROXY_MODES:-iptables,nftables}"
+declare -A NODE_PROXY_MODE=()
+for _i in "${!NODES[@]}"; do NODE_PROXY_MODE[${NODES[$_i]}]=${PROXY_MODES[$_i]:-iptables}; done
+unset _i
+
+KUBECONFIG_DIR=$REPO_ROOT/.testbed
+
+log() { printf '[testbed %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+in_ns() { local ns=$1; shift; nsenter --net="/var/run/netns/$ns" -- "$@"; }
+
+# Start a daemon inside a netns, record its PID in $RUN/<name>.pid.
+# Uses nsenter (not `ip netns exec`) so the process shares the host mount namespace.
+start_daemon() {
+	local name=$1 ns=$2; shift 2
+	mkdir -p "$RUN" "$LOGS"
+	if [[ -n $ns ]]; then
+		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+	else
+		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+	fi
+	echo $! >"$RUN/$name.pid"
+	# Remember the exact command line so `down` only ever signals what we started.
+	printf '%s\n' "$1" >"$RUN/$name.cmd"
+}
+
+# pid_alive NAME: true if the recorded pid is alive and is still our binary.
+pid_alive() {
+	local name=$1 pid exe
+	[[ -f $RUN/$name.pid ]] || return 1
+	pid=$(<"$RUN/$name.pid")
+	[[ -r /proc/$pid/cmdline ]] || return 1
+	exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n1)
+	[[ $exe == "$(<"$RUN/$name.cmd")" ]]
+}
+
+ctr_node() { local n=$1; shift; ctr --address "$RUN/$n/containerd.sock" -n k8s.io "$@"; }
+
+# import_images NODE: load every built image tarball into the node's containerd.
+import_images() {
+	local n=$1 t
+	for t in "$IMAGES_DIR"/*.tar; do
+		[[ -e $t ]] || continue
+		ctr_node "$n" images import "$t" >/dev/null || die "import $t into $n failed"
+	done
+	log "images imported into $n"
+}
