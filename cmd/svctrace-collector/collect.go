@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
 	"github.com/svctrace/kubectl-svctrace/collectors/ebpf"
+	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
 	"github.com/svctrace/kubectl-svctrace/collectors/ipvs"
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
 	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
@@ -88,7 +91,9 @@ var sectionReaders = []sectionReader{
 	// iptables and nftables: readers live in collectors/iptables and
 	// collectors/nftables (another work stream); wire them here.
 	{collectors.SectionIPTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPTables = notImplemented[json.RawMessage]()
+		out.IPTables = rawSection(ctx, func(ctx context.Context) (any, error) {
+			return iptables.Read(ctx, iptables.Query{Service: req.Service, Endpoints: req.Endpoints})
+		})
 	}},
 	{collectors.SectionNFTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.NFTables = notImplemented[json.RawMessage]()
@@ -123,4 +128,21 @@ var sectionReaders = []sectionReader{
 			return probe.Read(ctx, req, opts.ProbeConcurrency)
 		})
 	}},
+}
+
+// rawSection runs a reader whose result type lives in its own package
+// (iptables, nftables) and embeds the result as JSON.
+func rawSection(ctx context.Context, read func(context.Context) (any, error)) *collectors.Section[json.RawMessage] {
+	return collectors.RunSection(ctx, func(ctx context.Context) (*json.RawMessage, error) {
+		data, err := read(ctx)
+		if data == nil {
+			return nil, err
+		}
+		b, merr := json.Marshal(data)
+		if merr != nil {
+			return nil, errors.Join(err, fmt.Errorf("encode: %w", merr))
+		}
+		raw := json.RawMessage(b)
+		return &raw, err
+	})
 }
