@@ -9,7 +9,7 @@ import (
 	ct "github.com/ti-mo/conntrack"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/testnetns"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
 // procStatRecorded is /proc/net/stat/nf_conntrack from a 2-CPU 6.x kernel

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/testnetns"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
 // metricsRecorded is the shape of a v1.37 kube-proxy /metrics page in

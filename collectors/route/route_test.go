@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/testnetns"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
 // TestSysctlsFromRecordedProc reads a recorded /proc/sys tree: br_netfilter

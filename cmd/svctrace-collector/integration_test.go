@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+)
+
+// helperDNSEnv makes the test binary serve DNS instead of running tests; the
+// integration test starts it inside the Pod namespace.
+const helperDNSEnv = "SVCTRACE_TEST_DNS_SERVE"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(helperDNSEnv); addr != "" {
+		serveDNS(addr)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveDNS answers like CoreDNS's kubernetes plugin for default/web.
+func serveDNS(addr string) {
+	handler := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
+		m := new(mdns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		q := r.Question[0]
+		switch {
+		case q.Name == "web.default.svc.cluster.local." && q.Qtype == mdns.TypeA:
+			rr, _ := mdns.NewRR("web.default.svc.cluster.local. 5 IN A 10.96.0.50")
+			m.Answer = append(m.Answer, rr)
+		case q.Name == "web.default.svc.cluster.local.":
+		case q.Name == "_http._tcp.web.default.svc.cluster.local." && q.Qtype == mdns.TypeSRV:
+			rr, _ := mdns.NewRR("_http._tcp.web.default.svc.cluster.local. 5 IN SRV 0 100 80 web.default.svc.cluster.local.")
+			m.Answer = append(m.Answer, rr)
+		default:
+			m.Rcode = mdns.RcodeNameError
+		}
+		_ = w.WriteMsg(m)
+	})
+	errs := make(chan error, 2)
+	go func() { errs <- (&mdns.Server{Addr: addr, Net: "udp", Handler: handler}).ListenAndServe() }()
+	go func() { errs <- (&mdns.Server{Addr: addr, Net: "tcp", Handler: handler}).ListenAndServe() }()
+	fmt.Fprintln(os.Stderr, "dns helper:", <-errs)
+	os.Exit(1)
+}
+
+func buildCollector(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "svctrace-collector")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestCollectorInNetns runs the real binary inside a test node namespace
+// (the whole process there, as in a hostNetwork Pod) against a fake Service:
+// a DNAT rule standing in for kube-proxy, a live backend, a stale backend with
+// a conntrack flow pinned to it, a closed and a dropped endpoint port, a DNS
+// server in the Pod namespace, and no kube-proxy listening.
+func TestCollectorInNetns(t *testing.T) {
+	s := testnetns.NewScenario(t)
+	bin := buildCollector(t)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Pod.Start(t, []string{helperDNSEnv + "=" + s.PodIP + ":53"}, self)
+	waitDNS(t, s)
+
+	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
+	s.SetBackend(t, s.StalePort)
+	s.Connect(t, cluster)
+	s.SetBackend(t, s.BackendPort)
+	s.Connect(t, cluster)
+
+	req := collectors.Request{
+		APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind, NodeName: "node-a",
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
+		Endpoints: []collectors.Endpoint{
+			{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true, Serving: true},
+		},
+		PodIPs:                []string{s.PodIP},
+		ClusterDNS:            []string{s.PodIP},
+		ConntrackSampleMillis: 200,
+		ProbeTimeoutMillis:    500,
+	}
+	// Extra endpoints only for the probes: a closed port and a dropped one.
+	probeReq := req
+	probeReq.Endpoints = append([]collectors.Endpoint{}, req.Endpoints...)
+	probeReq.Endpoints = append(probeReq.Endpoints,
+		collectors.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.ClosedPort)}},
+		collectors.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.DroppedPort)}})
+
+	obs := runIn(t, s.Node, bin, probeReq)
+
+	if obs.Service != "default/web" || obs.NodeName != "node-a" {
+		t.Errorf("envelope %+v", obs)
+	}
+	for name, st := range map[string]collectors.SectionStatus{
+		"proxy": obs.Sections.Proxy.Status, "route": obs.Sections.Route.Status, "conntrack": obs.Sections.Conntrack.Status,
+		"dns": obs.Sections.DNS.Status, "probe": obs.Sections.Probe.Status, "ebpf": obs.Sections.EBPF.Status,
+	} {
+		if st != collectors.StatusOK {
+			t.Errorf("section %s: %s", name, st)
+		}
+	}
+	if st := obs.Sections.IPVS.Status; st != collectors.StatusUnavailable && st != collectors.StatusOK {
+		t.Errorf("ipvs status %s: %s", st, obs.Sections.IPVS.Error)
+	}
+
+	// proxy: nothing listens on 10249/10256 in this namespace.
+	p := obs.Sections.Proxy.Data
+	if p.Mode != "" || p.ProxyMode.ErrorClass != collectors.ErrClassRefused || len(p.Fingerprints) == 0 {
+		t.Errorf("proxy %+v", p)
+	}
+
+	// route
+	rt := obs.Sections.Route.Data
+	if len(rt.Routes) != 1 || rt.Routes[0].Device != "veth-pod" || rt.Routes[0].Link == nil || rt.Routes[0].Link.Kind != "veth" {
+		t.Errorf("route %+v", rt.Routes)
+	}
+
+	// conntrack: both flows, one pinned to the stale backend.
+	ct := obs.Sections.Conntrack.Data
+	if ct.Flows == nil || len(ct.Flows.Frontends) != 1 || ct.Flows.Frontends[0].Total < 2 {
+		t.Fatalf("conntrack flows %+v (%s)", ct.Flows, ct.FlowsError)
+	}
+	stale := fmt.Sprintf("%s:%d", s.PodIP, s.StalePort)
+	foundStale := false
+	for _, b := range ct.Flows.Frontends[0].Backends {
+		if b.Backend == stale && !b.Expected {
+			foundStale = true
+		}
+	}
+	if !foundStale || ct.Flows.UnexpectedTotal < 1 {
+		t.Errorf("stale backend not reported: %+v", ct.Flows)
+	}
+
+	// dns over both transports
+	answered := map[string]bool{}
+	for _, q := range obs.Sections.DNS.Data.Queries {
+		if q.Rcode == "NOERROR" && len(q.Answers) > 0 {
+			answered[q.Transport+" "+q.Type] = true
+		}
+	}
+	for _, w := range []string{"udp A", "tcp A", "udp SRV", "tcp SRV"} {
+		if !answered[w] {
+			t.Errorf("dns %s not answered: %+v", w, obs.Sections.DNS.Data.Queries)
+		}
+	}
+
+	// probes: ClusterIP connects via DNAT, backend connects, closed is refused, dropped times out.
+	got := map[string]collectors.Probe{}
+	for _, pr := range obs.Sections.Probe.Data.Probes {
+		got[pr.Address] = pr
+	}
+	check := func(addr, outcome, class string) {
+		t.Helper()
+		pr, ok := got[addr]
+		if !ok || pr.Outcome != outcome || pr.ErrorClass != class {
+			t.Errorf("probe %s: %+v, want %s/%s", addr, pr, outcome, class)
+		}
+	}
+	check(cluster, "connected", "")
+	check(fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort), "connected", "")
+	check(fmt.Sprintf("%s:%d", s.PodIP, s.ClosedPort), "failed", collectors.ErrClassRefused)
+	check(fmt.Sprintf("%s:%d", s.PodIP, s.DroppedPort), "failed", collectors.ErrClassTimeout)
+
+	// self-measurement
+	res := obs.Collector.Resources
+	t.Logf("collector peak RSS self %d KiB, children %d KiB; run %.1f ms", res.PeakRSSSelfKiB, res.PeakRSSChildrenKiB, obs.DurationMillis)
+	if res.PeakRSSSelfKiB <= 0 || res.PeakRSSSelfKiB > 64*1024 {
+		t.Errorf("peak RSS %d KiB outside (0, 64 MiB]", res.PeakRSSSelfKiB)
+	}
+	if obs.Collector.Capabilities.EffectiveHex == "" {
+		t.Error("capabilities not reported")
+	}
+}
+
+func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectors.Request) *collectors.Observation {
+	t.Helper()
+	raw, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "nsenter", "--net="+ns.Path(), "--", bin, "--request", string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("collector: %v", err)
+	}
+	var obs collectors.Observation
+	if err := json.Unmarshal(out, &obs); err != nil {
+		t.Fatalf("decode observation: %v\n%s", err, out)
+	}
+	if os.Getenv("SVCTRACE_DUMP_OBSERVATION") != "" {
+		_ = os.WriteFile(os.Getenv("SVCTRACE_DUMP_OBSERVATION"), out, 0o644)
+	}
+	return &obs
+}
+
+func waitDNS(t *testing.T, s *testnetns.Scenario) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _ := s.Pod.Run("ss", "-Hltn", "sport", "= :53"); len(out) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("DNS helper did not start")
+}
