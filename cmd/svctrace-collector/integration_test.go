@@ -228,3 +228,54 @@ func waitDNS(t *testing.T, s *testnetns.Scenario) {
 	}
 	t.Fatal("DNS helper did not start")
 }
+
+// TestCollectorWithPodCapabilities runs the binary the way the collector Pod
+// does: only CAP_NET_ADMIN and CAP_NET_RAW (setpriv drops the rest), and
+// checks that it says so and that the netlink-based sections still work.
+func TestCollectorWithPodCapabilities(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	s := testnetns.NewScenario(t)
+	bin := buildCollector(t)
+	s.Connect(t, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
+	req := collectors.Request{
+		APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind,
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+		PodIPs:                []string{s.PodIP},
+		Sections:              []string{"proxy", "conntrack", "route", "probe", "ebpf"},
+		ConntrackSampleMillis: 100,
+	}
+	raw, _ := json.Marshal(req)
+	caps := "-all,+net_admin,+net_raw"
+	cmd := exec.Command("nsenter", "--net="+s.Node.Path(), "--",
+		"setpriv", "--inh-caps="+caps, "--ambient-caps="+caps, "--bounding-set="+caps, "--",
+		bin, "--request", string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("collector: %v", err)
+	}
+	var obs collectors.Observation
+	if err := json.Unmarshal(out, &obs); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.Collector.Capabilities.Effective; len(got) != 2 || got[0] != "CAP_NET_ADMIN" || got[1] != "CAP_NET_RAW" {
+		t.Fatalf("effective capabilities %v (%s)", got, obs.Collector.Capabilities.EffectiveHex)
+	}
+	ct := obs.Sections.Conntrack
+	if ct.Status != collectors.StatusOK || ct.Data.Flows == nil || len(ct.Data.Flows.Frontends) != 1 || ct.Data.StatsError != "" {
+		t.Errorf("conntrack with NET_ADMIN only: %+v %+v", ct, ct.Data)
+	}
+	if rt := obs.Sections.Route; rt.Status != collectors.StatusOK || rt.Data.Routes[0].Device != "veth-pod" {
+		t.Errorf("route with NET_ADMIN only: %+v", rt)
+	}
+	if pr := obs.Sections.Probe; pr.Status != collectors.StatusOK || pr.Data.Probes[0].Outcome != "connected" {
+		t.Errorf("probe with NET_ADMIN only: %+v", pr)
+	}
+	for _, fp := range obs.Sections.Proxy.Data.Fingerprints {
+		t.Logf("fingerprint %-10s %-55s found=%v err=%q", fp.Mode, fp.Check, fp.Found, fp.Error)
+	}
+}

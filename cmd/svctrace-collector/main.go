@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -72,6 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitBadRequest
 	}
+	ensureXtablesLock()
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
@@ -121,4 +123,19 @@ func readRequest(inline, file string, stdin io.Reader) (*collectors.Request, err
 		return nil, fmt.Errorf("invalid request: %w", err)
 	}
 	return &req, nil
+}
+
+// ensureXtablesLock points XTABLES_LOCKFILE at a writable temp file when the
+// default /run/xtables.lock cannot be opened: the collector Pod has a
+// read-only root filesystem, and legacy iptables listings refuse to run
+// without their lock file. An explicit XTABLES_LOCKFILE is kept.
+func ensureXtablesLock() {
+	if os.Getenv("XTABLES_LOCKFILE") != "" {
+		return
+	}
+	if f, err := os.OpenFile("/run/xtables.lock", os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+		return
+	}
+	_ = os.Setenv("XTABLES_LOCKFILE", filepath.Join(os.TempDir(), "svctrace-xtables.lock"))
 }
