@@ -13,3 +13,18 @@ build: ## build kubectl-svctrace and svctrace-collector into bin/
 
 test: ## unit tests (no cluster needed)
 	$(GO) test ./...
+
+# Release and distribution (issue 6); the scripts say what each step checks.
+.PHONY: lint image dist krew-check clean tools
+lint: ## gofmt -l, go vet and the pinned staticcheck
+	bash test/release/lint.sh
+image: ## collector image, registry-free (testbed builder), checked against build/collector/
+	bash test/release/image.sh
+dist: ## goreleaser check + snapshot into dist/, then verify every archive
+	bash test/release/dist.sh
+krew-check: ## render the krew manifest from dist/, validate it, install it with krew for real
+	bash test/release/krew-check.sh
+clean: ## remove bin/ and dist/ (CLEAN_CACHE=1 also removes the pinned tools)
+	bash test/release/clean.sh
+tools: ## build the pinned release tools (goreleaser, krew, staticcheck) into the cache
+	bash test/release/tools.sh
