@@ -17,6 +17,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 export GOFLAGS=-mod=mod
+# HOME is replaced below; keep the caches where they are.
+export SVCTRACE_CACHE=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
+GOPATH=$(go env GOPATH) GOCACHE=$(go env GOCACHE) GOMODCACHE=$(go env GOMODCACHE)
+export GOPATH GOCACHE GOMODCACHE
 dist=$root/dist
 t0=$SECONDS
 fails=0
@@ -29,20 +33,6 @@ tag=v${version#v}
 
 krew=$(bash test/release/tools.sh krew)
 validate=$(bash test/release/tools.sh validate-krew-manifest)
-
-# The pinned kubectl, built by the testbed (test/testbed/build.sh) into the cache.
-cache=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
-kubectl=$cache/k8s-v1.37.2/bin/kubectl
-if [[ -f test/testbed/lib.sh ]]; then
-  kubectl=$(bash -c 'source test/testbed/lib.sh && echo "$K8S_BIN/kubectl"')
-fi
-if [[ ! -x $kubectl ]]; then
-  if [[ -x test/testbed/build.sh ]]; then
-    echo "krew-check: pinned kubectl missing; building the testbed binaries (test/testbed/build.sh)" >&2
-    bash test/testbed/build.sh
-  fi
-  [[ -x $kubectl ]] || { echo "FAIL: pinned kubectl not found at $kubectl and test/testbed/build.sh did not build it" >&2; exit 1; }
-fi
 
 work=$(mktemp -d)
 server_pid=""
@@ -70,9 +60,12 @@ else
 fi
 
 # 3. Every platform installs through krew, from a loopback server over dist/.
+# validate-krew-manifest runs `kubectl krew install` for each platform; kubectl
+# only dispatches to the krew plugin there, so a two-line stand-in does it and
+# this step needs no kubectl build. Step 4 uses the real, pinned kubectl.
 mkdir -p "$work/bin" "$work/local"
-ln -s "$krew" "$work/bin/kubectl-krew"
-ln -s "$kubectl" "$work/bin/kubectl"
+printf '#!/bin/sh\n[ "$1" = krew ] || exit 127\nshift; exec %q "$@"\n' "$krew" >"$work/bin/kubectl"
+chmod +x "$work/bin/kubectl"
 go build -o "$work/fileserve" ./test/release/fileserve
 "$work/fileserve" -dir "$dist" -url-file "$work/url" -timeout 10m 2>"$work/fileserve.log" &
 server_pid=$!
@@ -88,6 +81,18 @@ fi
 kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; server_pid=""
 
 # 4. A real install from the release manifest and the linux/amd64 archive.
+# The pinned kubectl, built by the testbed (test/testbed/build.sh) into the cache.
+kubectl=$SVCTRACE_CACHE/k8s-v1.37.2/bin/kubectl
+if [[ -f test/testbed/lib.sh ]]; then
+  kubectl=$(bash -c 'source test/testbed/lib.sh && echo "$K8S_BIN/kubectl"')
+fi
+if [[ ! -x $kubectl ]]; then
+  if [[ -f test/testbed/build.sh ]]; then
+    echo "krew-check: pinned kubectl missing; building the testbed binaries (test/testbed/build.sh)" >&2
+    bash test/testbed/build.sh
+  fi
+  [[ -x $kubectl ]] || { echo "FAIL: pinned kubectl not found at $kubectl and test/testbed/build.sh did not build it" >&2; exit 1; }
+fi
 export KREW_ROOT=$work/krew-root
 archive=$dist/kubectl-svctrace_linux_amd64.tar.gz
 if "$krew" install --manifest="$manifest" --archive="$archive" >"$work/install.log" 2>&1; then
