@@ -54,9 +54,9 @@ type TableObservation struct {
 	Present bool   `json:"present"`
 	// ClusterIPs tells, for each of the Service's ClusterIPs of this family,
 	// whether it is in the cluster-ips set.
-	ClusterIPs []Membership       `json:"clusterIPs,omitempty"`
-	Ports      []PortObservation  `json:"ports,omitempty"`
-	Error      string             `json:"error,omitempty"`
+	ClusterIPs []Membership      `json:"clusterIPs,omitempty"`
+	Ports      []PortObservation `json:"ports,omitempty"`
+	Error      string            `json:"error,omitempty"`
 }
 
 // Membership is one key looked up in a set.
