@@ -80,6 +80,8 @@ type Metadata struct {
 	Port string `json:"port,omitempty"`
 	// ClusterDomain is the DNS suffix the expected names were built with.
 	ClusterDomain string `json:"clusterDomain"`
+	// Collector says how the node layers were observed; nil when they were not.
+	Collector *CollectorRun `json:"collector,omitempty"`
 }
 
 // ServiceSummary is the Service's identity and the parts of its spec that

@@ -1,0 +1,721 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
+)
+
+// programmedPort is one Service port as one datapath programmed it, in the
+// same shape whichever datapath it came from, so that one comparison with
+// the API serves iptables (either backend), nftables and IPVS alike.
+type programmedPort struct {
+	Datapath string // "iptables (nf_tables, IPv4)", "nftables (ip)", …
+	Family   corev1.IPFamily
+	PortName string
+	Protocol string
+	Port     int32
+	NodePort int32
+
+	// Captured: traffic to the ClusterIP:port is sent to an endpoint chain/map.
+	Captured bool
+	// InternalLocal: the ClusterIP goes to the Local (SVL / local-) chain.
+	InternalLocal bool
+	// Rejected / DroppedNoLocal: the no-endpoint verdicts for the ClusterIP.
+	Rejected       bool
+	DroppedNoLocal bool
+	// Endpoints are the DNAT destinations the internal chain chooses from.
+	Endpoints []programmedEndpoint
+	// Unmatched is the share of new connections no rule selects.
+	Unmatched float64
+	// AffinitySeconds > 0 when session-affinity rules exist.
+	AffinitySeconds int
+	NodePortFound   bool
+	Evidence        []string
+}
+
+type programmedEndpoint struct {
+	Endpoint string // ip:port the traffic is DNATed to
+	Share    float64
+}
+
+// judgeDatapath decides which datapath owns the Service on this node, turns
+// what it programmed into programmedPorts and compares each with kube-proxy's
+// expectation for this node.
+func (nj *nodeJudge) judgeDatapath(node string, obs *collectors.Observation) {
+	svc := nj.in.Service
+	var labels map[string]string
+	if n := nj.in.Nodes[node]; n != nil {
+		labels = n.Labels
+	}
+	expect := ExpectForNode(svc, nj.in.Slices, node, labels)
+	nj.proxyHealth(node, obs)
+
+	mode, owner := datapathOwner(obs)
+	switch mode {
+	case "cilium", "calico":
+		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
+		nj.judgeCilium(node, obs, expect)
+		return
+	}
+	ports, leftovers, errs := programmedFromObservation(obs, mode)
+	for _, e := range errs {
+		nj.emit(CodeDPSectionError, node, Args{"section": e[0], "error": e[1]}, nil)
+	}
+	nj.emit(CodeDPOwner, node, Args{"owner": owner}, nil)
+	for _, lo := range leftovers {
+		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
+	}
+	if _, ignored := svc.Labels["service.kubernetes.io/service-proxy-name"]; ignored {
+		nj.emit(CodeDPIgnoredByProxy, node, nil, nil)
+		return
+	}
+	if expect == nil {
+		return
+	}
+	for _, pe := range expect {
+		if !nj.portSelected(pe.PortName, pe.Port) {
+			continue
+		}
+		pp := findProgrammed(ports, pe)
+		nj.comparePort(node, obs, mode, pe, pp)
+	}
+}
+
+// portSelected applies --port.
+func (nj *nodeJudge) portSelected(name string, port int32) bool {
+	p := nj.t.Metadata.Port
+	return p == "" || p == name || p == strconv.Itoa(int(port))
+}
+
+func (nj *nodeJudge) comparePort(node string, obs *collectors.Observation, mode string, pe PortExpectation, pp *programmedPort) {
+	svc := nj.in.Service
+	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
+	datapath := mode
+	if pp != nil {
+		datapath = pp.Datapath
+	}
+	base := Args{"port": portName, "datapath": datapath}
+	with := func(extra Args) Args {
+		out := Args{}
+		for k, v := range base {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	want := pe.Internal
+	if !pe.HasAnyEndpoints {
+		if pp != nil && pp.Rejected {
+			nj.emit(CodeDPRejectNoEndpoints, node, base, pp.Evidence)
+		}
+		return
+	}
+	if len(want) == 0 {
+		// internalTrafficPolicy Local with no local endpoint: kube-proxy
+		// drops ClusterIP traffic here; the service layer already warns.
+		return
+	}
+	if pp == nil || (!pp.Captured && !pp.Rejected) {
+		why := nj.noRulesReason(obs, mode)
+		var raw []string
+		if pp != nil {
+			raw = pp.Evidence
+		}
+		nj.emit(CodeDPNoRules, node, with(Args{"why": why}), raw)
+		return
+	}
+	if pp.Rejected {
+		nj.emit(CodeDPRejectWithEPs, node, base, pp.Evidence)
+		return
+	}
+	wantSet := map[string]bool{}
+	wantByIP := map[string]string{}
+	for _, e := range want {
+		wantSet[e.String()] = true
+		wantByIP[e.IP] = e.String()
+	}
+	gotSet := map[string]bool{}
+	gotByIP := map[string]string{}
+	for _, e := range pp.Endpoints {
+		gotSet[e.Endpoint] = true
+		if h, _, err := net.SplitHostPort(e.Endpoint); err == nil {
+			gotByIP[h] = e.Endpoint
+		}
+	}
+	var missing, stale []string
+	problems := 0
+	for ep := range wantSet {
+		if gotSet[ep] {
+			continue
+		}
+		h, _, _ := net.SplitHostPort(ep)
+		if got, ok := gotByIP[h]; ok {
+			nj.emit(CodeDPWrongDNATPort, node, with(Args{"got": got, "want": ep}), pp.Evidence)
+			problems++
+			continue
+		}
+		missing = append(missing, ep)
+	}
+	for ep := range gotSet {
+		if wantSet[ep] {
+			continue
+		}
+		h, _, _ := net.SplitHostPort(ep)
+		if _, ok := wantByIP[h]; ok {
+			continue // reported as a wrong port
+		}
+		stale = append(stale, ep)
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	if len(missing) > 0 {
+		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": strings.Join(missing, ", ")}), pp.Evidence,
+			fieldItems("missing", missing), fieldItems("expected", endpointStrings(want)))
+		problems++
+	}
+	if len(stale) > 0 {
+		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": strings.Join(stale, ", ")}), pp.Evidence,
+			fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
+		problems++
+	}
+	if len(pp.Endpoints) > 1 || pp.Unmatched > 0.001 {
+		fair := 1.0 / float64(len(pp.Endpoints))
+		var shares []string
+		uneven := pp.Unmatched > 0.001
+		for _, e := range pp.Endpoints {
+			shares = append(shares, fmt.Sprintf("%s %.1f%%", e.Endpoint, e.Share*100))
+			if math.Abs(e.Share-fair) > 0.01 {
+				uneven = true
+			}
+		}
+		if pp.Unmatched > 0.001 {
+			shares = append(shares, fmt.Sprintf("unmatched %.1f%%", pp.Unmatched*100))
+		}
+		if uneven {
+			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": strings.Join(shares, ", ")}), pp.Evidence)
+			problems++
+		}
+	}
+	affinity := svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
+	switch {
+	case affinity && pp.AffinitySeconds == 0:
+		timeout := "10800"
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			timeout = strconv.Itoa(int(*c.ClientIP.TimeoutSeconds))
+		}
+		nj.emit(CodeDPAffinityMissing, node, with(Args{"timeout": timeout}), pp.Evidence)
+		problems++
+	case !affinity && pp.AffinitySeconds > 0:
+		nj.emit(CodeDPAffinityExtra, node, with(Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
+		problems++
+	}
+	if pe.NodePort != 0 {
+		if !pp.NodePortFound && len(pe.External) > 0 {
+			nj.emit(CodeDPNodePortMissing, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
+			problems++
+		}
+		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
+			nj.emit(CodeDPETPLocalNoLocal, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+		}
+	}
+	if problems == 0 {
+		nj.emit(CodeDPRulesMatch, node, with(Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
+			fieldItems("endpoints", endpointStrings(want)))
+	}
+}
+
+func servicePortLabel(ns, name string, pe PortExpectation) string {
+	spn := ns + "/" + name
+	if pe.PortName != "" {
+		spn += ":" + pe.PortName
+	}
+	s := fmt.Sprintf("%s (%d/%s", spn, pe.Port, pe.Protocol)
+	if pe.Family == corev1.IPv6Protocol {
+		s += ", IPv6"
+	}
+	return s + ")"
+}
+
+// noRulesReason explains an empty datapath with what the node told.
+func (nj *nodeJudge) noRulesReason(obs *collectors.Observation, mode string) string {
+	var why []string
+	if p := obs.Sections.Proxy; p != nil && p.Data != nil && p.Data.Mode == "" {
+		why = append(why, "kube-proxy does not answer on its metrics port (stopped or crashed?)")
+	}
+	if mode == "" {
+		why = append(why, "no kube-proxy datapath found on the node at all")
+	}
+	if len(why) == 0 {
+		why = append(why, "kube-proxy has not programmed this Service (not synced since it was created or changed, or its rules were removed)")
+	}
+	return strings.Join(why, "; ")
+}
+
+// proxyHealth judges kube-proxy's own signals.
+func (nj *nodeJudge) proxyHealth(node string, obs *collectors.Observation) {
+	s := obs.Sections.Proxy
+	if s == nil || s.Data == nil {
+		return
+	}
+	p := s.Data
+	if p.Mode == "" {
+		if owner, _ := datapathOwner(obs); owner == "cilium" || owner == "calico" {
+			return // no kube-proxy expected
+		}
+		nj.emit(CodeDPProxyUnreachable, node, Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
+		return
+	}
+	if h := p.Healthz; h != nil && h.Healthy != nil && !*h.Healthy {
+		nj.emit(CodeDPProxyUnhealthy, node, Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
+	}
+	if m := p.Metrics; m != nil {
+		var last, queued float64
+		for _, smp := range m.Samples {
+			switch smp.Name {
+			case "kubeproxy_sync_proxy_rules_last_timestamp_seconds":
+				last = smp.Value
+			case "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds":
+				queued = smp.Value
+			}
+		}
+		now := float64(obs.CollectedAt.Unix())
+		// A change queued more than a minute before the last sync means
+		// kube-proxy is failing to apply it.
+		if queued > 0 && last > 0 && queued > last && now-queued > 60 {
+			nj.emit(CodeDPProxyStaleSync, node, Args{"age": (time.Duration(now-last) * time.Second).String(),
+				"queuedAge": (time.Duration(now-queued) * time.Second).String()}, nil)
+		}
+	}
+}
+
+// datapathOwner names the datapath that should hold the Service on the node:
+// kube-proxy's own /proxyMode first, else the fingerprints.
+func datapathOwner(obs *collectors.Observation) (mode, description string) {
+	if e := obs.Sections.EBPF; e != nil && e.Data != nil {
+		if c := e.Data.Cilium; c != nil && c.Detected {
+			return "cilium", "Cilium eBPF service maps (kube-proxy replacement)"
+		}
+		if c := e.Data.Calico; c != nil && c.Detected {
+			return "calico", "Calico eBPF NAT maps"
+		}
+	}
+	if p := obs.Sections.Proxy; p != nil && p.Data != nil {
+		if p.Data.Mode != "" {
+			return p.Data.Mode, "kube-proxy in " + p.Data.Mode + " mode (from /proxyMode)"
+		}
+		found := map[string]bool{}
+		for _, f := range p.Data.Fingerprints {
+			if f.Found {
+				found[f.Mode] = true
+			}
+		}
+		switch {
+		case found["nftables"]:
+			return "nftables", "kube-proxy nftables rules (fingerprint; kube-proxy itself does not answer)"
+		case found["ipvs"]:
+			return "ipvs", "kube-proxy IPVS (fingerprint; kube-proxy itself does not answer)"
+		case found["iptables"] || found["iptables-legacy"]:
+			return "iptables", "kube-proxy iptables rules (fingerprint; kube-proxy itself does not answer)"
+		}
+	}
+	return "", "no kube-proxy or eBPF datapath found"
+}
+
+type leftover struct {
+	active, other, evidence string
+	raw                     []string
+}
+
+// programmedFromObservation decodes the iptables/nftables/IPVS sections and
+// returns the active datapath's ports, leftovers of others, and section errors.
+func programmedFromObservation(obs *collectors.Observation, mode string) ([]programmedPort, []leftover, [][2]string) {
+	var errs [][2]string
+	var ipt *iptables.Observation
+	if s := obs.Sections.IPTables; s != nil {
+		if s.Data != nil {
+			ipt = &iptables.Observation{}
+			if err := json.Unmarshal(*s.Data, ipt); err != nil {
+				errs = append(errs, [2]string{"iptables", "cannot decode: " + err.Error()})
+				ipt = nil
+			}
+		}
+		if s.Error != "" && (mode == "iptables" || mode == "") {
+			errs = append(errs, [2]string{"iptables", s.Error})
+		}
+	}
+	var nft *nftables.Observation
+	if s := obs.Sections.NFTables; s != nil {
+		if s.Data != nil {
+			nft = &nftables.Observation{}
+			if err := json.Unmarshal(*s.Data, nft); err != nil {
+				errs = append(errs, [2]string{"nftables", "cannot decode: " + err.Error()})
+				nft = nil
+			}
+		}
+		if s.Error != "" && (mode == "nftables" || mode == "") {
+			errs = append(errs, [2]string{"nftables", s.Error})
+		}
+	}
+
+	// Every kube-proxy-bearing iptables backend is a candidate.
+	var iptBackends []iptBackendPorts
+	if ipt != nil {
+		for _, b := range ipt.Backends {
+			if b.KubeProxyChains {
+				iptBackends = append(iptBackends, iptBackendPorts{b, fromIPTables(b)})
+			}
+		}
+	}
+	var nftPorts []programmedPort
+	nftPresent := false
+	if nft != nil {
+		for _, t := range nft.Tables {
+			if t.Present {
+				nftPresent = true
+				nftPorts = append(nftPorts, fromNFTables(nft.Source, t)...)
+			}
+		}
+	}
+
+	var active []programmedPort
+	var lo []leftover
+	switch mode {
+	case "nftables":
+		active = nftPorts
+		for _, b := range iptBackends {
+			lo = append(lo, leftover{active: "nftables", other: "iptables (" + b.obs.Backend + ")",
+				evidence: "nat KUBE-SERVICES exists", raw: b.obs.Commands})
+		}
+	case "iptables", "":
+		best := -1
+		for i, b := range iptBackends {
+			// kube-proxy keeps its canary in the backend it writes; with
+			// several backends, the one capturing the Service the most is
+			// live and the rest are leftovers.
+			if best < 0 || captureScore(b.ports) > captureScore(iptBackends[best].ports) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			active = iptBackends[best].ports
+			for i, b := range iptBackends {
+				if i != best {
+					lo = append(lo, leftover{active: "iptables (" + iptBackends[best].obs.Backend + ")", other: "iptables (" + b.obs.Backend + ")",
+						evidence: "nat KUBE-SERVICES exists in both backends", raw: b.obs.Commands})
+				}
+			}
+		}
+		if mode == "iptables" && nftPresent {
+			lo = append(lo, leftover{active: "iptables", other: "nftables", evidence: "table kube-proxy exists"})
+		}
+		if mode == "" && len(active) == 0 {
+			active = nftPorts
+		}
+	case "ipvs":
+		active = fromIPVS(obs)
+	}
+	return active, lo, errs
+}
+
+type iptBackendPorts struct {
+	obs   iptables.BackendObservation
+	ports []programmedPort
+}
+
+func captureScore(ports []programmedPort) int {
+	n := 0
+	for _, p := range ports {
+		if p.Captured {
+			n += 1 + len(p.Endpoints)
+		}
+	}
+	return n
+}
+
+func findProgrammed(ports []programmedPort, pe PortExpectation) *programmedPort {
+	for i := range ports {
+		p := &ports[i]
+		if p.PortName == pe.PortName && strings.EqualFold(p.Protocol, pe.Protocol) && p.Port == pe.Port &&
+			(p.Family == pe.Family || p.Family == "") {
+			return p
+		}
+	}
+	return nil
+}
+
+// portNameOf extracts the port name from a ServicePortName "ns/name:port".
+func portNameOf(spn string) string {
+	if i := strings.LastIndex(spn, ":"); i >= 0 && !strings.Contains(spn[i:], "/") {
+		return spn[i+1:]
+	}
+	return ""
+}
+
+func familyOf(s string) corev1.IPFamily {
+	switch strings.ToLower(s) {
+	case "ipv6", "ip6":
+		return corev1.IPv6Protocol
+	case "ipv4", "ip":
+		return corev1.IPv4Protocol
+	}
+	return ""
+}
+
+func fromIPTables(b iptables.BackendObservation) []programmedPort {
+	var out []programmedPort
+	for _, p := range b.Ports {
+		pp := programmedPort{
+			Datapath: fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family),
+			Family:   familyOf(b.Family),
+			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+			NodePortFound: len(p.NodePorts) > 0,
+		}
+		var internal *iptables.Chain
+		for _, e := range p.Entry {
+			pp.Evidence = append(pp.Evidence, e.Raw)
+			if e.Kind != "clusterIP" {
+				continue
+			}
+			target := e.Jump
+			if target == "" {
+				target = e.Goto
+			}
+			for _, c := range []*iptables.Chain{p.Service, p.Local} {
+				if c != nil && c.Name == target && c.Exists {
+					internal = c
+					pp.Captured = true
+					pp.InternalLocal = c == p.Local
+				}
+			}
+		}
+		for _, r := range p.NodePorts {
+			pp.Evidence = append(pp.Evidence, r.Raw)
+		}
+		for _, r := range p.Filter {
+			pp.Evidence = append(pp.Evidence, r.Raw)
+			switch {
+			case strings.Contains(r.Comment, "has no endpoints") && r.Jump == "REJECT":
+				pp.Rejected = true
+			case strings.Contains(r.Comment, "has no local endpoints") && r.Jump == "DROP" && !r.NotDstType && r.DstType == "":
+				pp.DroppedNoLocal = true
+			}
+		}
+		if internal != nil {
+			for _, r := range internal.Rules {
+				pp.Evidence = append(pp.Evidence, r.Raw)
+			}
+			dnat := map[string]string{}
+			for _, ec := range p.Endpoints {
+				for _, r := range ec.Rules {
+					pp.Evidence = append(pp.Evidence, r.Raw)
+				}
+				if ec.DNAT != "" {
+					dnat[ec.Name] = ec.DNAT
+				}
+			}
+			for _, s := range internal.Selection {
+				ep := dnat[s.Target]
+				if ep == "" {
+					ep = s.Endpoint
+				}
+				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: ep, Share: s.Share})
+			}
+			pp.Unmatched = internal.UnmatchedShare
+			for _, a := range internal.Affinity {
+				if a.Seconds > pp.AffinitySeconds {
+					pp.AffinitySeconds = a.Seconds
+				}
+			}
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+func fromNFTables(source string, t nftables.TableObservation) []programmedPort {
+	var out []programmedPort
+	for _, p := range t.Ports {
+		pp := programmedPort{
+			Datapath: fmt.Sprintf("nftables (%s %s, via %s)", t.Family, t.Name, source),
+			Family:   familyOf(t.Family),
+			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+		}
+		chains := map[string]*nftables.Chain{}
+		for _, c := range append([]*nftables.Chain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
+			if c != nil && c.Exists {
+				chains[c.Name] = c
+			}
+		}
+		var internal *nftables.Chain
+		for _, e := range p.ServiceIPs {
+			if !e.Found {
+				continue
+			}
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			if c := chains[e.Target]; c != nil && (c == p.Service || c == p.Local) && internal == nil {
+				internal = c
+				pp.Captured = true
+				pp.InternalLocal = c == p.Local
+			}
+		}
+		for _, e := range p.ServiceNodePorts {
+			if e.Found {
+				pp.NodePortFound = true
+				pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			}
+		}
+		for _, e := range p.NoEndpointServices {
+			if !e.Found {
+				continue
+			}
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			if strings.Contains(e.Verdict, "reject") {
+				pp.Rejected = true
+			} else if strings.Contains(e.Verdict, "drop") {
+				pp.DroppedNoLocal = true
+			}
+		}
+		if internal != nil {
+			for _, r := range internal.Rules {
+				pp.Evidence = append(pp.Evidence, "chain "+internal.Name+": "+r.Text)
+				if r.AffinityMatch != "" {
+					for _, a := range p.Affinity {
+						if a.Name == r.AffinityMatch && int(a.TimeoutSeconds) > pp.AffinitySeconds {
+							pp.AffinitySeconds = int(a.TimeoutSeconds)
+						}
+					}
+					if pp.AffinitySeconds == 0 {
+						pp.AffinitySeconds = -1 // rules without a readable timeout
+					}
+				}
+				if r.Numgen == nil {
+					continue
+				}
+				pp.Unmatched = r.Numgen.UnmatchedShare
+				for _, en := range r.Numgen.Entries {
+					ep := en.Address
+					if ep == "" {
+						if c := chains[en.Target]; c != nil {
+							for _, er := range c.Rules {
+								pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+er.Text)
+								if er.DNAT != "" {
+									ep = er.DNAT
+								}
+								if er.Update != "" {
+									for _, a := range p.Affinity {
+										if a.Name == er.Update && int(a.TimeoutSeconds) > pp.AffinitySeconds {
+											pp.AffinitySeconds = int(a.TimeoutSeconds)
+										}
+									}
+								}
+							}
+						}
+					}
+					if ep == "" {
+						ep = en.Target
+					}
+					pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: ep, Share: en.Share})
+				}
+			}
+			if pp.Endpoints == nil {
+				// A single endpoint: kube-proxy jumps straight to it.
+				for _, r := range internal.Rules {
+					if r.DNAT != "" {
+						pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
+					} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
+						for _, er := range c.Rules {
+							if er.DNAT != "" {
+								pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
+							}
+						}
+					}
+				}
+			}
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// fromIPVS reads the IPVS section: one virtual server per ClusterIP:port,
+// real servers with weight > 0 carrying equal shares (round robin).
+func fromIPVS(obs *collectors.Observation) []programmedPort {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available {
+		return nil
+	}
+	var out []programmedPort
+	for _, vs := range s.Data.VirtualServers {
+		if vs.Frontend != "clusterIP" {
+			continue
+		}
+		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: strings.ToUpper(vs.Protocol),
+			Port: int32(vs.Port), Captured: vs.Found, AffinitySeconds: int(vs.TimeoutSeconds)}
+		if ip := net.ParseIP(vs.Address); ip != nil && ip.To4() == nil {
+			pp.Family = corev1.IPv6Protocol
+		} else {
+			pp.Family = corev1.IPv4Protocol
+		}
+		var live []collectors.IPVSRealServer
+		for _, rs := range vs.RealServers {
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
+			if rs.Weight > 0 {
+				live = append(live, rs)
+			}
+		}
+		for _, rs := range live {
+			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: 1 / float64(len(live))})
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// judgeCilium compares Cilium's backends for each ClusterIP frontend with the
+// expected endpoints. The map layout is Cilium-version dependent; the
+// collector says which layout it decoded.
+func (nj *nodeJudge) judgeCilium(node string, obs *collectors.Observation, expect []PortExpectation) {
+	e := obs.Sections.EBPF
+	if e == nil || e.Data == nil || e.Data.Cilium == nil {
+		return
+	}
+	c := e.Data.Cilium
+	for _, pe := range expect {
+		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints || len(pe.Internal) == 0 {
+			continue
+		}
+		pp := &programmedPort{Datapath: "cilium (" + c.LayoutNote + ")", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
+		for _, fe := range c.Frontends {
+			if fe.Frontend != "clusterIP" || int32(fe.Port) != pe.Port || !fe.Found {
+				continue
+			}
+			pp.Captured = true
+			pp.AffinitySeconds = int(fe.AffinityTimeoutSecs)
+			var active []collectors.CiliumBackend
+			for _, b := range fe.Backends {
+				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, b.Slot, b.BackendID, b.Address, b.Port, b.State))
+				if b.Found && (b.State == "" || b.State == "active") {
+					active = append(active, b)
+				}
+			}
+			for _, b := range active {
+				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
+			}
+		}
+		nj.comparePort(node, obs, "cilium", pe, pp)
+	}
+}

@@ -1,0 +1,622 @@
+package trace
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// NodeView is what svctrace learnt about one node: the collector's
+// observation, or why there is none.
+type NodeView struct {
+	Node string
+	// Roles say why the node was inspected: "endpoints", "client", "selected".
+	Roles []string
+	// Profile is the privilege profile the collector Pod ran with.
+	Profile string
+	// Observation is nil when Failure is set.
+	Observation *collectors.Observation
+	Failure     string
+}
+
+// JudgeNodes compares each node's observation with what the Service and its
+// EndpointSlices say should be there, and fills the dns, datapath, conntrack
+// and route layers with checks and per-node results. Layers the API side
+// already skipped (datapath of a headless Service, say) are left alone.
+func JudgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
+	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
+	fqdn := fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, t.Metadata.ClusterDomain)
+	nj := &nodeJudge{in: in, t: t, fqdn: fqdn}
+	for i := range views {
+		nj.judge(&views[i])
+	}
+	nj.judgeDNS(views)
+}
+
+type nodeJudge struct {
+	in   *Input
+	t    *ServiceTrace
+	fqdn string
+}
+
+func (nj *nodeJudge) args(node string, a Args) Args {
+	out := Args{"service": nj.in.Name, "namespace": nj.in.Namespace, "node": node, "fqdn": nj.fqdn}
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+// emit adds a catalog check for node; raw lines, when given, become evidence.
+func (nj *nodeJudge) emit(code, node string, a Args, raw []string, fields ...Field) *Check {
+	l := nj.t.Layer(Catalog[code].Layer)
+	c := NewCheck(code, nj.args(node, a), fields...)
+	c.Node = node
+	if len(raw) > 0 {
+		if c.Evidence == nil {
+			c.Evidence = &Evidence{}
+		}
+		c.Evidence.Raw = capLines(raw, 40)
+	}
+	l.Add(c)
+	return &l.Checks[len(l.Checks)-1]
+}
+
+func (nj *nodeJudge) skipped(layer LayerName) bool {
+	return nj.t.Layer(layer).Status == StatusSkipped
+}
+
+// nodeResult records a node's status in a layer from the checks emitted for it.
+func (nj *nodeJudge) nodeResult(layer LayerName, node string, forced Status, reason string) {
+	l := nj.t.Layer(layer)
+	if l.Status == StatusSkipped {
+		return
+	}
+	st := forced
+	if st == "" {
+		st = StatusPass
+		for _, c := range l.Checks {
+			if c.Node == node && statusRank[c.Status] > statusRank[st] {
+				st = c.Status
+				reason = c.Title
+			}
+		}
+		if st == StatusPass {
+			reason = ""
+		}
+	}
+	l.Nodes = append(l.Nodes, NodeResult{Node: node, Status: st, Reason: reason})
+}
+
+func (nj *nodeJudge) judge(v *NodeView) {
+	if v.Observation == nil {
+		reason := v.Failure
+		if reason == "" {
+			reason = "no observation"
+		}
+		if !nj.skipped(LayerDatapath) {
+			nj.emit(CodeNodeCollectorFailed, v.Node, Args{"reason": reason}, nil)
+		} else if !nj.skipped(LayerRoute) {
+			c := NewCheck(CodeNodeCollectorFailed, nj.args(v.Node, Args{"reason": reason}))
+			c.Node = v.Node
+			nj.t.Layer(LayerRoute).Add(c)
+		}
+		for _, l := range NodeLayers {
+			nj.nodeResult(l, v.Node, StatusUnknown, reason)
+		}
+		return
+	}
+	obs := v.Observation
+	if !nj.skipped(LayerDatapath) {
+		nj.judgeDatapath(v.Node, obs)
+	}
+	if !nj.skipped(LayerConntrack) {
+		nj.judgeConntrack(v.Node, obs.Sections.Conntrack)
+	}
+	if !nj.skipped(LayerRoute) || !nj.skipped(LayerEndpoints) {
+		nj.judgeRouteAndProbes(v.Node, obs)
+	}
+	for _, l := range NodeLayers {
+		nj.nodeResult(l, v.Node, "", "")
+	}
+}
+
+// ---- conntrack ----
+
+func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collectors.ConntrackObservation]) {
+	if s == nil || s.Data == nil {
+		msg := "section not collected"
+		if s != nil && s.Error != "" {
+			msg = s.Error
+		}
+		nj.emit(CodeCTUnreadable, node, Args{"error": msg}, nil)
+		return
+	}
+	ct := s.Data
+	interval := strconv.Itoa(ct.SampleIntervalMillis)
+	problems := 0
+	if ct.StatsError != "" && ct.ProcStatError != "" {
+		nj.emit(CodeCTUnreadable, node, Args{"error": ct.StatsError}, nil)
+		problems++
+	}
+	if d := ct.StatsDelta; d != nil {
+		if d.InsertFailed > 0 {
+			clash := "n/a"
+			if v, ok := ct.ProcStatDelta["clash_resolve"]; ok {
+				clash = strconv.FormatUint(v, 10)
+			}
+			total := uint64(0)
+			if ct.Stats != nil {
+				total = ct.Stats.InsertFailed
+			}
+			nj.emit(CodeCTInsertFailed, node, Args{"delta": u64(d.InsertFailed), "interval": interval, "total": u64(total), "clash": clash}, nil,
+				fieldValue("insertFailedDelta", u64(d.InsertFailed)))
+			problems++
+		}
+		if d.Drop > 0 || d.EarlyDrop > 0 {
+			nj.emit(CodeCTDrops, node, Args{"delta": u64(d.Drop), "early": u64(d.EarlyDrop), "interval": interval}, nil,
+				fieldValue("dropDelta", u64(d.Drop)), fieldValue("earlyDropDelta", u64(d.EarlyDrop)))
+			problems++
+		}
+	}
+	if ct.Max > 0 {
+		pct := float64(ct.Count) * 100 / float64(ct.Max)
+		if pct >= 80 {
+			nj.emit(CodeCTTableFull, node, Args{"percent": fmt.Sprintf("%.0f", pct), "count": i64(ct.Count), "max": i64(ct.Max)}, nil)
+			problems++
+		}
+	}
+	flows := 0
+	if f := ct.Flows; f != nil {
+		var gone []string
+		for _, fe := range f.Frontends {
+			flows += fe.Total
+			for _, b := range fe.Backends {
+				if !b.Expected {
+					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, b.Count, fe.Frontend))
+				}
+			}
+			nj.skew(node, fe)
+		}
+		if f.UnexpectedTotal > 0 {
+			var raw []string
+			for _, fl := range f.Unexpected {
+				raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
+			}
+			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(f.UnexpectedTotal), "backends": strings.Join(gone, ", ")}, raw,
+				fieldItems("goneBackends", gone))
+			problems++
+		}
+	}
+	if problems == 0 {
+		nj.emit(CodeCTHealthy, node, Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
+	}
+}
+
+// skew explains an uneven spread of existing connections: iptables and
+// nftables balance new connections, so a few long-lived ones stay put.
+func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows) {
+	var expected []collectors.BackendFlows
+	for _, b := range fe.Backends {
+		if b.Expected {
+			expected = append(expected, b)
+		}
+	}
+	if fe.Total < 10 || len(expected) < 2 {
+		return
+	}
+	top := expected[0]
+	for _, b := range expected {
+		if b.Count > top.Count {
+			top = b
+		}
+	}
+	share := float64(top.Count) / float64(fe.Total)
+	if share > 0.5 && share > 2.0/float64(len(expected)) {
+		nj.emit(CodeCTSkew, node, Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
+			"frontend": fe.Frontend, "backend": top.Backend}, nil)
+	}
+}
+
+// ---- route and probes ----
+
+func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectors.Observation) {
+	endpointNode := map[string]string{} // ip → node
+	readyIP := map[string]bool{}
+	podOf := map[string]string{}
+	for _, sl := range nj.in.Slices {
+		for _, e := range sl.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			ip := e.Addresses[0]
+			if e.NodeName != nil {
+				endpointNode[ip] = *e.NodeName
+			}
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				readyIP[ip] = true
+			}
+			if e.TargetRef != nil {
+				podOf[ip] = e.TargetRef.Name
+			}
+		}
+	}
+	routeFailed := map[string]bool{}
+	if !nj.skipped(LayerRoute) {
+		routeFailed = nj.judgeRoutes(node, obs.Sections.Route, endpointNode)
+	}
+	nj.judgeProbes(node, obs.Sections.Probe, readyIP, routeFailed, podOf)
+}
+
+func (nj *nodeJudge) judgeRoutes(node string, s *collectors.Section[collectors.RouteObservation], epNode map[string]string) map[string]bool {
+	failed := map[string]bool{}
+	if s == nil || s.Data == nil {
+		msg := "section not collected"
+		if s != nil && s.Error != "" {
+			msg = s.Error
+		}
+		nj.emit(CodeRTUnreadable, node, Args{"error": msg}, nil)
+		return failed
+	}
+	r := s.Data
+	problems := 0
+	if r.IPv4Forward == "0" {
+		var local []string
+		for ip, n := range epNode {
+			if n == node {
+				local = append(local, ip)
+			}
+		}
+		sort.Strings(local)
+		pods := ""
+		if len(local) > 0 {
+			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
+		}
+		nj.emit(CodeRTForwardOff, node, Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
+		problems++
+	}
+	var noRoute, raw []string
+	down := map[string][]string{}
+	devices := map[string]bool{}
+	strict := ""
+	for _, rt := range r.Routes {
+		line := fmt.Sprintf("%s dev %s via %s type %s", rt.Destination, orNone(rt.Device), orNone(rt.Gateway), orNone(rt.Type))
+		switch {
+		case rt.Error != "":
+			noRoute = append(noRoute, rt.Destination)
+			raw = append(raw, rt.Destination+": "+rt.Error)
+			failed[rt.Destination] = true
+		case rt.Type != "" && rt.Type != "unicast" && rt.Type != "local":
+			noRoute = append(noRoute, rt.Destination)
+			raw = append(raw, line)
+			failed[rt.Destination] = true
+		case rt.Link != nil && (!rt.Link.AdminUp || rt.Link.OperState == "down"):
+			key := rt.Link.Name + " (admin " + upDown(rt.Link.AdminUp) + ", oper " + rt.Link.OperState + ")"
+			down[key] = append(down[key], rt.Destination)
+			failed[rt.Destination] = true
+		default:
+			if rt.Device != "" {
+				devices[rt.Device] = true
+			}
+			if rt.RPFilterDevice == "1" && strict == "" {
+				strict = rt.Device
+			}
+		}
+	}
+	if len(noRoute) > 0 {
+		nj.emit(CodeRTNoRoute, node, Args{"ips": strings.Join(noRoute, ", "), "detail": strings.Join(raw, "; ")}, raw)
+		problems++
+	}
+	for link, ips := range down {
+		nj.emit(CodeRTDeviceDown, node, Args{"ips": strings.Join(ips, ", "), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
+		problems++
+	}
+	if strict != "" {
+		// Strict rp_filter is only a problem with asymmetric paths; keep it
+		// visible as a warning so it is on the list when Pods time out.
+		nj.emit(CodeRTRPFilter, node, Args{"device": strict, "all": r.RPFilterAll}, nil)
+		problems++
+	}
+	if problems == 0 {
+		nj.emit(CodeRTHealthy, node, Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
+	}
+	return failed
+}
+
+func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	if s == nil || s.Data == nil {
+		return
+	}
+	var okEndpoints int
+	var refused, timeouts, frontendFails []string
+	var raw []string
+	for _, p := range s.Data.Probes {
+		ip := p.Address
+		if ap, err := netip.ParseAddrPort(p.Address); err == nil {
+			ip = ap.Addr().String()
+		}
+		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
+			continue
+		}
+		ok := p.Outcome == "connected" || p.Outcome == "reply"
+		raw = append(raw, fmt.Sprintf("%s %s/%s: %s %s (%.1f ms)", p.Target, p.Address, p.Protocol, p.Outcome, p.ErrorClass, p.LatencyMillis))
+		switch {
+		case p.Target == "endpoint" && ok:
+			okEndpoints++
+		case p.Target == "endpoint" && !readyIP[ip]:
+			// A not-ready endpoint is expected not to answer; the endpoints
+			// layer already says why it is not ready.
+		case p.Target == "endpoint" && p.ErrorClass == "refused":
+			name := p.Address
+			if pod := podOf[ip]; pod != "" {
+				name = "pod " + pod + " (" + p.Address + ")"
+			}
+			refused = append(refused, name)
+		case p.Target == "endpoint":
+			if !routeFailed[ip] {
+				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			}
+		case !ok:
+			frontendFails = append(frontendFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
+		}
+	}
+	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
+		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", ")}, raw)
+	}
+	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
+		nj.emit(CodeRTPodTimeout, node, Args{"targets": strings.Join(timeouts, ", ")}, raw)
+	}
+	if len(frontendFails) > 0 && okEndpoints > 0 && !nj.skipped(LayerDatapath) {
+		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": strings.Join(frontendFails, ", "), "error": "see evidence",
+			"okCount": strconv.Itoa(okEndpoints)}, raw)
+	}
+	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
+		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints)}, nil)
+	}
+}
+
+// ---- dns ----
+
+// judgeDNS compares the live answers with the expected ones. Every node asks
+// the same servers, so identical results are reported once.
+func (nj *nodeJudge) judgeDNS(views []NodeView) {
+	svc := nj.in.Service
+	if svc == nil {
+		return
+	}
+	expectA, expectAAAA, cname := nj.expectedDNS()
+	type key struct{ code, msg string }
+	seen := map[key]bool{}
+	asked := false
+	for _, v := range views {
+		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
+			continue
+		}
+		byQ := map[string]map[string]collectors.DNSQuery{} // server|name|type → transport → query
+		for _, q := range v.Observation.Sections.DNS.Data.Queries {
+			k := q.Server + "|" + q.Name + "|" + q.Type
+			if byQ[k] == nil {
+				byQ[k] = map[string]collectors.DNSQuery{}
+			}
+			byQ[k][q.Transport] = q
+		}
+		keys := sortedKeys(boolKeys(byQ))
+		for _, k := range keys {
+			asked = true
+			qs := byQ[k]
+			for _, tr := range []string{"udp", "tcp"} {
+				q, ok := qs[tr]
+				if !ok {
+					continue
+				}
+				var code string
+				a := Args{"server": q.Server, "name": q.Name, "type": q.Type, "transport": tr,
+					"latency": fmt.Sprintf("%.1f", q.LatencyMillis), "rcode": q.Rcode}
+				var want []string
+				switch q.Type {
+				case "A":
+					want = expectA
+				case "AAAA":
+					want = expectAAAA
+				}
+				got := answerData(q.Answers, q.Type, cname != "")
+				switch {
+				case q.Error != "":
+					code = CodeDNSLiveFailed
+					a["error"] = q.Error
+				case q.Type == "SRV" && q.Rcode == "NOERROR":
+					continue // named-port SRV records present: evidence enough
+				case q.Type == "SRV":
+					code = CodeDNSLiveNXDomain
+				case q.Rcode == "NXDOMAIN" && (len(want) > 0 || cname != ""):
+					code = CodeDNSLiveNXDomain
+				case q.Rcode != "NOERROR" && q.Rcode != "NXDOMAIN":
+					code = CodeDNSLiveNXDomain
+				case cname != "" && !containsFold(got, cname):
+					if q.Type != "A" {
+						continue
+					}
+					code = CodeDNSLiveWrong
+					a["answers"], a["expected"] = listOrNone(got), "CNAME "+cname
+				case cname == "" && !sameSet(got, want):
+					code = CodeDNSLiveWrong
+					a["answers"], a["expected"] = listOrNone(got), listOrNone(want)
+				case q.LatencyMillis > 500:
+					code = CodeDNSLiveSlow
+				default:
+					if len(got) == 0 {
+						continue // no AAAA for an IPv4 Service, and none expected
+					}
+					code = CodeDNSLiveOK
+					a["answers"] = strings.Join(got, ", ")
+					a["transports"] = strings.Join(sortedKeys(boolKeys(qs)), "+")
+					a["node"] = "every inspected node"
+					if seen[key{code, q.Name + q.Type}] {
+						continue
+					}
+					seen[key{code, q.Name + q.Type}] = true
+					nj.emitDNS(code, "", a, q)
+					continue
+				}
+				c := key{code, v.Node + k + tr}
+				if !seen[c] {
+					seen[c] = true
+					nj.emitDNS(code, v.Node, a, q)
+				}
+			}
+			if u, ok1 := qs["udp"]; ok1 {
+				if tc, ok2 := qs["tcp"]; ok2 && u.Error == "" && tc.Error == "" && !sameSet(u.Answers, tc.Answers) && u.Type != "SRV" {
+					nj.emitDNS(CodeDNSLiveTCPDiff, v.Node, Args{"server": u.Server, "name": u.Name, "type": u.Type,
+						"udp": listOrNone(u.Answers), "tcp": listOrNone(tc.Answers)}, u)
+				}
+			}
+		}
+	}
+	if asked {
+		// The live query ran: drop the "runs on a node" placeholder.
+		l := nj.t.Layer(LayerDNS)
+		kept := l.Checks[:0]
+		for _, c := range l.Checks {
+			if c.Code != CodeDNSLiveQuery {
+				kept = append(kept, c)
+			}
+		}
+		l.Checks = kept
+	}
+}
+
+func (nj *nodeJudge) emitDNS(code, node string, a Args, q collectors.DNSQuery) {
+	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
+		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
+	nj.emit(code, node, a, raw)
+}
+
+// expectedDNS is what the cluster DNS should answer: ClusterIPs; ready (or,
+// with publishNotReadyAddresses, all) endpoint IPs for a headless Service; a
+// CNAME for ExternalName.
+func (nj *nodeJudge) expectedDNS() (a, aaaa []string, cname string) {
+	svc := nj.in.Service
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil, nil, strings.TrimSuffix(svc.Spec.ExternalName, ".") + "."
+	}
+	var ips []string
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		seen := map[string]bool{}
+		for _, sl := range nj.in.Slices {
+			for _, e := range sl.Endpoints {
+				ready := e.Conditions.Ready == nil || *e.Conditions.Ready
+				if len(e.Addresses) > 0 && (ready || svc.Spec.PublishNotReadyAddresses) && !seen[e.Addresses[0]] {
+					seen[e.Addresses[0]] = true
+					ips = append(ips, e.Addresses[0])
+				}
+			}
+		}
+	} else {
+		ips = svc.Spec.ClusterIPs
+	}
+	for _, ip := range ips {
+		if ad, err := netip.ParseAddr(ip); err == nil {
+			if ad.Is4() {
+				a = append(a, ad.String())
+			} else {
+				aaaa = append(aaaa, ad.String())
+			}
+		}
+	}
+	return a, aaaa, ""
+}
+
+// answerData strips the record type prefix ("A 10.96.0.10" → "10.96.0.10");
+// with keepCNAME, CNAME records are kept as "CNAME target".
+func answerData(answers []string, typ string, keepCNAME bool) []string {
+	var out []string
+	for _, a := range answers {
+		f := strings.SplitN(a, " ", 2)
+		if len(f) != 2 {
+			continue
+		}
+		switch {
+		case f[0] == typ:
+			out = append(out, f[1])
+		case keepCNAME && f[0] == "CNAME":
+			out = append(out, f[1])
+		}
+	}
+	return out
+}
+
+// ---- helpers ----
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+		if m[x] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "nothing"
+	}
+	return strings.Join(l, ", ")
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func boolKeys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func capLines(l []string, n int) []string {
+	if len(l) <= n {
+		return l
+	}
+	out := append([]string{}, l[:n]...)
+	return append(out, fmt.Sprintf("… %d more", len(l)-n))
+}
+
+func upDown(b bool) string {
+	if b {
+		return "up"
+	}
+	return "down"
+}
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+func i64(v int64) string  { return strconv.FormatInt(v, 10) }

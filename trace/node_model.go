@@ -1,0 +1,23 @@
+package trace
+
+// CollectorRun records how the node layers were observed: which image ran
+// where, with which privileges, and which nodes could not be inspected. The
+// report states the privileges used, so nobody has to guess what ran on
+// their nodes.
+type CollectorRun struct {
+	Image     string `json:"image"`
+	Namespace string `json:"namespace"`
+	// Profile is netadmin (NET_ADMIN+NET_RAW), netadmin+bpf or privileged.
+	Profile      string          `json:"profile"`
+	Capabilities []string        `json:"capabilities,omitempty"`
+	Nodes        []CollectorNode `json:"nodes,omitempty"`
+}
+
+// CollectorNode is one node the trace wanted to inspect.
+type CollectorNode struct {
+	Node string `json:"node"`
+	// Roles say why: endpoints, client, selected, all-nodes.
+	Roles     []string `json:"roles,omitempty"`
+	Inspected bool     `json:"inspected"`
+	Failure   string   `json:"failure,omitempty"`
+}
