@@ -19,6 +19,7 @@ import (
 
 	"github.com/mdlayher/netlink"
 	ct "github.com/ti-mo/conntrack"
+	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
 )
@@ -35,7 +36,23 @@ type Reader struct {
 	ProcRoot string
 	// FlowCap bounds listed flows (0: DefaultFlowCap).
 	FlowCap int
+	// Method picks how flows are dumped: MethodAuto (default), MethodTupleFilter
+	// or MethodStatusFilter (kept for old kernels and as the benchmark baseline).
+	Method string
 }
+
+// Flow dump methods.
+const (
+	// MethodAuto tries MethodTupleFilter and falls back to MethodStatusFilter.
+	MethodAuto = ""
+	// MethodTupleFilter asks the kernel for each frontend's flows only
+	// (CTA_FILTER on the original destination, Linux ≥ 5.9).
+	MethodTupleFilter = "tuple-filter"
+	// MethodStatusFilter dumps every destination-NATed entry (kernel status
+	// filter, Linux ≥ 5.15) and filters addresses in the collector; memory and
+	// time grow with the node's table.
+	MethodStatusFilter = "status-filter"
+)
 
 // Read collects everything with default settings.
 func Read(ctx context.Context, req *collectors.Request, flowCap int) (*collectors.ConntrackObservation, error) {
@@ -75,7 +92,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 	// The flow dump runs between the samples, so it costs no extra wall time.
 	start := time.Now()
 	if conn != nil {
-		flows, filter, err := dumpServiceFlows(conn)
+		flows, filter, err := r.dumpFlows(conn, cfg, req)
 		if err != nil {
 			obs.FlowsError = err.Error()
 		} else {
@@ -140,6 +157,31 @@ func (r *Reader) flowCap() int {
 		return DefaultFlowCap
 	}
 	return r.FlowCap
+}
+
+// dumpFlows gets the Service's candidate flows with the reader's method.
+func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectors.Request) ([]ct.Flow, string, error) {
+	var tupleErr error
+	if r.Method == MethodAuto || r.Method == MethodTupleFilter {
+		nl, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
+		if err == nil {
+			var flows []ct.Flow
+			flows, err = dumpServiceFlowsFiltered(nl, req)
+			nl.Close()
+			if err == nil {
+				return flows, "original destination per frontend (CTA_FILTER, in kernel)", nil
+			}
+		}
+		if r.Method == MethodTupleFilter {
+			return nil, "", err
+		}
+		tupleErr = err
+	}
+	flows, filter, err := dumpServiceFlows(conn)
+	if tupleErr != nil {
+		filter += "; tuple filter failed: " + tupleErr.Error()
+	}
+	return flows, filter, err
 }
 
 // dumpServiceFlows dumps only destination-NATed entries, filtered in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	ct "github.com/ti-mo/conntrack"
@@ -132,17 +133,43 @@ func TestReadInNetns(t *testing.T) {
 	}
 	req := &collectors.Request{
 		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+			// The NodePort has no flows; it makes the reader send an address-less filter too.
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: 30080}}},
 		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
 		ConntrackSampleMillis: 100,
 	}
+	// Another Service's NATed flow and a direct (un-NATed) flow: neither is this Service's.
+	s.Connect(t, fmt.Sprintf("%s:%d", s.ClusterIP, s.OtherServicePort))
+	s.Connect(t, fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort))
+	for _, method := range []string{MethodAuto, MethodTupleFilter, MethodStatusFilter} {
+		t.Run("method="+method, func(t *testing.T) { checkReadInNetns(t, s, req, method) })
+	}
+}
+
+func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) {
+	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 	var obs *collectors.ConntrackObservation
 	var err error
 	testnetns.Do(t, s.Node, func() {
-		obs, err = (&Reader{NetNS: int(s.Node.Handle(t))}).Read(context.Background(), req)
+		obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), Method: method}).Read(context.Background(), req)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if obs.Flows != nil {
+		t.Logf("dump filter %q, %d entries dumped", obs.Flows.DumpFilter, obs.Flows.DumpedEntries)
+		switch method {
+		case MethodAuto, MethodTupleFilter:
+			// The kernel returned exactly this Service's 4 flows.
+			if !strings.HasPrefix(obs.Flows.DumpFilter, "original destination") || obs.Flows.DumpedEntries != 4 {
+				t.Errorf("tuple filter not used or not filtering: %q, %d entries", obs.Flows.DumpFilter, obs.Flows.DumpedEntries)
+			}
+		case MethodStatusFilter:
+			// Every NATed entry comes back, including the other Service's.
+			if obs.Flows.DumpedEntries != 5 {
+				t.Errorf("status filter dumped %d entries, want 5", obs.Flows.DumpedEntries)
+			}
+		}
 	}
 	if obs.StatsError != "" || obs.Stats == nil || obs.StatsDelta == nil || len(obs.StatsPerCPU) == 0 {
 		t.Fatalf("stats: %+v err %q", obs.Stats, obs.StatsError)
@@ -153,7 +180,7 @@ func TestReadInNetns(t *testing.T) {
 	if obs.Max <= 0 || obs.SysctlError != "" {
 		t.Errorf("max %d sysctl error %q", obs.Max, obs.SysctlError)
 	}
-	if obs.Count < 4 {
+	if obs.Count < 6 {
 		t.Errorf("count %d, want at least the 4 flows made", obs.Count)
 	}
 	if obs.ProcStatError == "" {

@@ -17,6 +17,9 @@ type Scenario struct {
 	// ServicePort is the ClusterIP port; BackendPort the live backend;
 	// StalePort a second listener that is not in the endpoint set.
 	ServicePort, BackendPort, StalePort int
+	// OtherServicePort is a second DNATed ClusterIP port (another Service's
+	// traffic, to the same backend) that readers must leave out.
+	OtherServicePort int
 	// ClosedPort has no listener (connection refused), DroppedPort is dropped
 	// by an nft rule in Node (timeout).
 	ClosedPort, DroppedPort int
@@ -35,7 +38,7 @@ func NewScenario(t testing.TB) *Scenario {
 	s := &Scenario{
 		Node: New(t, "node"), Pod: New(t, "pod"),
 		NodeIP: "10.250.0.1", PodIP: "10.250.0.2", ClusterIP: "10.96.0.50",
-		ServicePort: 80, BackendPort: 8080, StalePort: 8081, ClosedPort: 9999, DroppedPort: 7777,
+		ServicePort: 80, OtherServicePort: 81, BackendPort: 8080, StalePort: 8081, ClosedPort: 9999, DroppedPort: 7777,
 	}
 	VethPair(t, s.Node, "veth-pod", s.NodeIP+"/24", s.Pod, "eth0", s.PodIP+"/24")
 	s.Node.MustRun(t, "ip", "route", "add", "default", "via", s.PodIP)
@@ -58,13 +61,14 @@ table ip svctrace-test {
 	chain out {
 		type nat hook output priority -100; policy accept;
 		ip daddr %s tcp dport %d dnat to %s:%d
+		ip daddr %s tcp dport %d dnat to %s:%d
 	}
 	chain filter-out {
 		type filter hook output priority 0; policy accept;
 		ip daddr %s tcp dport %d drop
 	}
 }
-`, s.ClusterIP, s.ServicePort, s.PodIP, port, s.PodIP, s.DroppedPort)
+`, s.ClusterIP, s.ServicePort, s.PodIP, port, s.ClusterIP, s.OtherServicePort, s.PodIP, s.BackendPort, s.PodIP, s.DroppedPort)
 	cmd := exec.Command("ip", "netns", "exec", s.Node.Name, "nft", "-f", "-")
 	cmd.Stdin = stringsReader(ruleset)
 	if out, err := cmd.CombinedOutput(); err != nil {
