@@ -28,3 +28,18 @@ clean: ## remove bin/ and dist/ (CLEAN_CACHE=1 also removes the pinned tools)
 	bash test/release/clean.sh
 tools: ## build the pinned release tools (goreleaser, krew, staticcheck) into the cache
 	bash test/release/tools.sh
+
+# Local real cluster (issue 3): see test/testbed/README.md.
+.PHONY: deps testbed-up testbed-down testbed-status images e2e
+deps: ## apt-install what the testbed and tests need (idempotent)
+	bash test/testbed/deps.sh
+testbed-up: ## bring the local 2-node cluster up (idempotent; builds/caches binaries)
+	bash test/testbed/up.sh
+testbed-down: ## tear the testbed down completely (also after a crash)
+	bash test/testbed/down.sh
+testbed-status: ## show testbed processes and nodes
+	bash test/testbed/status.sh
+images: ## build the testbed images (pause, echo, coredns, collector) and import them into running nodes
+	bash test/testbed/images.sh
+e2e: ## bring the testbed up if needed, then run the end-to-end suite against it
+	bash test/testbed/e2e.sh

@@ -46,6 +46,8 @@ pack "$work/pause" svctrace.local/pause:v1 pause.tar /pause
 mkdir -p "$work/echo/tmp" "$work/echo/etc"
 gobuild "$work/echo/echo" ./test/testbed/cmd/echo
 pack "$work/echo" svctrace.local/echo:v1 echo.tar /echo
+# The same binary runs on the nodes as a probe client (echo get|tcp|udp|dns).
+install -m 755 "$work/echo/echo" "$IMAGES_DIR/echo"
 
 # coredns (binary from the version-keyed cache, see build.sh)
 [[ -x $COREDNS_BIN/coredns ]] || die "CoreDNS not built yet: run test/testbed/build.sh"
@@ -70,9 +72,14 @@ build_collector_tools() { # rootfs
 		fi
 		echo "$f"
 	}
-	local p
-	local deb
-	for p in iptables nftables conntrack iproute2; do deb=$(fetch "$p"); dpkg-deb -x "$deb" "$stage"; done
+	local p deb tools
+	# One package list for both collector image builds (Dockerfile and this one), if the release area ships it.
+	if [[ -f $REPO_ROOT/build/collector/packages.txt ]]; then
+		tools=$(grep -v '^[[:space:]]*#' "$REPO_ROOT/build/collector/packages.txt" | awk 'NF{print $1}' | tr '\n' ' ')
+	else
+		tools="iptables nftables conntrack iproute2"
+	fi
+	for p in $tools; do deb=$(fetch "$p"); dpkg-deb -x "$deb" "$stage"; done
 	rm -rf "$stage"/usr/share/{doc,man,lintian,bash-completion,zsh} "$stage"/etc/init.d "$stage"/usr/include
 	# Which shared libraries do the ELF files need? Resolve them on this machine,
 	# then take the files from the owning packages' .debs.
@@ -121,7 +128,7 @@ build_collector_tools() { # rootfs
 		chroot "$root" /usr/sbin/$check >/dev/null 2>&1 || chroot "$root" /usr/bin/$check >/dev/null 2>&1 ||
 			die "collector image: '$check' does not run from the image root"
 	done
-	log "collector tools: ${pkgs//$'\n'/ } + iptables nftables conntrack iproute2"
+	log "collector tools: ${pkgs//$'\n'/ } + packages $tools"
 }
 
 collector_pkg=${SVTB_COLLECTOR_PKG:-./cmd/svctrace-collector}

@@ -86,3 +86,57 @@ import_images() {
 	done
 	log "images imported into $n"
 }
+
+KUBECTL() { "$K8S_BIN/kubectl" --kubeconfig "$STATE/pki/admin.kubeconfig" "$@"; }
+
+# node_dir NODE: per-node state directory.
+node_dir() { echo "$STATE/nodes/$1"; }
+node_run() { echo "$RUN/$1"; }
+
+# start_containerd NODE
+start_containerd() {
+	local n=$1 d r
+	d=$(node_dir "$n") r=$(node_run "$n")
+	mkdir -p "$r"
+	start_daemon "containerd-$n" "$n" /usr/bin/containerd --config "$d/containerd.toml"
+	local i
+	for i in $(seq 1 100); do
+		[[ -S $r/containerd.sock ]] && ctr_node "$n" version >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "containerd on $n did not start (see $LOGS/containerd-$n.log)"
+}
+
+# start_kubelet NODE
+start_kubelet() {
+	local n=$1 d
+	d=$(node_dir "$n")
+	start_daemon "kubelet-$n" "$n" "$K8S_BIN/kubelet" \
+		--config="$d/kubelet.yaml" --kubeconfig="$d/kubelet.kubeconfig" \
+		--hostname-override="$n" --node-ip="${NODE_IP[$n]}" \
+		--root-dir="$d/kubelet" --cert-dir="$d/kubelet-pki" \
+		--node-labels="topology.kubernetes.io/zone=${NODE_ZONE[$n]},svctrace.io/testbed-node=$n" -v=1
+}
+
+# start_kube_proxy NODE: mode comes from $STATE/nodes/NODE/kube-proxy.yaml
+start_kube_proxy() {
+	local n=$1
+	start_daemon "kube-proxy-$n" "$n" "$K8S_BIN/kube-proxy" --config="$(node_dir "$n")/kube-proxy.yaml" -v=1
+}
+
+# stop_daemon NAME [timeout-seconds]: SIGTERM the recorded PID (only if it is still
+# the binary we started), then SIGKILL after the timeout.
+stop_daemon() {
+	local name=$1 t=${2:-10} pid i
+	pid_alive "$name" || { rm -f "$RUN/$name.pid"; return 0; }
+	pid=$(<"$RUN/$name.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < t * 10; i++)); do
+		pid_alive "$name" || break
+		# kube-apiserver sometimes stops listening on the first SIGTERM and lingers.
+		((i == 30)) && kill -TERM "$pid" 2>/dev/null
+		sleep 0.1
+	done
+	if pid_alive "$name"; then kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+	rm -f "$RUN/$name.pid"
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Testbed control for end-to-end tests: fault injection and its undo, and running
+# commands inside node namespaces. Every fault has an inverse command.
+#
+#   ctl.sh info                                  KEY=VALUE facts (nodes, netns, IPs, Pod CIDRs, proxy modes)
+#   ctl.sh exec NODE -- CMD...                   run CMD in the node's (or svtb-cp's) network namespace
+#   ctl.sh proxy-stop NODE | proxy-start NODE    stop / start that node's kube-proxy (rules stay behind = stale)
+#   ctl.sh svc-rules-delete NODE IP PORT [PROTO] delete one Service port's capture rule on NODE
+#                                                (iptables: its nat KUBE-SERVICES jump; nftables: its service-ips element).
+#                                                kube-proxy puts it back on its next sync: stop kube-proxy first for a lasting fault.
+#   ctl.sh legacy-leftovers NODE | legacy-clean NODE
+#                                                write / remove stale kube-proxy-looking rules with the OTHER iptables backend (legacy)
+#   ctl.sh ip-forward NODE 0|1
+#   ctl.sh route-del NODE CIDR | route-add NODE CIDR
+#                                                delete / restore NODE's route to another node's Pod CIDR
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+node_arg() {
+	local n=${1:-}
+	[[ -n $n && -e /var/run/netns/$n ]] || die "unknown or absent node netns '${n}'"
+	echo "$n"
+}
+other_node_for_cidr() {
+	local cidr=$1 m
+	for m in "${NODES[@]}"; do [[ ${NODE_CIDR[$m]} == "$cidr" ]] && { echo "$m"; return; }; done
+	die "no testbed node owns Pod CIDR $cidr"
+}
+
+cmd=${1:-}; shift || true
+case $cmd in
+info)
+	echo "NODES=${NODES[*]}"
+	echo "CP_NETNS=$CP_NS"
+	echo "CP_IP=$CP_IP"
+	echo "HUB_NETNS=$HUB_NS"
+	for n in "${NODES[@]}"; do
+		k=${n//-/_}; k=${k^^}
+		echo "${k}_NETNS=$n"
+		echo "${k}_IP=${NODE_IP[$n]}"
+		echo "${k}_POD_CIDR=${NODE_CIDR[$n]}"
+		echo "${k}_ZONE=${NODE_ZONE[$n]}"
+		echo "${k}_PROXY_MODE=$(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null || echo "${NODE_PROXY_MODE[$n]}")"
+	done
+	echo "SERVICE_CIDR=$SERVICE_CIDR"
+	echo "KUBE_DNS_IP=$KUBE_DNS_IP"
+	echo "KUBECTL=$K8S_BIN/kubectl"
+	echo "ECHO_CLIENT=$IMAGES_DIR/echo"
+	echo "STATE_DIR=$STATE"
+	echo "RUN_DIR=$RUN"
+	;;
+exec)
+	n=$(node_arg "${1:-}"); shift
+	[[ ${1:-} == -- ]] && shift
+	exec nsenter --net="/var/run/netns/$n" -- "$@"
+	;;
+proxy-stop)
+	n=$(node_arg "${1:-}")
+	pid_alive "kube-proxy-$n" || die "kube-proxy on $n is not running"
+	stop_daemon "kube-proxy-$n" 10
+	log "kube-proxy on $n stopped (its rules stay in place)"
+	;;
+proxy-start)
+	n=$(node_arg "${1:-}")
+	if pid_alive "kube-proxy-$n"; then log "kube-proxy on $n already running"; exit 0; fi
+	start_kube_proxy "$n"
+	for i in $(seq 1 100); do
+		in_ns "$n" "$IMAGES_DIR/echo" get http://127.0.0.1:10256/healthz >/dev/null 2>&1 && break
+		pid_alive "kube-proxy-$n" || die "kube-proxy on $n exited (see $LOGS/kube-proxy-$n.log)"
+		sleep 0.1
+	done
+	log "kube-proxy on $n started"
+	;;
+svc-rules-delete)
+	n=$(node_arg "${1:-}"); ip=${2:?IP}; port=${3:?PORT}; proto=${4:-tcp}
+	mode=$(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml")
+	if [[ $mode == nftables ]]; then
+		in_ns "$n" nft delete element ip kube-proxy service-ips "{ $ip . $proto . $port }"
+	else
+		rule=$(in_ns "$n" iptables -t nat -S KUBE-SERVICES | grep -E -- "-d $ip/32 .*--dport $port " | grep -- "-p $proto" | head -n1)
+		[[ -n $rule ]] || die "no KUBE-SERVICES rule for $ip:$port/$proto on $n"
+		# shellcheck disable=SC2086
+		eval "in_ns \"\$n\" iptables -t nat ${rule/-A /-D }"
+	fi
+	log "deleted the $mode capture rule for $ip:$port/$proto on $n"
+	;;
+legacy-leftovers)
+	n=$(node_arg "${1:-}")
+	in_ns "$n" iptables-legacy -t nat -N KUBE-SERVICES 2>/dev/null || true
+	in_ns "$n" iptables-legacy -t nat -N KUBE-SVC-SVTBLEFTOVER0000 2>/dev/null || true
+	in_ns "$n" iptables-legacy -t nat -A KUBE-SERVICES -d 10.96.255.254/32 -p tcp --dport 80 \
+		-m comment --comment "svtb/leftover:http cluster IP" -j KUBE-SVC-SVTBLEFTOVER0000
+	in_ns "$n" iptables-legacy -t nat -A KUBE-SVC-SVTBLEFTOVER0000 -p tcp -j DNAT --to-destination 10.244.99.99:8080
+	in_ns "$n" iptables-legacy -t nat -C OUTPUT -j KUBE-SERVICES 2>/dev/null ||
+		in_ns "$n" iptables-legacy -t nat -A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+	log "wrote leftover kube-proxy rules with iptables-legacy on $n"
+	;;
+legacy-clean)
+	n=$(node_arg "${1:-}")
+	in_ns "$n" iptables-legacy -t nat -D OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES 2>/dev/null || true
+	for c in KUBE-SERVICES KUBE-SVC-SVTBLEFTOVER0000; do in_ns "$n" iptables-legacy -t nat -F "$c" 2>/dev/null || true; done
+	for c in KUBE-SERVICES KUBE-SVC-SVTBLEFTOVER0000; do in_ns "$n" iptables-legacy -t nat -X "$c" 2>/dev/null || true; done
+	log "removed the iptables-legacy leftovers on $n"
+	;;
+ip-forward)
+	n=$(node_arg "${1:-}"); v=${2:?0|1}
+	in_ns "$n" sysctl -qw "net.ipv4.ip_forward=$v"
+	log "ip_forward=$v on $n"
+	;;
+route-del | route-add)
+	n=$(node_arg "${1:-}"); cidr=${2:?CIDR}
+	via=${NODE_IP[$(other_node_for_cidr "$cidr")]}
+	if [[ $cmd == route-del ]]; then in_ns "$n" ip route del "$cidr" via "$via"; else in_ns "$n" ip route replace "$cidr" via "$via"; fi
+	log "$cmd $cidr via $via on $n"
+	;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the Debian packages the testbed and the e2e tests need. Idempotent and
+# quick when everything is already installed (no apt-get update then).
+set -euo pipefail
+pkgs=(iptables nftables conntrack iproute2 containerd runc containernetworking-plugins openssl socat ethtool curl ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+	echo "deps: all installed (${pkgs[*]})"
+	exit 0
+fi
+[[ $(id -u) == 0 ]] || { echo "deps: need root to install ${missing[*]}" >&2; exit 1; }
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "deps: installed ${missing[*]}"

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Bring the svctrace testbed up: a control plane and two real kubelet nodes, each
+# in its own network namespace, all hung off a bridge in a hub namespace. Nothing
+# in the root network namespace changes except one loopback TCP forwarder.
+# Idempotent: if the testbed is healthy it says so and exits.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+[[ $(id -u) == 0 ]] || die "must run as root"
+
+t_start=$(date +%s)
+if "$TESTBED_DIR/status.sh" --quiet; then
+	mkdir -p "$KUBECONFIG_DIR"
+	install -m 600 "$STATE/pki/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
+	install -m 600 "$STATE/pki/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
+	echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
+	log "testbed already up and healthy; kubeconfig: $KUBECONFIG_DIR/kubeconfig"
+	exit 0
+fi
+
+"$TESTBED_DIR/build.sh"
+"$TESTBED_DIR/images.sh" --optional-collector --no-import
+
+t_up=$(date +%s)
+# Whatever is left of an earlier (maybe killed) run goes first.
+"$TESTBED_DIR/down.sh" --quiet
+
+mkdir -p "$STATE" "$RUN" "$LOGS"
+# The kubelet rewrites these global sysctls; down.sh restores them.
+for s in vm.overcommit_memory kernel.panic kernel.panic_on_oops; do
+	echo "$s=$(sysctl -n "$s")"
+done >"$STATE/sysctls.saved"
+
+log "generating PKI"
+"$TESTBED_DIR/pki.sh"
+
+# ---------------------------------------------------------------- network
+log "creating namespaces"
+ip netns add "$HUB_NS"
+in_ns "$HUB_NS" ip link set lo up
+in_ns "$HUB_NS" ip link add "$BRIDGE" type bridge
+in_ns "$HUB_NS" ip link set "$BRIDGE" up
+attach() { # ns ip
+	local ns=$1 addr=$2 hv=h-${1#svtb-}
+	ip netns add "$ns"
+	in_ns "$ns" ip link set lo up
+	in_ns "$HUB_NS" ip link add "$hv" type veth peer name eth0 netns "$ns"
+	in_ns "$HUB_NS" ip link set "$hv" master "$BRIDGE" up
+	in_ns "$ns" ip addr add "$addr/24" dev eth0
+	in_ns "$ns" ip link set eth0 up
+}
+attach "$CP_NS" "$CP_IP"
+in_ns "$CP_NS" sysctl -qw net.ipv4.ip_forward=1
+for n in "${NODES[@]}"; do
+	attach "$n" "${NODE_IP[$n]}"
+	in_ns "$n" sysctl -qw net.ipv4.ip_forward=1
+	# Without a default route ClusterIP traffic from the node fails before NAT.
+	in_ns "$n" ip route add default via "$CP_IP"
+	in_ns "$CP_NS" ip route add "${NODE_CIDR[$n]}" via "${NODE_IP[$n]}"
+	for m in "${NODES[@]}"; do
+		[[ $m == "$n" ]] || in_ns "$n" ip route add "${NODE_CIDR[$m]}" via "${NODE_IP[$m]}"
+	done
+done
+
+# ---------------------------------------------------------------- control plane
+P=$STATE/pki
+log "starting etcd, kube-apiserver"
+start_daemon etcd "$CP_NS" "$ETCD_BIN/etcd" --name svtb --data-dir "$STATE/etcd" \
+	--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+	--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+	--initial-cluster svtb=http://127.0.0.1:2380 --log-level warn --quota-backend-bytes 4294967296
+start_daemon kube-apiserver "$CP_NS" "$K8S_BIN/kube-apiserver" \
+	--etcd-servers=http://127.0.0.1:2379 --advertise-address="$CP_IP" --bind-address=0.0.0.0 --secure-port="$API_PORT" \
+	--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+	--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
+	--kubelet-preferred-address-types=InternalIP,Hostname \
+	--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+	--service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+	--enable-priority-and-fairness=false --profiling=false -v=1
+
+# Loopback forwarder: root netns 127.0.0.1:$FWD_PORT -> unix socket -> apiserver in the cp netns.
+start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$CP_IP:$API_PORT"
+start_daemon fwd-root "" /usr/bin/socat "TCP-LISTEN:$FWD_PORT,bind=127.0.0.1,fork,reuseaddr" "UNIX-CONNECT:$RUN/apiserver.sock"
+
+for i in $(seq 1 600); do
+	KUBECTL get --raw /readyz >/dev/null 2>&1 && break
+	pid_alive kube-apiserver || die "kube-apiserver exited (see $LOGS/kube-apiserver.log)"
+	((i == 600)) && die "kube-apiserver not ready after 60s (see $LOGS/kube-apiserver.log)"
+	sleep 0.1
+done
+log "kube-apiserver ready after $(($(date +%s) - t_up))s"
+
+start_daemon kube-controller-manager "$CP_NS" "$K8S_BIN/kube-controller-manager" \
+	--kubeconfig="$P/controller-manager.kubeconfig" --authentication-kubeconfig="$P/controller-manager.kubeconfig" \
+	--authorization-kubeconfig="$P/controller-manager.kubeconfig" --bind-address=127.0.0.1 \
+	--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" --use-service-account-credentials=true \
+	--service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$CLUSTER_CIDR" --allocate-node-cidrs=false \
+	--leader-elect=false --controllers='*,-cloud-node-lifecycle' -v=1
+start_daemon kube-scheduler "$CP_NS" "$K8S_BIN/kube-scheduler" \
+	--kubeconfig="$P/scheduler.kubeconfig" --authentication-kubeconfig="$P/scheduler.kubeconfig" \
+	--authorization-kubeconfig="$P/scheduler.kubeconfig" --bind-address=127.0.0.1 --leader-elect=false -v=1
+
+# ---------------------------------------------------------------- nodes
+cat >"$STATE/resolv.conf" <<RC
+# svctrace testbed: no upstream DNS; cluster DNS only
+nameserver $KUBE_DNS_IP
+RC
+for n in "${NODES[@]}"; do
+	d=$(node_dir "$n") r=$(node_run "$n")
+	mkdir -p "$d/cni/net.d" "$d/manifests" "$d/pod-logs" "$d/kubelet" "$d/kubelet-pki" "$r"
+	# The kubelet's cgroupRoot must exist in every hierarchy before it starts.
+	for h in /sys/fs/cgroup/*/; do
+		[[ -d $h ]] || continue
+		mkdir -p "$h$n"
+		if [[ -f ${h}cpuset.cpus ]]; then
+			cat "${h}cpuset.cpus" >"$h$n/cpuset.cpus"
+			cat "${h}cpuset.mems" >"$h$n/cpuset.mems"
+		fi
+	done
+	cat >"$d/containerd.toml" <<TOML
+version = 2
+root = "$d/containerd"
+state = "$r/containerd-state"
+[grpc]
+  address = "$r/containerd.sock"
+[ttrpc]
+  address = "$r/containerd.sock.ttrpc"
+[debug]
+  level = "warn"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "svctrace.local/pause:v1"
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$d/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$r/runc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$d/opt"
+TOML
+	cat >"$d/cni/net.d/10-$n.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "$n",
+  "plugins": [
+    {
+      "type": "ptp",
+      "ipMasq": false,
+      "mtu": 1500,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$d/cni-ipam",
+        "ranges": [[{"subnet": "${NODE_CIDR[$n]}"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+CNI
+	cat >"$d/kubelet.yaml" <<KCFG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: ${NODE_IP[$n]}
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$P/ca.crt"}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+cgroupRoot: /$n
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$r/containerd.sock
+clusterDNS: [$KUBE_DNS_IP]
+clusterDomain: cluster.local
+resolvConf: $STATE/resolv.conf
+staticPodPath: $d/manifests
+podLogsDir: $d/pod-logs
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "50Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
+nodeStatusReportFrequency: 10s
+maxPods: 60
+KCFG
+	cp "$P/kubelet-$n.kubeconfig" "$d/kubelet.kubeconfig"
+	cat >"$d/kube-proxy.yaml" <<KP
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: ${NODE_PROXY_MODE[$n]}
+hostnameOverride: $n
+clusterCIDR: $CLUSTER_CIDR
+bindAddress: ${NODE_IP[$n]}
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 0.0.0.0:10256
+clientConnection: {kubeconfig: "$P/kube-proxy.kubeconfig"}
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+KP
+	log "starting $n: containerd, kubelet, kube-proxy (${NODE_PROXY_MODE[$n]})"
+	start_containerd "$n"
+	import_images "$n"
+	start_kubelet "$n"
+	start_kube_proxy "$n"
+done
+
+# ---------------------------------------------------------------- cluster add-ons
+KUBECTL apply -f "$TESTBED_DIR/manifests/coredns.yaml" >/dev/null
+KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
+
+log "waiting for nodes Ready"
+for i in $(seq 1 1200); do
+	ready=$(KUBECTL get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)
+	((ready == ${#NODES[@]})) && break
+	((i == 1200)) && die "nodes not Ready after 120s (see $LOGS/kubelet-*.log)"
+	sleep 0.1
+done
+log "nodes Ready after $(($(date +%s) - t_up))s"
+KUBECTL -n kube-system rollout status deploy/coredns --timeout=180s >/dev/null || die "CoreDNS not available (kubectl -n kube-system get pods)"
+for i in $(seq 1 300); do
+	ok=1
+	for n in "${NODES[@]}"; do
+		in_ns "$n" "$IMAGES_DIR/echo" dns kubernetes.default.svc.cluster.local "$KUBE_DNS_IP:53" >/dev/null 2>&1 || ok=0
+	done
+	((ok)) && break
+	((i == 300)) && die "CoreDNS does not answer on $KUBE_DNS_IP from the nodes"
+	sleep 0.2
+done
+t_ready=$(date +%s)
+
+mkdir -p "$KUBECONFIG_DIR"
+install -m 600 "$P/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
+install -m 600 "$P/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
+echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
+echo "bringup_seconds=$((t_ready - t_up))" >"$STATE/bringup.txt"
+
+cat <<MSG
+svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_ready - t_start))s total)
+  control plane : netns $CP_NS ($CP_IP): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
+$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}"; done)
+  forwarder     : 127.0.0.1:$FWD_PORT -> $CP_IP:$API_PORT
+  kubeconfig    : $KUBECONFIG_DIR/kubeconfig   (restricted: $KUBECONFIG_DIR/kubeconfig-restricted)
+  kubectl       : $K8S_BIN/kubectl --kubeconfig $KUBECONFIG_DIR/kubeconfig get nodes
+  logs          : $LOGS
+MSG
