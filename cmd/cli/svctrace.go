@@ -1,0 +1,293 @@
+// Package cli wires kubectl-svctrace's cobra commands: TraceFlags (what the
+// user typed) → ToOptions → TraceOptions (clients, namespace, printer) →
+// Validate → Run. Run touches only TraceOptions, so tests drive it without
+// cobra or a kubeconfig.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/kubectl-svctrace/render"
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// DefaultTimeout bounds a whole trace.
+const DefaultTimeout = 60 * time.Second
+
+var traceLong = `Trace why traffic to a Kubernetes Service does or does not reach its Pods, layer by layer:
+dns, service, endpoints, datapath, conntrack and route. The dns, service and endpoints layers
+need only the Kubernetes API; the node layers are read by a short-lived collector Pod per node,
+and are reported as skipped (with the reason) when --no-node is given or no collector is
+available. Every finding has a stable code, evidence and a command to run next.
+
+SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service called "version" must be
+given as svc/version.
+
+` + exitCodesHelp
+
+var traceExample = `  # Trace the Service web in the current namespace
+  kubectl svctrace web
+
+  # Trace only the port named http of a Service in another namespace, API-side layers only
+  kubectl svctrace svc/web -n shop --port http --no-node
+
+  # Machine-readable result for a bot or CI (exit code 3 when a layer fails)
+  kubectl svctrace web -o json
+
+  # Print the plugin version and the collector image it uses
+  kubectl svctrace version`
+
+// TraceFlags is what the user typed.
+type TraceFlags struct {
+	ConfigFlags   *genericclioptions.ConfigFlags
+	Port          string
+	Output        string
+	Color         string
+	NoNode        bool
+	Timeout       time.Duration
+	ClusterDomain string
+
+	deps deps
+}
+
+// restClientGetter is where namespace, context and client come from: the
+// config flags, or a genericclioptions.TestConfigFlags in tests.
+func (f *TraceFlags) restClientGetter() genericclioptions.RESTClientGetter {
+	if f.deps.getter != nil {
+		return f.deps.getter
+	}
+	return f.ConfigFlags
+}
+
+// deps are the seams tests replace: the clientset, the clock, the terminal
+// check, the environment and the node inspector.
+type deps struct {
+	client    func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error)
+	now       func() time.Time
+	isTTY     func(io.Writer) bool
+	getenv    func(string) string
+	inspector trace.NodeInspector
+	getter    genericclioptions.RESTClientGetter
+}
+
+func defaultDeps() deps {
+	return deps{
+		client: func(g genericclioptions.RESTClientGetter) (kubernetes.Interface, error) {
+			cfg, err := g.ToRESTConfig()
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(cfg)
+		},
+		now:    time.Now,
+		isTTY:  render.IsTerminal,
+		getenv: os.Getenv,
+	}
+}
+
+// NewTraceFlags returns the flags with their defaults.
+func NewTraceFlags() *TraceFlags {
+	return &TraceFlags{
+		ConfigFlags:   genericclioptions.NewConfigFlags(true),
+		Color:         render.ColorAuto,
+		Timeout:       DefaultTimeout,
+		ClusterDomain: trace.DefaultClusterDomain,
+		deps:          defaultDeps(),
+	}
+}
+
+// AddFlags registers the flags: kubectl's config flags unchanged, then ours.
+func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
+	f.ConfigFlags.AddFlags(flags)
+	flags.StringVar(&f.Port, "port", f.Port, "trace only this Service port, by name or number (default: every port)")
+	flags.StringVarP(&f.Output, "output", "o", f.Output, "output format: json or yaml (default: human-readable text)")
+	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb)")
+	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
+	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
+	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
+}
+
+// TraceOptions is everything Run needs, resolved.
+type TraceOptions struct {
+	Client      kubernetes.Interface
+	Namespace   string
+	ServiceName string
+	Context     string
+	Trace       trace.Options
+	Output      string
+	Text        render.TextOptions
+	Timeout     time.Duration
+
+	genericiooptions.IOStreams
+}
+
+// ParseServiceArg accepts NAME, svc/NAME, service/NAME and services/NAME.
+func ParseServiceArg(arg string) (string, error) {
+	name := arg
+	if kind, rest, ok := strings.Cut(arg, "/"); ok {
+		switch strings.ToLower(kind) {
+		case "svc", "service", "services":
+			name = rest
+		default:
+			return "", usageErrorf("%q is not a Service: svctrace traces Services (SERVICE, svc/SERVICE)", arg)
+		}
+	}
+	if name == "" {
+		return "", usageErrorf("empty Service name in %q", arg)
+	}
+	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+		return "", usageErrorf("invalid Service name %q: %s", name, strings.Join(errs, "; "))
+	}
+	return name, nil
+}
+
+// ToOptions resolves the flags and arguments into TraceOptions.
+func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams) (*TraceOptions, error) {
+	if len(args) != 1 {
+		return nil, usageErrorf("exactly one SERVICE is required, got %d arguments", len(args))
+	}
+	name, err := ParseServiceArg(args[0])
+	if err != nil {
+		return nil, err
+	}
+	switch f.Output {
+	case render.FormatText, render.FormatJSON, render.FormatYAML:
+	default:
+		return nil, usageErrorf("invalid --output %q: must be one of %s", f.Output, strings.Join(render.Formats, ", "))
+	}
+	text, err := render.DecideTextOptions(f.Color, f.deps.isTTY(streams.Out), f.deps.getenv)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	if f.Timeout <= 0 {
+		return nil, usageErrorf("invalid --timeout %s: must be positive", f.Timeout)
+	}
+	if errs := validation.IsDNS1123Subdomain(f.ClusterDomain); len(errs) > 0 {
+		return nil, usageErrorf("invalid --cluster-domain %q: %s", f.ClusterDomain, strings.Join(errs, "; "))
+	}
+	getter := f.restClientGetter()
+	loader := getter.ToRawKubeConfigLoader()
+	namespace, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("cannot determine the namespace: %w", err)
+	}
+	contextName := ""
+	if f.ConfigFlags.Context != nil && *f.ConfigFlags.Context != "" {
+		contextName = *f.ConfigFlags.Context
+	} else if raw, err := loader.RawConfig(); err == nil {
+		contextName = raw.CurrentContext
+	}
+	client, err := f.deps.client(getter)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build a Kubernetes client: %w", err)
+	}
+	return &TraceOptions{
+		Client:      client,
+		Namespace:   namespace,
+		ServiceName: name,
+		Context:     contextName,
+		Output:      f.Output,
+		Text:        text,
+		Timeout:     f.Timeout,
+		Trace: trace.Options{
+			Port:          f.Port,
+			ClusterDomain: f.ClusterDomain,
+			Context:       contextName,
+			Now:           f.deps.now,
+			NoNode:        f.NoNode,
+			Inspector:     f.deps.inspector,
+		},
+		IOStreams: streams,
+	}, nil
+}
+
+// Validate checks the resolved options.
+func (o *TraceOptions) Validate() error {
+	if o.Client == nil {
+		return errors.New("no Kubernetes client")
+	}
+	if o.Namespace == "" {
+		return usageErrorf("no namespace")
+	}
+	return nil
+}
+
+// Run traces the Service, prints the result and returns a LayerFailedError
+// when a layer failed.
+func (o *TraceOptions) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	t, err := trace.Run(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("trace of %s/%s timed out after %s (--timeout)", o.Namespace, o.ServiceName, o.Timeout)
+		}
+		return err
+	}
+	if err := render.Print(o.Out, t, o.Output, o.Text); err != nil {
+		return err
+	}
+	if t.Failed() {
+		return &LayerFailedError{Layer: t.Verdict.FirstFailingLayer}
+	}
+	return nil
+}
+
+// NewCmdSvctrace builds the root command.
+func NewCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo) *cobra.Command {
+	return newCmdSvctrace(streams, info, NewTraceFlags())
+}
+
+func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *TraceFlags) *cobra.Command {
+	info = info.orDefaults()
+	cmd := &cobra.Command{
+		Use:     "svctrace SERVICE [flags]",
+		Short:   "Trace why traffic to a Service does not reach its Pods",
+		Long:    traceLong,
+		Example: traceExample,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl svctrace",
+		},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		ValidArgsFunction: completeServices(f),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("exactly one SERVICE is required, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := f.ToOptions(args, streams)
+			if err != nil {
+				return err
+			}
+			o.Trace.Version = info.Version
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	f.AddFlags(cmd.Flags())
+	registerCompletions(cmd, f)
+	cmd.AddCommand(newCmdVersion(streams, info))
+	return cmd
+}
