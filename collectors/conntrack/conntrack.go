@@ -69,10 +69,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 	}
 	obs := &collectors.ConntrackObservation{SampleIntervalMillis: int(interval / time.Millisecond)}
 
-	var cfg *netlink.Config
-	if r.NetNS != 0 {
-		cfg = &netlink.Config{NetNS: r.NetNS}
-	}
+	cfg := r.netlinkConfig()
 	conn, dialErr := ct.Dial(cfg)
 	if dialErr != nil {
 		obs.StatsError = fmt.Sprintf("netlink: %v", dialErr)
@@ -150,6 +147,13 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		return obs, fmt.Errorf("conntrack unreadable: %s; %s", obs.StatsError, obs.SysctlError)
 	}
 	return obs, nil
+}
+
+func (r *Reader) netlinkConfig() *netlink.Config {
+	if r.NetNS == 0 {
+		return nil
+	}
+	return &netlink.Config{NetNS: r.NetNS}
 }
 
 func (r *Reader) flowCap() int {

@@ -3,6 +3,7 @@ package testnetns
 import (
 	"fmt"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
@@ -80,4 +81,39 @@ table ip svctrace-test {
 func (s *Scenario) Connect(t testing.TB, addr string) {
 	t.Helper()
 	s.Node.MustRun(t, "socat", "-u", "OPEN:/dev/null", "TCP:"+addr+",connect-timeout=2")
+}
+
+// FloodPrefix is the /16 whose UDP traffic Flood DNATs to the Pod.
+const FloodPrefix = "10.97"
+
+// Flood fills Node's conntrack table with n destination-NATed UDP entries
+// (unreplied, 30 s timeout) to other "Services": one datagram to each of n
+// distinct FloodPrefix.x.y:port destinations, all DNATed to PodIP:9. It
+// stands in for a busy node's table in benchmarks.
+func (s *Scenario) Flood(t testing.TB, n int) {
+	t.Helper()
+	rule := fmt.Sprintf("add rule ip svctrace-test out ip daddr %s.0.0/16 meta l4proto udp dnat to %s:9\n", FloodPrefix, s.PodIP)
+	cmd := exec.Command("ip", "netns", "exec", s.Node.Name, "nft", "-f", "-")
+	cmd.Stdin = stringsReader(rule)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v\n%s", err, out)
+	}
+	Do(t, s.Node, func() {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+		if err != nil {
+			t.Errorf("socket: %v", err)
+			return
+		}
+		defer syscall.Close(fd)
+		for i := 0; i < n; i++ {
+			host := 1 + i/60000
+			port := 1024 + i%60000
+			sa := &syscall.SockaddrInet4{Port: port, Addr: [4]byte{10, 97, byte(host >> 8), byte(host)}}
+			if err := syscall.Sendto(fd, []byte{0}, 0, sa); err != nil {
+				// EPERM: conntrack refused a new entry (table full).
+				t.Errorf("sendto %v after %d entries: %v", sa.Addr, i, err)
+				return
+			}
+		}
+	})
 }
