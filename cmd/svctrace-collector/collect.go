@@ -31,6 +31,7 @@ type Options struct {
 	Timeout             time.Duration
 	FlowCap             int
 	ProbeConcurrency    int
+	ConntrackMethod     string
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -110,7 +111,7 @@ var sectionReaders = []sectionReader{
 	}},
 	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ConntrackObservation, error) {
-			return conntrack.Read(ctx, req, opts.FlowCap)
+			return (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read(ctx, req)
 		})
 	}},
 	{collectors.SectionRoute, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {

@@ -279,3 +279,47 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 		t.Logf("fingerprint %-10s %-55s found=%v err=%q", fp.Mode, fp.Check, fp.Found, fp.Error)
 	}
 }
+
+// BenchmarkCollectorPeakRSS runs the whole binary (conntrack section) in a
+// node namespace whose table holds 50,000 other NATed entries and reports the
+// process's own peak RSS for each flow-dump method, measured in the same run:
+//
+//	go test -run '^$' -bench CollectorPeakRSS -benchtime 1x ./cmd/svctrace-collector
+func BenchmarkCollectorPeakRSS(b *testing.B) {
+	s := testnetns.NewScenario(b)
+	bin := filepath.Join(b.TempDir(), "svctrace-collector")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	s.Connect(b, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
+	s.Flood(b, 50000)
+	req := collectors.Request{APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind,
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+		Sections: []string{"conntrack"}, ConntrackSampleMillis: 10}
+	raw, _ := json.Marshal(req)
+	for _, method := range []string{"tuple-filter", "status-filter"} {
+		b.Run("method="+method, func(b *testing.B) {
+			var rss int64
+			var dumped int
+			for i := 0; i < b.N; i++ {
+				out, err := exec.Command("nsenter", "--net="+s.Node.Path(), "--", bin, "--conntrack-method", method, "--request", string(raw)).Output()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var obs collectors.Observation
+				if err := json.Unmarshal(out, &obs); err != nil {
+					b.Fatal(err)
+				}
+				rss = obs.Collector.Resources.PeakRSSSelfKiB
+				if f := obs.Sections.Conntrack.Data.Flows; f != nil {
+					dumped = f.DumpedEntries
+				}
+			}
+			b.ReportMetric(float64(rss)/1024, "peakRSS-MiB")
+			b.ReportMetric(float64(dumped), "entries-dumped")
+		})
+	}
+}

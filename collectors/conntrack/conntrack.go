@@ -41,6 +41,10 @@ type Reader struct {
 	Method string
 }
 
+// MaxFallbackEntries bounds the table size for which MethodAuto falls back
+// to the full status-filter dump (≈ 2 KiB per entry; 20,000 ≈ 40 MiB).
+const MaxFallbackEntries = 20000
+
 // Flow dump methods.
 const (
 	// MethodAuto tries MethodTupleFilter and falls back to MethodStatusFilter.
@@ -180,6 +184,12 @@ func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectors.R
 			return nil, "", err
 		}
 		tupleErr = err
+		// The fallback copies every NATed entry into the collector (about
+		// 2 KiB of heap each, measured); refuse it on a big table rather
+		// than blow the collector's memory budget.
+		if n, cerr := r.readSysctlInt("net/netfilter/nf_conntrack_count"); cerr == nil && n > MaxFallbackEntries {
+			return nil, "", fmt.Errorf("flows not dumped: the kernel refused the per-frontend filter (%v) and the table holds %d entries (> %d) for a full dump", tupleErr, n, MaxFallbackEntries)
+		}
 	}
 	flows, filter, err := dumpServiceFlows(conn)
 	if tupleErr != nil {
