@@ -1,0 +1,305 @@
+package trace
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
+)
+
+type nopInspector struct{}
+
+func (nopInspector) Inspect(context.Context, *Input, *ServiceTrace) error { return nil }
+
+// nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
+func nodeInput(mut ...func(*corev1.Service)) *Input {
+	svc := service("web", mut...)
+	sl := slice("web-abc", "web", "http", 8080,
+		ep{ip: "10.244.1.5", pod: "web-1", node: "n1", ready: true},
+		ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true})
+	in := &Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{*sl},
+		Nodes: map[string]*corev1.Node{"n1": node("n1", true), "n2": node("n2", true)},
+	}
+	in.Pods = []corev1.Pod{*pod("web-1", "web", "10.244.1.5", "n1"), *pod("web-2", "web", "10.244.2.7", "n2")}
+	dns := clusterDNS()
+	in.DNSService = dns[0].(*corev1.Service)
+	in.DNSSlices = []discoveryv1.EndpointSlice{*dns[1].(*discoveryv1.EndpointSlice)}
+	return in
+}
+
+func raw(t *testing.T, v any) *collectors.Section[json.RawMessage] {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := json.RawMessage(b)
+	return &collectors.Section[json.RawMessage]{Status: collectors.StatusOK, Data: &m}
+}
+
+// iptRules is the nf_tables backend of a kube-proxy in iptables mode with
+// the given endpoint → share selection for web:http.
+func iptRules(backend string, affinity int, sel ...iptables.EndpointJump) iptables.BackendObservation {
+	svcChain := &iptables.Chain{Name: "KUBE-SVC-X", Exists: true, Selection: sel}
+	if affinity > 0 {
+		svcChain.Affinity = []iptables.AffinityRule{{Name: "KUBE-SEP-A", Seconds: affinity}}
+	}
+	var eps []iptables.EndpointChain
+	for _, s := range sel {
+		eps = append(eps, iptables.EndpointChain{Chain: iptables.Chain{Name: s.Target, Exists: true}, DNAT: s.Endpoint})
+	}
+	return iptables.BackendObservation{Backend: backend, Family: "IPv4", KubeProxyChains: true,
+		Ports: []iptables.PortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+			Entry:     []iptables.EntryRule{{Kind: "clusterIP", Rule: iptables.Rule{Raw: "-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp --dport 80 -j KUBE-SVC-X", Jump: "KUBE-SVC-X"}}},
+			Service:   svcChain,
+			Endpoints: eps}}}
+}
+
+func jump(target, endpoint string, share float64) iptables.EndpointJump {
+	return iptables.EndpointJump{Target: target, Endpoint: endpoint, Share: share}
+}
+
+func observation(t *testing.T, mode string, ipt *iptables.Observation, nft *nftables.Observation) *collectors.Observation {
+	o := &collectors.Observation{APIVersion: collectors.ObservationAPIVersion, Kind: collectors.ObservationKind, CollectedAt: time.Unix(1000, 0)}
+	o.Sections.Proxy = &collectors.Section[collectors.ProxyObservation]{Status: collectors.StatusOK, Data: &collectors.ProxyObservation{Mode: mode}}
+	if ipt != nil {
+		o.Sections.IPTables = raw(t, ipt)
+	}
+	if nft != nil {
+		o.Sections.NFTables = raw(t, nft)
+	}
+	o.Sections.Route = &collectors.Section[collectors.RouteObservation]{Status: collectors.StatusOK, Data: &collectors.RouteObservation{
+		IPv4Forward: "1", RPFilterAll: "0", Routes: []collectors.RouteLookup{
+			{Destination: "10.244.1.5", Device: "veth1", Type: "unicast", Link: &collectors.LinkInfo{Name: "veth1", AdminUp: true, OperState: "up"}},
+			{Destination: "10.244.2.7", Device: "eth0", Gateway: "10.0.0.12", Type: "unicast", Link: &collectors.LinkInfo{Name: "eth0", AdminUp: true, OperState: "up"}}}}}
+	o.Sections.Conntrack = &collectors.Section[collectors.ConntrackObservation]{Status: collectors.StatusOK, Data: &collectors.ConntrackObservation{
+		Count: 10, Max: 1000, SampleIntervalMillis: 200, StatsDelta: &collectors.ConntrackCounters{}}}
+	return o
+}
+
+func judgeViews(t *testing.T, in *Input, views ...NodeView) *ServiceTrace {
+	t.Helper()
+	tr := Judge(in, Options{Inspector: nopInspector{}, Now: fixedNow})
+	JudgeNodes(in, tr, views)
+	Finish(tr)
+	assertCatalogued(t, tr)
+	return tr
+}
+
+func nodeCodes(tr *ServiceTrace, layer LayerName, node string) map[string]Check {
+	out := map[string]Check{}
+	for _, c := range tr.Layer(layer).Checks {
+		if node == "" || c.Node == node {
+			out[c.Code] = c
+		}
+	}
+	return out
+}
+
+func healthyIPT() *iptables.Observation {
+	return &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+		jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}}
+}
+
+func TestJudgeNodesHealthyIPTables(t *testing.T) {
+	in := nodeInput()
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, "iptables", healthyIPT(), nil)})
+	dp := nodeCodes(tr, LayerDatapath, "n1")
+	if _, ok := dp[CodeDPRulesMatch]; !ok {
+		t.Fatalf("datapath checks = %v, want %s", keysOf(dp), CodeDPRulesMatch)
+	}
+	for _, l := range []LayerName{LayerDatapath, LayerConntrack, LayerRoute} {
+		if s := tr.Layer(l).Status; s != StatusPass {
+			t.Errorf("layer %s = %s (%s), want pass", l, s, tr.Layer(l).Reason)
+		}
+		if n := tr.Layer(l).Nodes; len(n) != 1 || n[0].Node != "n1" || n[0].Status != StatusPass {
+			t.Errorf("layer %s node results = %+v", l, n)
+		}
+	}
+}
+
+func TestJudgeNodesDatapathFaults(t *testing.T) {
+	tests := []struct {
+		name  string
+		svc   func(*corev1.Service)
+		mode  string
+		ipt   *iptables.Observation
+		nft   *nftables.Observation
+		proxy func(*collectors.ProxyObservation)
+		want  []string
+	}{
+		{name: "stale and missing endpoints", mode: "iptables",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-9", "10.244.9.9:8080", 0.5))}},
+			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+		{name: "wrong DNAT port", mode: "iptables",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:9090", 0.5))}},
+			want: []string{CodeDPWrongDNATPort}},
+		{name: "unequal shares", mode: "iptables",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}},
+			want: []string{CodeDPUnequalShares}},
+		{name: "no rules and kube-proxy down", mode: "",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{{Backend: iptables.BackendNFTables, Family: "IPv4", KubeProxyChains: true}}},
+			proxy: func(p *collectors.ProxyObservation) {
+				p.ProxyMode.Error = "connection refused"
+				p.ProxyMode.URL = "http://127.0.0.1:10249/proxyMode"
+			},
+			want: []string{CodeDPNoRules, CodeDPProxyUnreachable}},
+		{name: "affinity configured, not programmed", mode: "iptables", ipt: healthyIPT(),
+			svc:  func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
+			want: []string{CodeDPAffinityMissing}},
+		{name: "affinity programmed, not configured", mode: "iptables",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 10800,
+				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}},
+			want: []string{CodeDPAffinityExtra}},
+		{name: "leftover legacy rules", mode: "iptables",
+			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{
+				iptRules(iptables.BackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5)),
+				iptRules(iptables.BackendLegacy, 0, jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}},
+			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
+		{name: "nftables healthy", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
+			want: []string{CodeDPRulesMatch}},
+		{name: "nftables stale", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.3.3:8080"),
+			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+		{name: "nftables mode with iptables leftovers", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
+			ipt:  healthyIPT(),
+			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
+		{name: "service-proxy-name", mode: "iptables", ipt: &iptables.Observation{},
+			svc:  func(s *corev1.Service) { s.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "x"} },
+			want: []string{CodeDPIgnoredByProxy}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var muts []func(*corev1.Service)
+			if tt.svc != nil {
+				muts = append(muts, tt.svc)
+			}
+			in := nodeInput(muts...)
+			obs := observation(t, tt.mode, tt.ipt, tt.nft)
+			if tt.proxy != nil {
+				tt.proxy(obs.Sections.Proxy.Data)
+			}
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			for _, code := range tt.want {
+				if _, ok := got[code]; !ok {
+					t.Errorf("missing %s; got %v", code, keysOf(got))
+				}
+			}
+			if _, ok := got[CodeDPRulesMatch]; ok && len(tt.want) > 0 && tt.want[len(tt.want)-1] != CodeDPRulesMatch {
+				t.Errorf("rules reported matching despite %v", tt.want)
+			}
+		})
+	}
+}
+
+func nftObservation(endpoints ...string) *nftables.Observation {
+	var entries []nftables.NumgenEntry
+	for i, e := range endpoints {
+		entries = append(entries, nftables.NumgenEntry{Index: uint32(i), Address: e, Share: 1 / float64(len(endpoints))})
+	}
+	return &nftables.Observation{Source: nftables.SourceNetlink, Tables: []nftables.TableObservation{{Family: "ip", Name: "kube-proxy", Present: true,
+		Ports: []nftables.PortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+			ServiceIPs: []nftables.Element{{Map: "service-ips", Key: "10.96.0.20 . tcp . 80", Found: true, Verdict: "goto service-X", Target: "service-X"}},
+			Service:    &nftables.Chain{Name: "service-X", Exists: true, Rules: []nftables.Rule{{Text: "numgen random mod 2 vmap", Numgen: &nftables.NumgenMap{Kind: "dnat", Modulus: uint32(len(endpoints)), Entries: entries}}}}}}}}}
+}
+
+func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
+	in := nodeInput()
+	obs := observation(t, "iptables", healthyIPT(), nil)
+	obs.Sections.Route.Data.IPv4Forward = "0"
+	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: []collectors.Probe{
+		{Target: "clusterIP", Address: "10.96.0.20:80", Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"},
+		{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
+		{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"},
+	}}}
+	obs.Sections.Conntrack.Data.StatsDelta = &collectors.ConntrackCounters{InsertFailed: 3}
+	obs.Sections.Conntrack.Data.Flows = &collectors.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectors.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
+		Backends: []collectors.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}}}}}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	for layer, want := range map[LayerName][]string{
+		LayerRoute:     {CodeRTForwardOff},
+		LayerDatapath:  {CodeDPClusterIPFails},
+		LayerEndpoints: {CodeEpsRefused},
+		LayerConntrack: {CodeCTInsertFailed, CodeCTStaleFlows},
+	} {
+		got := nodeCodes(tr, layer, "n1")
+		for _, code := range want {
+			if _, ok := got[code]; !ok {
+				t.Errorf("layer %s: missing %s; got %v", layer, code, keysOf(got))
+			}
+		}
+	}
+	if c := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]; !strings.Contains(c.Message, "web-2") {
+		t.Errorf("refusal does not name the Pod: %q", c.Message)
+	}
+	if tr.Verdict.FirstFailingLayer != LayerEndpoints {
+		t.Errorf("first failing layer = %s, want endpoints (the app refuses)", tr.Verdict.FirstFailingLayer)
+	}
+}
+
+func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
+	in := nodeInput()
+	tr := judgeViews(t, in, NodeView{Node: "n2", Failure: "collector on node n2 could not pull its image: ErrImageNeverPull"})
+	if c, ok := nodeCodes(tr, LayerDatapath, "n2")[CodeNodeCollectorFailed]; !ok || !strings.Contains(c.Message, "ErrImageNeverPull") {
+		t.Fatalf("no specific collector failure: %+v", tr.Layer(LayerDatapath).Checks)
+	}
+	for _, l := range NodeLayers {
+		n := tr.Layer(l).Nodes
+		if len(n) != 1 || n[0].Status != StatusUnknown {
+			t.Errorf("layer %s node results = %+v, want n2 unknown", l, n)
+		}
+	}
+}
+
+func TestJudgeNodesDNS(t *testing.T) {
+	mk := func(answers []string, rcode, errText string) *collectors.Observation {
+		o := observation(t, "iptables", healthyIPT(), nil)
+		q := func(tr string) collectors.DNSQuery {
+			return collectors.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: 2}
+		}
+		o.Sections.DNS = &collectors.Section[collectors.DNSObservation]{Status: collectors.StatusOK, Data: &collectors.DNSObservation{
+			Servers: []string{"10.96.0.10"}, Queries: []collectors.DNSQuery{q("udp"), q("tcp")}}}
+		return o
+	}
+	tests := []struct {
+		name string
+		obs  *collectors.Observation
+		want string
+	}{
+		{"right answer", mk([]string{"A 10.96.0.20"}, "NOERROR", ""), CodeDNSLiveOK},
+		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), CodeDNSLiveWrong},
+		{"nxdomain", mk(nil, "NXDOMAIN", ""), CodeDNSLiveNXDomain},
+		{"timeout", mk(nil, "", "read udp: i/o timeout"), CodeDNSLiveFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
+			got := nodeCodes(tr, LayerDNS, "")
+			if _, ok := got[tt.want]; !ok {
+				t.Errorf("dns checks %v, want %s", keysOf(got), tt.want)
+			}
+			if _, ok := got[CodeDNSLiveQuery]; ok {
+				t.Errorf("placeholder live-query check left in after a live query")
+			}
+		})
+	}
+}
+
+func keysOf(m map[string]Check) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
