@@ -18,6 +18,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/ebpf"
 	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
 	"github.com/svctrace/kubectl-svctrace/collectors/ipvs"
+	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
 	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
 	"github.com/svctrace/kubectl-svctrace/collectors/route"
@@ -75,10 +76,6 @@ type sectionReader struct {
 	run  func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections)
 }
 
-func notImplemented[T any]() *collectors.Section[T] {
-	return &collectors.Section[T]{Status: collectors.StatusNotImplemented, Error: "no reader for this section in this collector build"}
-}
-
 var sectionReaders = []sectionReader{
 	{collectors.SectionProxy, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProxyObservation, error) {
@@ -89,15 +86,17 @@ var sectionReaders = []sectionReader{
 			})
 		})
 	}},
-	// iptables and nftables: readers live in collectors/iptables and
-	// collectors/nftables (another work stream); wire them here.
+	// iptables and nftables: their readers and result types live in
+	// collectors/iptables and collectors/nftables; embedded as JSON.
 	{collectors.SectionIPTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.IPTables = rawSection(ctx, func(ctx context.Context) (any, error) {
 			return iptables.Read(ctx, iptables.Query{Service: req.Service, Endpoints: req.Endpoints})
 		})
 	}},
 	{collectors.SectionNFTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.NFTables = notImplemented[json.RawMessage]()
+		out.NFTables = rawSection(ctx, func(ctx context.Context) (any, error) {
+			return nftables.Read(ctx, nftables.Query{Service: req.Service, Endpoints: req.Endpoints})
+		})
 	}},
 	{collectors.SectionIPVS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.IPVSObservation, error) {

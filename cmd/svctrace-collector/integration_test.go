@@ -115,6 +115,7 @@ func TestCollectorInNetns(t *testing.T) {
 	for name, st := range map[string]collectors.SectionStatus{
 		"proxy": obs.Sections.Proxy.Status, "route": obs.Sections.Route.Status, "conntrack": obs.Sections.Conntrack.Status,
 		"dns": obs.Sections.DNS.Status, "probe": obs.Sections.Probe.Status, "ebpf": obs.Sections.EBPF.Status,
+		"iptables": obs.Sections.IPTables.Status, "nftables": obs.Sections.NFTables.Status,
 	} {
 		if st != collectors.StatusOK {
 			t.Errorf("section %s: %s", name, st)
