@@ -1,0 +1,235 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Undo reverses one injected fault. Every fault registers its Undo with
+// t.Cleanup as well, so a test may undo early and the cleanup is a no-op.
+type Undo func()
+
+func (tb *Testbed) fault(t testing.TB, undo func(ctx context.Context) error) Undo {
+	var once sync.Once
+	u := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := undo(ctx); err != nil {
+				t.Errorf("undo fault: %v", err)
+			}
+		})
+	}
+	t.Cleanup(u)
+	return u
+}
+
+func (tb *Testbed) ctl(t testing.TB, args ...string) {
+	t.Helper()
+	if _, err := tb.Ctl(Context(t, 2*time.Minute), args...); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// StopKubeProxy stops kube-proxy on a node; its rules stay behind and go stale.
+func (tb *Testbed) StopKubeProxy(t testing.TB, node string) Undo {
+	t.Helper()
+	tb.ctl(t, "proxy-stop", node)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "proxy-start", node)
+		return err
+	})
+}
+
+// RestartKubeProxy stops and starts kube-proxy on a node (a full resync).
+func (tb *Testbed) RestartKubeProxy(t testing.TB, node string) {
+	t.Helper()
+	tb.ctl(t, "proxy-stop", node)
+	tb.ctl(t, "proxy-start", node)
+}
+
+// DeleteServiceRules removes one Service port's capture rule on a node
+// (iptables: its nat KUBE-SERVICES jump; nftables: its service-ips element).
+// A running kube-proxy restores it on its next sync: stop kube-proxy first when
+// the fault must last. Undo restarts kube-proxy if it runs (a full resync).
+func (tb *Testbed) DeleteServiceRules(t testing.TB, node, clusterIP string, port int32, proto string) Undo {
+	t.Helper()
+	tb.ctl(t, "svc-rules-delete", node, clusterIP, fmt.Sprint(port), strings.ToLower(proto))
+	return tb.fault(t, func(ctx context.Context) error {
+		if tb.KubeProxyRunning(node) {
+			if _, err := tb.Ctl(ctx, "proxy-stop", node); err != nil {
+				return err
+			}
+			_, err := tb.Ctl(ctx, "proxy-start", node)
+			return err
+		}
+		return nil
+	})
+}
+
+// KubeProxyRunning reports whether the node's kube-proxy process is alive.
+func (tb *Testbed) KubeProxyRunning(node string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := tb.ExecInNode(ctx, node, tb.EchoClient, "get", "http://127.0.0.1:10249/metrics")
+	return err == nil
+}
+
+// WriteLegacyLeftovers writes kube-proxy-looking rules with iptables-legacy on
+// a node whose kube-proxy uses the nft backend (or nftables mode).
+func (tb *Testbed) WriteLegacyLeftovers(t testing.TB, node string) Undo {
+	t.Helper()
+	tb.ctl(t, "legacy-leftovers", node)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "legacy-clean", node)
+		return err
+	})
+}
+
+// SetIPForward sets net.ipv4.ip_forward in a node's namespace; undo restores the old value.
+func (tb *Testbed) SetIPForward(t testing.TB, node string, on bool) Undo {
+	t.Helper()
+	old, err := tb.ExecInNode(Context(t, 10*time.Second), node, "cat", "/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := "0"
+	if on {
+		v = "1"
+	}
+	tb.ctl(t, "ip-forward", node, v)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "ip-forward", node, strings.TrimSpace(old))
+		return err
+	})
+}
+
+// DeleteRouteToNode deletes node's route to the other node's Pod CIDR.
+func (tb *Testbed) DeleteRouteToNode(t testing.TB, node, otherNode string) Undo {
+	t.Helper()
+	cidr := tb.Node(t, otherNode).PodCIDR
+	tb.ctl(t, "route-del", node, cidr)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "route-add", node, cidr)
+		return err
+	})
+}
+
+// echoHTTP sends a request to an echo Pod's HTTP port from a node's namespace.
+func (tb *Testbed) echoHTTP(ctx context.Context, node, method, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := HTTPClientInNode(node).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 {
+		return string(b), fmt.Errorf("%s %s: %s", method, url, resp.Status)
+	}
+	return string(b), nil
+}
+
+// SetEchoReady flips an echo Pod's readiness endpoint (the kubelet's probe then
+// marks the Pod and its endpoint ready or not). Undo makes it ready again.
+func (tb *Testbed) SetEchoReady(t testing.TB, ns, pod string, ready bool) Undo {
+	t.Helper()
+	set := func(ctx context.Context, v bool) error {
+		p, err := tb.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		url := fmt.Sprintf("http://%s/ready?v=%t", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(EchoHTTPPort)), v)
+		_, err = tb.echoHTTP(ctx, p.Spec.NodeName, http.MethodPost, url)
+		return err
+	}
+	if err := set(Context(t, 20*time.Second), ready); err != nil {
+		t.Fatalf("set readiness of %s/%s: %v", ns, pod, err)
+	}
+	return tb.fault(t, func(ctx context.Context) error {
+		err := set(ctx, true)
+		if err != nil && strings.Contains(err.Error(), "not found") {
+			return nil // the Pod is gone with its namespace
+		}
+		return err
+	})
+}
+
+// ScaleCoreDNS scales kube-system/coredns; undo restores the replica count and
+// waits until CoreDNS is available again.
+func (tb *Testbed) ScaleCoreDNS(t testing.TB, replicas int32) Undo {
+	t.Helper()
+	ctx := Context(t, time.Minute)
+	deps := tb.Client.AppsV1().Deployments("kube-system")
+	sc, err := deps.GetScale(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sc.Spec.Replicas
+	sc.Spec.Replicas = replicas
+	if _, err := deps.UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tb.fault(t, func(ctx context.Context) error {
+		sc, err := deps.GetScale(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sc.Spec.Replicas = old
+		if _, err := deps.UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			d, err := deps.Get(ctx, "coredns", metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == old && d.Status.UpdatedReplicas == old, nil
+		})
+	})
+}
+
+// HoldConnections opens n TCP connections from a node's namespace to addr
+// (host:port; a backend Pod or a ClusterIP) and keeps them open until undo,
+// for conntrack and "long-lived connections to one backend" scenarios. The echo
+// TCP port answers, so the connections are checked end to end.
+func (tb *Testbed) HoldConnections(t testing.TB, node, addr string, n int) ([]net.Conn, Undo) {
+	t.Helper()
+	var conns []net.Conn
+	closeAll := func(context.Context) error {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		c, err := DialInNode(Context(t, 10*time.Second), node, "tcp", addr)
+		if err != nil {
+			_ = closeAll(context.Background())
+			t.Fatalf("connection %d to %s from %s: %v", i, addr, node, err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		msg := fmt.Sprintf("hold-%d\n", i)
+		buf := make([]byte, len(msg))
+		if _, err := c.Write([]byte(msg)); err == nil {
+			_, err = io.ReadFull(c, buf)
+		}
+		_ = c.SetDeadline(time.Time{})
+		conns = append(conns, c)
+		if string(buf) != msg {
+			_ = closeAll(context.Background())
+			t.Fatalf("connection %d to %s from %s does not echo", i, addr, node)
+		}
+	}
+	return conns, tb.fault(t, closeAll)
+}
