@@ -100,7 +100,7 @@ func (tb *Testbed) DeployEcho(t testing.TB, ns string, o EchoOptions) *appsv1.De
 				{Name: "udp-echo", ContainerPort: EchoUDPPort, Protocol: corev1.ProtocolUDP},
 			},
 			ReadinessProbe: probe,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
+			Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
 		}},
 	}
 	if len(o.Nodes) > 0 {
