@@ -32,6 +32,10 @@ func (j *judge) endpointChecks() {
 	for _, p := range j.ports {
 		j.portEndpointsCheck(p)
 	}
+	if len(j.svc.Spec.Ports) == 0 && len(j.in.Slices) > 0 && e.Ready == 0 {
+		// A headless Service may have no ports; its endpoints still matter.
+		j.noReadyCheck("any port", e.Total, e.Serving-e.Ready)
+	}
 	if e.Ready > 0 && e.Ready < e.Total {
 		var notReady []string
 		for _, ep := range j.endpoints {
@@ -94,18 +98,24 @@ func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 	if len(j.in.Slices) == 0 {
 		return // EPS002 already says it
 	}
-	switch {
-	case ready > 0:
-	case servingTerminating > 0:
-		j.emit(CodeEpsTerminatingOnly, Args{"port": label, "count": strconv.Itoa(servingTerminating)})
-	default:
-		impact := "kube-proxy rejects connections to this Service"
-		if j.t.Service.Headless {
-			impact = "the headless name has no records to return"
-		}
-		j.emit(CodeEpsNoReady, Args{"port": label, "impact": impact},
-			fieldValue("endpointsForPort", strconv.Itoa(total)), fieldValue("ready", "0"))
+	if ready == 0 {
+		j.noReadyCheck(label, total, servingTerminating)
 	}
+}
+
+// noReadyCheck reports a port with no ready endpoint: kube-proxy falls back
+// to serving+terminating endpoints, else traffic is rejected.
+func (j *judge) noReadyCheck(label string, total, servingTerminating int) {
+	if servingTerminating > 0 {
+		j.emit(CodeEpsTerminatingOnly, Args{"port": label, "count": strconv.Itoa(servingTerminating)})
+		return
+	}
+	impact := "kube-proxy rejects connections to this Service"
+	if j.t.Service.Headless {
+		impact = "the headless name has no records to return"
+	}
+	j.emit(CodeEpsNoReady, Args{"port": label, "impact": impact},
+		fieldValue("endpointsForPort", strconv.Itoa(total)), fieldValue("ready", "0"))
 }
 
 func hasPortName(ports []EndpointPort, name string) bool {

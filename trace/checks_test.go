@@ -246,6 +246,13 @@ func TestChecks(t *testing.T) {
 		{name: "externalname cname", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
 		})), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass, contains: "CNAME db.example.com"},
+		{name: "headless without ports still judged", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+			s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+			s.Spec.Ports = nil
+		}), slice("web-abc", "web", "", 0, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})), layer: LayerEndpoints, want: CodeEpsNoReady,
+			status: StatusFail, contains: "headless name has no records"},
 		{name: "port filter absent", objs: healthy(), opts: Options{Port: "https"}, layer: LayerService,
 			want: CodeSvcPortFilterAbsent, status: StatusFail},
 		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: LayerDNS,

@@ -217,6 +217,11 @@ func (j *judge) summarize() {
 	slices := append([]discoveryv1.EndpointSlice(nil), j.in.Slices...)
 	sort.Slice(slices, func(a, b int) bool { return slices[a].Name < slices[b].Name })
 	e := &j.t.Endpoints
+	n := 0
+	for i := range slices {
+		n += len(slices[i].Endpoints)
+	}
+	e.Endpoints = make([]EndpointSummary, 0, n)
 	j.epPortNames = map[string]bool{}
 	for i := range slices {
 		sl := &slices[i]

@@ -60,6 +60,11 @@ type TraceFlags struct {
 	Timeout       time.Duration
 	ClusterDomain string
 
+	// NewInspector builds the node inspector from the resolved client; nil
+	// means this build has no node collector (the node layers are skipped
+	// with that reason). Issue 5 sets it; it is not called with --no-node.
+	NewInspector func(getter genericclioptions.RESTClientGetter, client kubernetes.Interface, namespace string) (trace.NodeInspector, error)
+
 	deps deps
 }
 
@@ -194,6 +199,12 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if err != nil {
 		return nil, fmt.Errorf("cannot build a Kubernetes client: %w", err)
 	}
+	inspector := f.deps.inspector
+	if inspector == nil && f.NewInspector != nil && !f.NoNode {
+		if inspector, err = f.NewInspector(getter, client, namespace); err != nil {
+			return nil, fmt.Errorf("cannot set up the node collector: %w", err)
+		}
+	}
 	return &TraceOptions{
 		Client:      client,
 		Namespace:   namespace,
@@ -208,7 +219,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 			Context:       contextName,
 			Now:           f.deps.now,
 			NoNode:        f.NoNode,
-			Inspector:     f.deps.inspector,
+			Inspector:     inspector,
 		},
 		IOStreams: streams,
 	}, nil

@@ -1,0 +1,75 @@
+package trace
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// bigInput is a Service with n ready endpoints spread over n/100 slices,
+// one Pod per endpoint on 50 nodes, a named targetPort (resolved on every
+// Pod) and externalTrafficPolicy Local (per-node check).
+func bigInput(n int) *Input {
+	svc := service("web", func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.Ports[0].TargetPort = intstr.FromString("http")
+	})
+	in := &Input{Namespace: "default", Name: "web", Service: svc, Nodes: map[string]*corev1.Node{}}
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("node-%02d", i)
+		in.Nodes[name] = node(name, true)
+	}
+	var sl *discoveryv1.EndpointSlice
+	for i := 0; i < n; i++ {
+		if i%100 == 0 {
+			if sl != nil {
+				in.Slices = append(in.Slices, *sl)
+			}
+			sl = slice(fmt.Sprintf("web-%04d", i/100), "web", "http", 8080)
+		}
+		ip := fmt.Sprintf("10.%d.%d.%d", 1+i/65536, (i/256)%256, i%256)
+		podName := fmt.Sprintf("web-%05d", i)
+		nodeName := fmt.Sprintf("node-%02d", i%50)
+		e := slice("x", "web", "http", 8080, ep{ip: ip, pod: podName, node: nodeName, ready: true}).Endpoints[0]
+		sl.Endpoints = append(sl.Endpoints, e)
+		in.Pods = append(in.Pods, *pod(podName, "web", ip, nodeName))
+	}
+	in.Slices = append(in.Slices, *sl)
+	return in
+}
+
+func TestBigServiceJudgesCleanly(t *testing.T) {
+	in := bigInput(5000)
+	tr := Judge(in, Options{Now: fixedNow, NoNode: true})
+	Finish(tr)
+	assertCatalogued(t, tr)
+	if tr.Endpoints.Total != 5000 || len(tr.Endpoints.Slices) != 50 {
+		t.Fatalf("endpoints %d in %d slices", tr.Endpoints.Total, len(tr.Endpoints.Slices))
+	}
+	if l := tr.Layer(LayerEndpoints); l.Status != StatusPass {
+		t.Fatalf("endpoints layer %s: %+v", l.Status, l.Checks)
+	}
+	if _, ok := codes(tr, LayerService)[CodePortNamedResolved]; !ok {
+		t.Fatal("named port not resolved on 5000 Pods")
+	}
+}
+
+// BenchmarkJudge measures Judge+Finish at 500 and 5,000 endpoints; the
+// per-endpoint cost should stay flat (checks are O(endpoints + pods)).
+func BenchmarkJudge(b *testing.B) {
+	for _, n := range []int{500, 5000} {
+		in := bigInput(n)
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tr := Judge(in, Options{Now: fixedNow, NoNode: true})
+				Finish(tr)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/endpoint")
+		})
+	}
+}
