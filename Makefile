@@ -43,3 +43,8 @@ images: ## build the testbed images (pause, echo, coredns, collector) and import
 	bash test/testbed/images.sh
 e2e: ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
+
+# Renderer golden files (issue 2): regenerate after an intended output change, then review the diff.
+.PHONY: golden
+golden: ## regenerate render/testdata goldens (go test ./render/... -update)
+	$(GO) test ./render/... -update
