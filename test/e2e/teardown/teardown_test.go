@@ -1,0 +1,188 @@
+// Package teardown checks the testbed's own lifecycle: `down` leaves nothing
+// behind, and `up` works again, also over the leftovers of a killed run. It
+// takes the cluster away while it runs, so it needs SVCTRACE_E2E_TEARDOWN=1 as
+// well and runs alone after the rest of the suite (test/testbed/e2e.sh).
+package teardown
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+)
+
+const (
+	stateDir = "/var/lib/svctrace-testbed"
+	runDir   = "/run/svctrace-testbed"
+)
+
+var ourExes = map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true,
+	"kubelet": true, "kube-proxy": true, "containerd": true, "containerd-shim-runc-v2": true, "socat": true}
+
+func setup(t *testing.T) string {
+	if !framework.Enabled() || os.Getenv("SVCTRACE_E2E_TEARDOWN") != "1" {
+		t.Skip("testbed lifecycle test: set SVCTRACE_E2E=1 and SVCTRACE_E2E_TEARDOWN=1")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func script(t *testing.T, root, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "test", "testbed", name)}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s %v: %s\n%s", name, args, time.Since(start).Round(time.Millisecond), out.String())
+	if err != nil {
+		t.Fatalf("%s failed: %v", name, err)
+	}
+	return out.String()
+}
+
+// testbedProcesses lists live processes that are testbed daemons (by binary
+// name and a testbed path on the command line) or live in a testbed cgroup.
+func testbedProcesses(t *testing.T) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		cmdline := strings.Join(args, " ")
+		if ourExes[filepath.Base(args[0])] && (strings.Contains(cmdline, stateDir) || strings.Contains(cmdline, runDir)) {
+			found = append(found, filepath.Dir(p)+": "+cmdline)
+			continue
+		}
+		cg, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cgroup"))
+		if strings.Contains(string(cg), ":/svtb-node") {
+			found = append(found, filepath.Dir(p)+" (testbed cgroup): "+cmdline)
+		}
+	}
+	return found
+}
+
+func readSysctl(t *testing.T, name string) string {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// assertClean checks that nothing of the testbed is left on the machine.
+func assertClean(t *testing.T, root string, sysctls map[string]string) {
+	t.Helper()
+	if ps := testbedProcesses(t); len(ps) > 0 {
+		t.Errorf("testbed processes left:\n%s", strings.Join(ps, "\n"))
+	}
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "svtb-") {
+			t.Errorf("netns left: %s", l)
+		}
+	}
+	if m, _ := filepath.Glob("/var/run/netns/svtb-*"); len(m) > 0 {
+		t.Errorf("netns files left: %v", m)
+	}
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && (strings.HasPrefix(f[1], stateDir) || strings.HasPrefix(f[1], runDir) || strings.Contains(f[1], "/netns/svtb-")) {
+			t.Errorf("mount left: %s", l)
+		}
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/svtb-*"); len(cg) > 0 {
+		t.Errorf("cgroups left: %v", cg)
+	}
+	for _, d := range []string{stateDir, runDir, filepath.Join(root, ".testbed", "kubeconfig")} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s left", d)
+		}
+	}
+	for k, v := range sysctls {
+		if got := readSysctl(t, k); got != v {
+			t.Errorf("sysctl %s = %s after down, was %s before up", k, got, v)
+		}
+	}
+}
+
+func savedSysctls(t *testing.T) map[string]string {
+	b, err := os.ReadFile(filepath.Join(stateDir, "sysctls.saved"))
+	if err != nil {
+		t.Fatalf("the running testbed has no saved sysctls: %v", err)
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func TestDownLeavesNothingAndUpAgain(t *testing.T) {
+	root := setup(t)
+	script(t, root, "up.sh") // idempotent: healthy stays up
+	sysctls := savedSysctls(t)
+	if len(testbedProcesses(t)) < 10 {
+		t.Fatalf("expected the testbed's processes to be found while it runs: %v", testbedProcesses(t))
+	}
+	script(t, root, "down.sh")
+	assertClean(t, root, sysctls)
+	script(t, root, "down.sh") // down twice is fine
+	script(t, root, "up.sh")
+	script(t, root, "status.sh")
+}
+
+func TestUpAfterKill9(t *testing.T) {
+	root := setup(t)
+	script(t, root, "up.sh")
+	sysctls := savedSysctls(t)
+	// Simulate a crash: SIGKILL every testbed daemon (by its recorded pid) and its containers.
+	pidfiles, _ := filepath.Glob(filepath.Join(runDir, "*.pid"))
+	if len(pidfiles) == 0 {
+		t.Fatal("no pid files")
+	}
+	for _, ps := range testbedProcesses(t) {
+		var pid int
+		if _, err := fmtSscan(ps, &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(time.Second)
+	if ps := testbedProcesses(t); len(ps) > 0 {
+		t.Fatalf("processes survived SIGKILL: %v", ps)
+	}
+	// Leftovers now: netns, mounts, cgroups, state dirs, stale objects in etcd.
+	script(t, root, "up.sh")
+	script(t, root, "status.sh")
+	// And a normal cycle still leaves nothing.
+	script(t, root, "down.sh")
+	assertClean(t, root, sysctls)
+	script(t, root, "up.sh")
+}

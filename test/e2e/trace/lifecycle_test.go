@@ -1,0 +1,211 @@
+package trace_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
+	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// collectorStage reads the stage of the first collector Pod, "" when none.
+func collectorStage(tb *framework.Testbed) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := tb.Client.CoreV1().Pods(collectorNS).List(ctx, metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
+	if err != nil || len(list.Items) == 0 {
+		return ""
+	}
+	return string(podrunner.Classify(&list.Items[0]).Stage)
+}
+
+// TestInterruptCleansUp interrupts a trace with SIGINT and SIGTERM at each
+// stage a collector Pod goes through and checks that no Pod is left.
+func TestInterruptCleansUp(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 1, nil)
+	stages := []struct {
+		name  string
+		ready func(stage string) bool
+		args  []string
+	}{
+		// The first sighting of the Pod: created, not yet started by the kubelet.
+		{"before schedule", func(s string) bool { return s == string(podrunner.StageScheduling) }, nil},
+		{"while pulling", func(s string) bool {
+			return s == string(podrunner.StagePulling) || s == string(podrunner.StageScheduling)
+		}, nil},
+		{"while collecting", func(s string) bool { return s == string(podrunner.StageCollecting) }, nil},
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, st := range stages {
+			t.Run(sig.String()+"/"+st.name, func(t *testing.T) {
+				args := append([]string{"--kubeconfig", tb.Kubeconfig, "--image", CollectorImage, "-o", "json", "web", "-n", ns}, st.args...)
+				cmd := exec.Command(binPath, args...)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				sent := false
+				deadline := time.Now().Add(60 * time.Second)
+			loop:
+				for time.Now().Before(deadline) {
+					select {
+					case <-done:
+						break loop
+					default:
+					}
+					if s := collectorStage(tb); s != "" && st.ready(s) {
+						_ = cmd.Process.Signal(sig)
+						sent = true
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				var err error
+				select {
+				case err = <-done:
+				case <-time.After(60 * time.Second):
+					_ = cmd.Process.Kill()
+					t.Fatalf("kubectl-svctrace did not exit after %s", sig)
+				}
+				if !sent {
+					t.Logf("the trace finished before stage %q was seen; cleanup still checked", st.name)
+				} else if err == nil {
+					t.Logf("exited 0 after %s (the signal raced the end of the trace)", sig)
+				}
+				assertNoCollectorPods(t, tb)
+			})
+		}
+	}
+}
+
+func TestUnpullableImageIsOneClearMessage(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 1, nil)
+	full := []string{"--kubeconfig", tb.Kubeconfig, "-o", "json", "--image", "svctrace.local/does-not-exist:v0", "web", "-n", ns}
+	out, _ := exec.Command(binPath, full...).Output()
+	assertNoCollectorPods(t, tb)
+	if !bytes.Contains(out, []byte("could not pull its image")) {
+		t.Fatalf("no image-pull message in the result:\n%s", out)
+	}
+}
+
+func TestNotReadyNodeIsReportedNotAwaited(t *testing.T) {
+	tb := framework.Setup(t)
+	ctx := framework.Context(t, 30*time.Second)
+	// A Node object without a kubelet: NotReady, never runs anything.
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "svtb-ghost", Labels: map[string]string{"kubernetes.io/hostname": "svtb-ghost"}}}
+	if _, err := tb.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tb.Client.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
+	})
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "no kubelet", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := tb.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := deployWeb(t, tb, 1, nil)
+	start := time.Now()
+	r := svctrace(t, tb, "web", "-n", ns, "--node", "svtb-ghost")
+	if d := time.Since(start); d > 90*time.Second {
+		t.Errorf("took %s: the NotReady node was waited on", d)
+	}
+	c := requireCheck(t, r, trace.LayerDatapath, trace.CodeNodeCollectorFailed, "svtb-ghost")
+	if !strings.Contains(c.Message, "NotReady") {
+		t.Errorf("message does not say NotReady: %q", c.Message)
+	}
+}
+
+func TestPodSecurityRestrictedNamespace(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 1, nil)
+	restricted := tb.Namespace(t)
+	ctx := framework.Context(t, 30*time.Second)
+	nsObj, err := tb.Client.CoreV1().Namespaces().Get(ctx, restricted, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nsObj.Labels == nil {
+		nsObj.Labels = map[string]string{}
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := tb.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := svctrace(t, tb, "web", "-n", ns, "--collector-namespace", restricted)
+	if r.Exit != 1 {
+		t.Errorf("exit %d, want 1", r.Exit)
+	}
+	if !strings.Contains(r.Stderr, "pod-security.kubernetes.io/enforce=privileged") || !strings.Contains(r.Stderr, "baseline") {
+		t.Errorf("stderr does not explain the Pod Security fix: %s", r.Stderr)
+	}
+	pods, err := tb.Client.CoreV1().Pods(restricted).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods in the restricted namespace: %v %v", pods, err)
+	}
+}
+
+// TestRestrictedKubeconfig runs a full trace with exactly the shipped RBAC,
+// then removes one rule and expects an error that names it.
+func TestRestrictedKubeconfig(t *testing.T) {
+	tb := framework.Setup(t)
+	kc := filepath.Join(tb.RepoRoot, ".testbed", "kubeconfig-restricted")
+	if _, err := os.Stat(kc); err != nil {
+		t.Fatalf("restricted kubeconfig missing: %v", err)
+	}
+	ns, _ := deployWeb(t, tb, 1, nil)
+	r := svctraceWith(t, kc, "web", "-n", ns)
+	requireNoFail(t, r)
+	for _, l := range r.Trace.Layers {
+		if l.Status == trace.StatusUnknown {
+			t.Errorf("layer %s unknown with the shipped RBAC: %s", l.Name, l.Reason)
+		}
+	}
+
+	ctx := framework.Context(t, 30*time.Second)
+	role, err := tb.Client.RbacV1().Roles(collectorNS).Get(ctx, "svctrace-collector", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := role.DeepCopy()
+	var kept []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		if len(rule.Resources) == 1 && rule.Resources[0] == "pods/log" {
+			continue
+		}
+		kept = append(kept, rule)
+	}
+	role.Rules = kept
+	if _, err := tb.Client.RbacV1().Roles(collectorNS).Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cur, err := tb.Client.RbacV1().Roles(collectorNS).Get(context.Background(), "svctrace-collector", metav1.GetOptions{})
+		if err == nil {
+			cur.Rules = orig.Rules
+			_, _ = tb.Client.RbacV1().Roles(collectorNS).Update(context.Background(), cur, metav1.UpdateOptions{})
+		}
+	})
+	time.Sleep(time.Second) // RBAC is read through an informer
+	r = svctraceWith(t, kc, "web", "-n", ns)
+	out := r.Stdout + r.Stderr
+	if !strings.Contains(out, "pods/log") && !(strings.Contains(out, `"pods"`) && strings.Contains(out, "log")) {
+		t.Errorf("the missing pods/log permission is not named:\n%s", out)
+	}
+}

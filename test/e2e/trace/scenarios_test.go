@@ -1,0 +1,311 @@
+package trace_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// nodeWithMode returns the testbed node whose kube-proxy runs in mode.
+func nodeWithMode(t *testing.T, tb *framework.Testbed, mode string) framework.Node {
+	t.Helper()
+	for _, n := range tb.Nodes {
+		if n.ProxyMode == mode {
+			return n
+		}
+	}
+	t.Skipf("no testbed node runs kube-proxy in %s mode", mode)
+	return framework.Node{}
+}
+
+func otherNode(t *testing.T, tb *framework.Testbed, name string) framework.Node {
+	t.Helper()
+	for _, n := range tb.Nodes {
+		if n.Name != name {
+			return n
+		}
+	}
+	t.Skip("the testbed has a single node")
+	return framework.Node{}
+}
+
+// deployWeb deploys n echo replicas on nodes and a Service web in a fresh
+// namespace, and waits until the Service has n ready endpoints.
+func deployWeb(t *testing.T, tb *framework.Testbed, n int, nodes []string, opts ...framework.ServiceOption) (ns string, svc *corev1.Service) {
+	t.Helper()
+	ns = tb.Namespace(t)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: int32(n), Nodes: nodes})
+	svc = tb.CreateService(t, ns, framework.NewService("web", "web", opts...))
+	tb.WaitReadyEndpoints(t, ns, "web", n)
+	return ns, svc
+}
+
+func TestHealthyIPTablesAndNFTables(t *testing.T) {
+	tb := framework.Setup(t)
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) {
+			n := nodeWithMode(t, tb, mode)
+			ns, _ := deployWeb(t, tb, 2, []string{n.Name})
+			// Rules appear when kube-proxy syncs; give it a moment.
+			var r result
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				r = svctrace(t, tb, "web", "-n", ns)
+				if check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(2 * time.Second)
+			}
+			requireNoFail(t, r)
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+			requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
+			requireCheck(t, r, trace.LayerRoute, trace.CodeRTHealthy, n.Name)
+			requireCheck(t, r, trace.LayerConntrack, trace.CodeCTHealthy, n.Name)
+			if c := r.Trace.Metadata.Collector; c == nil || c.Profile != "netadmin" || len(c.Nodes) != 1 || !c.Nodes[0].Inspected {
+				t.Errorf("collector metadata = %+v, want one inspected node with the netadmin profile", c)
+			}
+		})
+	}
+}
+
+func TestSelectorTypo(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: 1})
+	tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)
+	tb.CreateService(t, ns, framework.NewService("web", "wbe"))
+	r := svctrace(t, tb, "web", "-n", ns)
+	if r.Exit != 3 {
+		t.Errorf("exit %d, want 3", r.Exit)
+	}
+	c := requireCheck(t, r, trace.LayerService, trace.CodeSvcSelectorNoPods, "")
+	if !strings.Contains(c.Message, "app=wbe") {
+		t.Errorf("message does not show the selector: %q", c.Message)
+	}
+	if r.Trace.Verdict.FirstFailingLayer != trace.LayerService {
+		t.Errorf("first failing layer %s, want service", r.Trace.Verdict.FirstFailingLayer)
+	}
+}
+
+func TestNamedTargetPortMissingOnOnePod(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: 1})
+	tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)
+	// A second Pod behind the same selector whose container declares the
+	// port without the name "http": the Service's named targetPort does not
+	// resolve there.
+	odd := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-unnamed", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
+			Name: "echo", Image: framework.EchoImage, ImagePullPolicy: corev1.PullNever,
+			Args:  []string{"serve", "--http-port", "8080"},
+			Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+		}}},
+	}
+	ctx := framework.Context(t, 30*time.Second)
+	if _, err := tb.Client.CoreV1().Pods(ns).Create(ctx, odd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
+	tb.CreateService(t, ns, framework.NewService("web", "web", framework.WithPorts(corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")})))
+	r := svctrace(t, tb, "web", "-n", ns, "--no-node")
+	c := requireCheck(t, r, trace.LayerService, trace.CodePortNameUnresolved, "")
+	if !strings.Contains(c.Message, "web-unnamed") {
+		t.Errorf("message does not name the Pod without the port: %q", c.Message)
+	}
+}
+
+func TestAppOnWrongPort(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	ns := tb.Namespace(t)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: 1, Nodes: []string{n.Name}, ListenHTTPPort: 8081})
+	tb.CreateService(t, ns, framework.NewService("web", "web"))
+	tb.WaitReadyEndpoints(t, ns, "web", 1)
+	r := svctrace(t, tb, "web", "-n", ns)
+	if r.Exit != 3 {
+		t.Errorf("exit %d, want 3", r.Exit)
+	}
+	requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsRefused, n.Name)
+}
+
+func TestOnePodNotReady(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 2, nil)
+	pods := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
+	tb.SetEchoReady(t, ns, pods[0].Name, false)
+	tb.WaitReadyEndpoints(t, ns, "web", 1)
+	r := svctrace(t, tb, "web", "-n", ns, "--no-node")
+	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotReady, "")
+	if !strings.Contains(c.Message, pods[0].Name) {
+		t.Errorf("not-ready check does not name %s: %q", pods[0].Name, c.Message)
+	}
+}
+
+func TestKubeProxyStoppedThenEndpointsChanged(t *testing.T) {
+	tb := framework.Setup(t)
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) {
+			n := nodeWithMode(t, tb, mode)
+			ns, _ := deployWeb(t, tb, 2, []string{n.Name})
+			time.Sleep(3 * time.Second) // let kube-proxy program both endpoints
+			undo := tb.StopKubeProxy(t, n.Name)
+			defer undo()
+			pods := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
+			ctx := framework.Context(t, 30*time.Second)
+			if err := tb.Client.CoreV1().Pods(ns).Delete(ctx, pods[0].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+			tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
+			tb.WaitReadyEndpoints(t, ns, "web", 2)
+			r := svctrace(t, tb, "web", "-n", ns)
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPStaleEndpoints, n.Name)
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPMissingEndpoints, n.Name)
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPProxyUnreachable, n.Name)
+			if r.Exit != 3 {
+				t.Errorf("exit %d, want 3", r.Exit)
+			}
+		})
+	}
+}
+
+func TestLegacyLeftovers(t *testing.T) {
+	tb := framework.Setup(t)
+	n := nodeWithMode(t, tb, "iptables")
+	ns, _ := deployWeb(t, tb, 1, []string{n.Name})
+	tb.WriteLegacyLeftovers(t, n.Name)
+	r := svctrace(t, tb, "web", "-n", ns)
+	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPLeftovers, n.Name)
+}
+
+func TestIPForwardOff(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	ns, _ := deployWeb(t, tb, 1, []string{n.Name})
+	tb.SetIPForward(t, n.Name, false)
+	r := svctrace(t, tb, "web", "-n", ns)
+	requireCheck(t, r, trace.LayerRoute, trace.CodeRTForwardOff, n.Name)
+	if r.Exit != 3 {
+		t.Errorf("exit %d, want 3", r.Exit)
+	}
+}
+
+func TestRouteToOtherPodCIDRRemoved(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	other := otherNode(t, tb, n.Name)
+	ns, _ := deployWeb(t, tb, 1, []string{other.Name})
+	tb.DeleteRouteToNode(t, n.Name, other.Name)
+	r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
+	c := check(r.Trace, trace.LayerRoute, trace.CodeRTPodTimeout, n.Name)
+	if c == nil {
+		c = check(r.Trace, trace.LayerRoute, trace.CodeRTNoRoute, n.Name)
+	}
+	if c == nil {
+		t.Fatalf("no route failure on %s: %s", n.Name, summarize(r.Trace, trace.LayerRoute))
+	}
+}
+
+func TestETPLocalNodeWithoutEndpoints(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	other := otherNode(t, tb, n.Name)
+	ns, _ := deployWeb(t, tb, 1, []string{n.Name}, framework.NodePortLocal())
+	r := svctrace(t, tb, "web", "-n", ns, "--node", other.Name)
+	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPETPLocalNoLocal, other.Name)
+	requireCheck(t, r, trace.LayerService, trace.CodeSvcETPLocal, "")
+}
+
+func TestSessionAffinityProgrammed(t *testing.T) {
+	tb := framework.Setup(t)
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) {
+			n := nodeWithMode(t, tb, mode)
+			ns, _ := deployWeb(t, tb, 2, []string{n.Name}, framework.SessionAffinityClientIP(600))
+			time.Sleep(2 * time.Second)
+			r := svctrace(t, tb, "web", "-n", ns)
+			requireCheck(t, r, trace.LayerService, trace.CodeSvcSessionAffinity, "")
+			if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPAffinityMissing, n.Name); c != nil {
+				t.Errorf("affinity reported missing: %s", c.Message)
+			}
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+		})
+	}
+}
+
+func TestCoreDNSScaledToZero(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 1, nil)
+	tb.ScaleCoreDNS(t, 0)
+	r := svctrace(t, tb, "web", "-n", ns)
+	requireCheck(t, r, trace.LayerDNS, trace.CodeDNSNoEndpoints, "")
+	if r.Trace.Verdict.FirstFailingLayer != trace.LayerDNS {
+		t.Errorf("first failing layer %s, want dns", r.Trace.Verdict.FirstFailingLayer)
+	}
+}
+
+func TestHeadlessAndExternalName(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: 2})
+	tb.CreateService(t, ns, framework.NewService("web", "web", framework.Headless()))
+	tb.WaitReadyEndpoints(t, ns, "web", 2)
+	r := svctrace(t, tb, "web", "-n", ns)
+	requireNoFail(t, r)
+	requireCheck(t, r, trace.LayerService, trace.CodeSvcHeadless, "")
+	requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
+	if s := r.Trace.Layer(trace.LayerDatapath).Status; s != trace.StatusSkipped {
+		t.Errorf("headless datapath %s, want skipped", s)
+	}
+
+	tb.CreateService(t, ns, framework.NewService("ext", "", framework.ExternalName("example.invalid")))
+	r = svctrace(t, tb, "ext", "-n", ns)
+	requireCheck(t, r, trace.LayerService, trace.CodeSvcExternalName, "")
+	if check(r.Trace, trace.LayerDNS, trace.CodeDNSLiveOK, "") == nil && check(r.Trace, trace.LayerDNS, trace.CodeDNSLiveWrong, "") != nil {
+		t.Errorf("CoreDNS's CNAME for the ExternalName judged wrong: %s", summarize(r.Trace, trace.LayerDNS))
+	}
+}
+
+func TestManyEndpointsSeveralSlices(t *testing.T) {
+	tb := framework.Setup(t)
+	n := nodeWithMode(t, tb, "iptables")
+	ns := tb.Namespace(t)
+	svc := framework.NewService("many", "")
+	svc.Spec.Selector = nil
+	tb.CreateService(t, ns, svc)
+	var addrs [][]string
+	for s := 0; s < 3; s++ {
+		var a []string
+		for i := 0; i < 40; i++ {
+			a = append(a, fmt.Sprintf("10.250.%d.%d", s, i+1))
+		}
+		addrs = append(addrs, a)
+	}
+	for _, a := range addrs {
+		tb.CreateManualEndpointSlice(t, ns, "many", a, []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}})
+	}
+	time.Sleep(3 * time.Second)
+	r := svctrace(t, tb, "many", "-n", ns, "--node", n.Name)
+	if got := r.Trace.Endpoints.Total; got != 120 {
+		t.Errorf("endpoints total %d, want 120", got)
+	}
+	if got := len(r.Trace.Endpoints.Slices); got != 3 {
+		t.Errorf("slices %d, want 3", got)
+	}
+	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+}
+
+// silence unused imports when a scenario is trimmed.
+var _ = context.Background
