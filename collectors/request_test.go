@@ -1,10 +1,13 @@
 package collectors
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -68,6 +71,51 @@ func TestClassifyNetError(t *testing.T) {
 	for _, c := range cases {
 		if got := ClassifyNetError(c.err); got != c.want {
 			t.Errorf("%v: got %q want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// TestExampleRequest keeps the documented example request valid.
+func TestExampleRequest(t *testing.T) {
+	b, err := os.ReadFile("testdata/requests/web.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Request
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Wants(SectionConntrack) || r.Domain() != "cluster.local" || len(r.EndpointAddrs("http")) != 2 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestSampleObservationsDecode keeps the recorded observations decodable
+// into the current model, with the envelope the plugin checks.
+func TestSampleObservationsDecode(t *testing.T) {
+	files, _ := filepath.Glob("testdata/observations/*.json")
+	if len(files) == 0 {
+		t.Fatal("no sample observations")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o Observation
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if o.APIVersion != ObservationAPIVersion || o.Kind != ObservationKind || o.Service == "" {
+			t.Errorf("%s: envelope %s %s %q", f, o.APIVersion, o.Kind, o.Service)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		Routes:                []collectors.RouteLookup{},
 	}
 	seen := map[string]bool{}
-	for _, ip := range req.PodIPs {
+	for _, ip := range RouteTargets(req) {
 		if seen[ip] || ctx.Err() != nil {
 			continue
 		}
@@ -60,6 +60,18 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		obs.Routes = append(obs.Routes, r.lookup(h, ip))
 	}
 	return obs, ctx.Err()
+}
+
+// RouteTargets are the request's Pod IPs or, when it names none, its endpoint IPs.
+func RouteTargets(req *collectors.Request) []string {
+	if len(req.PodIPs) > 0 {
+		return req.PodIPs
+	}
+	var out []string
+	for _, ep := range req.Endpoints {
+		out = append(out, ep.IP)
+	}
+	return out
 }
 
 func (r *Reader) lookup(h *netlink.Handle, ip string) collectors.RouteLookup {

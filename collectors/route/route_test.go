@@ -41,6 +41,9 @@ func TestSysctlsFromRecordedProc(t *testing.T) {
 	if got := r.sysctl("net/bridge/bridge-nf-call-iptables"); got != "absent" {
 		t.Errorf("bridge-nf-call-iptables %q", got)
 	}
+	if got := RouteTargets(&collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.1.5"}}}); len(got) != 1 || got[0] != "10.244.1.5" {
+		t.Errorf("endpoint IPs as route targets: %v", got)
+	}
 	if RouteTypeName(unix.RTN_BLACKHOLE) != "blackhole" || RouteTypeName(99) != "type-99" {
 		t.Error("route type names")
 	}
