@@ -16,17 +16,15 @@ for n in "${NODES[@]}"; do stop_daemon "kube-proxy-$n" 5; stop_daemon "kubelet-$
 # Our processes are recognised by binary name AND a path of ours on the command line,
 # so nothing else on the machine is ever signalled (pid files may be gone after a crash).
 our_pids() {
-	local p exe cmd
-	for p in /proc/[0-9]*; do
-		p=${p#/proc/}
+	local p cmd exe
+	ps -eo pid=,args= | while read -r p cmd; do
 		[[ $p == "$$" ]] && continue
-		cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
 		exe=${cmd%% *}; exe=${exe##*/}
 		case $exe in
 		etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | containerd | containerd-shim-runc-v2 | socat) ;;
 		*) continue ;;
 		esac
-		[[ $cmd == *"$STATE"* || $cmd == *"$RUN"* ]] && echo "$p"
+		if [[ $cmd == *"$STATE"* || $cmd == *"$RUN"* ]]; then echo "$p"; fi
 	done
 }
 # Container processes: everything in the testbed's cgroup roots.
@@ -34,7 +32,7 @@ cgroup_pids() {
 	local n h
 	for n in "${NODES[@]}"; do
 		for h in /sys/fs/cgroup/*/; do
-			[[ -d $h$n ]] && find "$h$n" -name cgroup.procs -exec cat {} + 2>/dev/null
+			if [[ -d $h$n ]]; then find "$h$n" -name cgroup.procs -exec cat {} + 2>/dev/null || true; fi
 		done
 	done | sort -u
 }
@@ -79,7 +77,9 @@ left=$(awk -v a="$STATE" -v b="$RUN" '$2 ~ "^"a || $2 ~ "^"b {print $2}' /proc/s
 
 # 3. Network namespaces of the testbed (pod netns live under our state dir, see containerd.toml).
 for ns in "${NODES[@]}" "$CP_NS" "$HUB_NS"; do
-	[[ -e /var/run/netns/$ns ]] && { ip netns del "$ns" 2>/dev/null || { umount -l "/var/run/netns/$ns" 2>/dev/null; rm -f "/var/run/netns/$ns"; }; }
+	if [[ -e /var/run/netns/$ns ]]; then
+		ip netns del "$ns" 2>/dev/null || { umount -l "/var/run/netns/$ns" 2>/dev/null || true; rm -f "/var/run/netns/$ns"; }
+	fi
 done
 
 # 4. cgroups (depth first).
@@ -93,7 +93,7 @@ done
 
 # 5. Global sysctls the kubelet rewrote.
 if [[ -f $STATE/sysctls.saved ]]; then
-	while IFS= read -r kv; do [[ -n $kv ]] && sysctl -qw "$kv"; done <"$STATE/sysctls.saved"
+	while IFS= read -r kv; do if [[ -n $kv ]]; then sysctl -qw "$kv"; fi; done <"$STATE/sysctls.saved"
 	say "restored sysctls: $(tr '\n' ' ' <"$STATE/sysctls.saved")"
 fi
 
