@@ -134,7 +134,7 @@ func readCilium(req *collectors.Request, dir string) *collectors.CiliumObservati
 		open[name] = m
 		return m, nil
 	}
-	for _, fe := range req.Service.Frontends() {
+	for _, fe := range ciliumFrontends(req) {
 		fam := v4
 		if fe.Addr.Addr().Is6() {
 			fam = v6
@@ -169,6 +169,29 @@ func readCilium(req *collectors.Request, dir string) *collectors.CiliumObservati
 	}
 	c.Error = strings.Join(errs, "; ")
 	return c
+}
+
+// ciliumFrontends are the Service's frontends plus, for each NodePort, the
+// "surrogate" frontend Cilium programs on the zero address (0.0.0.0:nodePort,
+// and [::]:nodePort for IPv6 Services), which stands for every node address.
+func ciliumFrontends(req *collectors.Request) []collectors.Frontend {
+	fes := req.Service.Frontends()
+	zeros := []netip.Addr{netip.IPv4Unspecified()}
+	for _, ip := range req.Service.ClusterIPAddrs() {
+		if ip.Is6() {
+			zeros = append(zeros, netip.IPv6Unspecified())
+			break
+		}
+	}
+	for _, p := range req.Service.Ports {
+		if p.NodePort == 0 {
+			continue
+		}
+		for _, z := range zeros {
+			fes = append(fes, collectors.Frontend{Kind: "nodePort", PortName: p.Name, Addr: netip.AddrPortFrom(z, uint16(p.NodePort)), Protocol: p.Protocol, Port: p})
+		}
+	}
+	return fes
 }
 
 // ServiceKey encodes a Cilium LB service key.

@@ -58,7 +58,7 @@ func put(t *testing.T, m *ebpf.Map, k, v []byte) {
 func webRequest() *collectors.Request {
 	return &collectors.Request{Service: collectors.ServiceSpec{Namespace: "default", Name: "web",
 		ClusterIPs: []string{"10.96.0.50"}, ExternalIPs: []string{"192.0.2.9"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
+		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}}}
 }
 
 // TestCiliumMapsInOwnBPFFS writes default/web the way Cilium's agent would
@@ -81,6 +81,9 @@ func TestCiliumMapsInOwnBPFFS(t *testing.T) {
 	put(t, svc, ServiceKey(ip, 80, 0, 6, 1), EncodeServiceValue(ServiceValue{Count: 1, RevNATIndex: 42}))
 	put(t, svc, ServiceKey(ip, 80, 1, 6, 1), EncodeServiceValue(ServiceValue{BackendID: 7}))
 	key := func(id uint32) []byte { k := make([]byte, 4); binary.NativeEndian.PutUint32(k, id); return k }
+	// NodePort surrogate frontend 0.0.0.0:30080, older key layout without the protocol.
+	put(t, svc, ServiceKey(netip.IPv4Unspecified(), 30080, 0, 0, 0), EncodeServiceValue(ServiceValue{Count: 1, RevNATIndex: 43}))
+	put(t, svc, ServiceKey(netip.IPv4Unspecified(), 30080, 1, 0, 0), EncodeServiceValue(ServiceValue{BackendID: 9}))
 	put(t, be, key(7), EncodeBackend(Backend{Addr: netip.MustParseAddr("10.244.1.5"), Port: 8080, Proto: 6}))
 	put(t, be, key(9), EncodeBackend(Backend{Addr: netip.MustParseAddr("10.244.2.7"), Port: 8080, Proto: 6, State: 1, Zone: 2}))
 
@@ -95,10 +98,13 @@ func TestCiliumMapsInOwnBPFFS(t *testing.T) {
 	if !obs.Calico.Detected || len(obs.Calico.Maps) != 1 || obs.Calico.Maps[0].KeySize != 16 {
 		t.Errorf("calico %+v", obs.Calico)
 	}
-	if len(c.Frontends) != 3 {
-		t.Fatalf("want ClusterIP ext scope, ClusterIP int scope, externalIP; got %+v", c.Frontends)
+	if len(c.Frontends) != 4 {
+		t.Fatalf("want ClusterIP ext scope, ClusterIP int scope, externalIP, NodePort; got %+v", c.Frontends)
 	}
-	ext, in, eip := c.Frontends[0], c.Frontends[1], c.Frontends[2]
+	ext, in, eip, np := c.Frontends[0], c.Frontends[1], c.Frontends[2], c.Frontends[3]
+	if !np.Found || np.Frontend != "nodePort" || np.Address != "0.0.0.0" || np.RevNATIndex != 43 || len(np.Backends) != 1 || np.Backends[0].Address != "10.244.2.7" {
+		t.Errorf("nodePort surrogate %+v", np)
+	}
 	if !ext.Found || ext.Scope != 0 || ext.RevNATIndex != 42 || ext.BackendCount != 3 || ext.AffinityTimeoutSecs != 10800 || ext.LBAlgorithm != 1 || ext.Flags != 0x10 {
 		t.Errorf("master entry %+v", ext)
 	}
