@@ -126,11 +126,14 @@ var noArgOptions = map[string]bool{
 // in Options. Lines that are not "-A" rules are an error.
 func ParseRule(line string) (Rule, error) {
 	r := Rule{Raw: line}
+	if !strings.HasPrefix(line, "-A ") {
+		return r, fmt.Errorf("not a rule line")
+	}
 	words, err := splitWords(line)
 	if err != nil {
 		return r, err
 	}
-	if len(words) < 2 || words[0] != "-A" {
+	if len(words) < 2 || words[0] != "-A" || words[1] == "" {
 		return r, fmt.Errorf("not a rule line")
 	}
 	r.Chain = words[1]

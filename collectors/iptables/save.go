@@ -127,7 +127,7 @@ func (f *saveFilter) jumpsToWanted(line []byte) bool {
 
 func (f *saveFilter) keep(k chainKey, line []byte) {
 	r, err := ParseRule(string(line))
-	if err != nil {
+	if err != nil || r.Chain != k.chain {
 		return
 	}
 	f.kept[k] = append(f.kept[k], r)
@@ -137,7 +137,7 @@ func (f *saveFilter) keep(k chainKey, line []byte) {
 // the Service's ports (the byte search above is only a prefilter).
 func (f *saveFilter) keepIf(k chainKey, line []byte, shared bool) {
 	r, err := ParseRule(string(line))
-	if err != nil {
+	if err != nil || r.Chain != k.chain {
 		return
 	}
 	about := false
