@@ -112,7 +112,12 @@ var scenarios = []scenario{
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("http") })
 		in.Pods[1].Spec.Containers[0].Ports[0].Name = "web"
-		in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5")}
+		// As the EndpointSlice controller does: web-2 lands in a slice
+		// without the port it cannot resolve.
+		noPort := endpointSlice(true, "10.244.2.5")
+		noPort.Name, noPort.Ports = "web-q9z4m", nil
+		noPort.Endpoints[0].NodeName, noPort.Endpoints[0].TargetRef.Name = ptr("node-b"), "web-2"
+		in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5"), noPort}
 		return in
 	}},
 	{name: "no-endpoints", in: func() *trace.Input {

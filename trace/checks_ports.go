@@ -54,9 +54,14 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 	}
 	total := strconv.Itoa(len(j.in.Pods))
 	if len(unresolved) > 0 {
-		j.emit(CodePortNameUnresolved, Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
+		c := j.emit(CodePortNameUnresolved, Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
 			"total": total, "pods": listNames(unresolved), "firstPod": unresolved[0]},
 			fieldValue("targetPort", name), fieldItems("podsWithoutPort", unresolved))
+		if len(unresolved) < len(j.in.Pods) && len(mismatched) == 0 {
+			// The other Pods still get traffic on this port: a warning, not
+			// a failed layer.
+			c.Severity, c.Status = SeverityWarning, StatusWarn
+		}
 	}
 	if len(mismatched) > 0 {
 		podProto := strings.SplitN(mismatchProtos[0], ": ", 2)[1]

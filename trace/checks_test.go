@@ -133,7 +133,10 @@ func TestChecks(t *testing.T) {
 		{name: "named port missing on one pod", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 		}), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].Name = "web" })),
-			layer: LayerService, want: CodePortNameUnresolved, status: StatusFail, contains: "1 of 2 selected Pods do not declare: web-2"},
+			layer: LayerService, want: CodePortNameUnresolved, status: StatusWarn, contains: "1 of 2 selected Pods do not declare: web-2"},
+		{name: "named port missing on every pod", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.Ports[0].TargetPort = intstr.FromString("metrics")
+		})), layer: LayerService, want: CodePortNameUnresolved, status: StatusFail, contains: "2 of 2 selected Pods"},
 		{name: "named port resolves everywhere", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 		})), layer: LayerService, want: CodePortNamedResolved, status: StatusPass, contains: "8080/TCP"},
