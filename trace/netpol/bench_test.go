@@ -50,8 +50,8 @@ func benchInput(client Client) *Input {
 	return in
 }
 
-// BenchmarkEvaluate is 5,000 backend Pods × 2 Service ports × 20
-// NetworkPolicies (every Pod selected by the default deny and two or three
+// BenchmarkEvaluate is 5,000 backend Pods × 2 Service ports (1 in
+// pod-denied-1port) × 20 NetworkPolicies (every Pod selected by the default deny and two or three
 // others), for a denied Pod client, an admitted Pod client with egress
 // policies, and AnyClient.
 func BenchmarkEvaluate(b *testing.B) {
@@ -74,6 +74,19 @@ func BenchmarkEvaluate(b *testing.B) {
 			cpu.report(b)
 		})
 	}
+	// Exactly the brief's shape: one Service port.
+	one := benchInput(feWeb)
+	one.Ports = one.Ports[:1]
+	b.Run("pod-denied-1port", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if res := Evaluate(one); len(res.Decisions) != 5000 {
+				b.Fatalf("%d decisions", len(res.Decisions))
+			}
+		}
+		cpu.report(b)
+	})
 	in := benchInput(feWeb)
 	in.Policies = append(in.Policies,
 		mkPol("web", "egress", sel("app", "frontend"), types(egressT),

@@ -682,8 +682,33 @@ func (e *evaluator) dnsProto(cs *clientSide, t *DNSTarget, ports []TargetPort, p
 			}
 		}
 	}
-	if len(t.Pods) == 0 && len(t.ClusterIPs) == 0 && v == Denied {
-		return Unknown, " (no DNS Pods or ClusterIPs were given)", evidence, nil, false
+	if len(t.Pods) == 0 && v == Denied && portPossible(cs.pols, tps) {
+		// Selector peers can only be matched against the DNS Pods.
+		return Unknown, " (the DNS Pods were not given, so selector peers cannot be matched)", evidence, nil, false
 	}
 	return v, why, evidence, nil, false
+}
+
+// portPossible says whether some egress rule could admit one of tps, not
+// knowing the destination Pod (a named port might resolve to it).
+func portPossible(pols []*policy, tps []TargetPort) bool {
+	for _, tp := range tps {
+		target := resolveTarget(nil, tp)
+		for _, p := range pols {
+			for _, r := range p.eg {
+				if r.allPorts {
+					return true
+				}
+				for _, pt := range r.ports {
+					if pt.proto != target.Protocol {
+						continue
+					}
+					if pt.all || pt.name != "" || target.Number == 0 || pt.match(target, nil) == Allowed {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }

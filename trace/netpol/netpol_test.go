@@ -482,6 +482,14 @@ func TestEvaluate(t *testing.T) {
 			},
 		},
 		{
+			name: "client egress: policyTypes defaulted from egress rules",
+			policies: []networkingv1.NetworkPolicy{
+				mkPol("web", "egress-default-types", sel("app", "frontend"), egress(egr(ports(tcp(5432))))),
+			},
+			client: feWeb,
+			want:   []want{{allowed: Denied, ingress: Allowed, egress: Denied}},
+		},
+		{
 			name: "client egress by ipBlock on the backend IP",
 			policies: []networkingv1.NetworkPolicy{
 				mkPol("web", "egress-cidr", sel("app", "frontend"), types(egressT), egress(egr(nil, ipPeer("10.0.2.0/24")))),
@@ -783,6 +791,22 @@ func TestDNS(t *testing.T) {
 				t.Errorf("reason %q does not contain %q", d.Reason, tc.reason)
 			}
 		})
+	}
+	// Without the DNS Pods, a selector rule cannot be matched: Unknown, not Denied.
+	res := Evaluate(&Input{Backends: []corev1.Pod{web1}, Ports: port8080, Client: feWeb,
+		Policies: []networkingv1.NetworkPolicy{mkPol("web", "dns", sel("app", "frontend"), types(egressT),
+			egress(egr(ports(proto(corev1.ProtocolUDP, 53)), toDNS)))},
+		DNS: &DNSTarget{ClusterIPs: target.ClusterIPs}})
+	if res.DNS.UDP != Unknown || res.DNS.TCP != Denied {
+		t.Errorf("without DNS Pods: UDP %s TCP %s (%s)", res.DNS.UDP, res.DNS.TCP, res.DNS.Reason)
+	}
+	// ... but a rule to anywhere on 53 is decided from the port alone.
+	res = Evaluate(&Input{Backends: []corev1.Pod{web1}, Ports: port8080, Client: feWeb,
+		Policies: []networkingv1.NetworkPolicy{mkPol("web", "dns", sel("app", "frontend"), types(egressT),
+			egress(egr(ports(proto(corev1.ProtocolUDP, 53)))))},
+		DNS: &DNSTarget{ClusterIPs: target.ClusterIPs}})
+	if res.DNS.UDP != Allowed || res.DNS.TCP != Denied {
+		t.Errorf("rule to anywhere without DNS Pods: UDP %s TCP %s (%s)", res.DNS.UDP, res.DNS.TCP, res.DNS.Reason)
 	}
 	// DNS is evaluated only for a Pod client.
 	if res := Evaluate(&Input{Backends: []corev1.Pod{web1}, Ports: port8080, Client: node1, DNS: target}); res.DNS != nil {
