@@ -105,5 +105,7 @@ if [[ -f $STATE/kubeconfig-dirs ]]; then
 	done
 fi
 rm -f "$KUBECONFIG_DIR/kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
+# The kubelets' /var/log/containers symlinks into our pod log dirs.
+[[ -d /var/log/containers ]] && find /var/log/containers -maxdepth 1 -lname "$STATE/*" -delete 2>/dev/null || true
 rm -rf --one-file-system "$STATE" "$RUN"
 say "testbed down in $(($(date +%s) - t0))s"

@@ -76,7 +76,7 @@ start_daemon kube-apiserver "$CP_NS" "$K8S_BIN/kube-apiserver" \
 	--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
 	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 	--service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
-	--enable-priority-and-fairness=false --profiling=false -v=1
+	--profiling=false -v=1
 
 # Loopback forwarder: root netns 127.0.0.1:$FWD_PORT -> unix socket -> apiserver in the cp netns.
 start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$CP_IP:$API_PORT"
@@ -95,7 +95,7 @@ start_daemon kube-controller-manager "$CP_NS" "$K8S_BIN/kube-controller-manager"
 	--authorization-kubeconfig="$P/controller-manager.kubeconfig" --bind-address=127.0.0.1 \
 	--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" --use-service-account-credentials=true \
 	--service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$CLUSTER_CIDR" --allocate-node-cidrs=false \
-	--leader-elect=false --controllers='*,-cloud-node-lifecycle' -v=1
+	--leader-elect=false -v=1
 start_daemon kube-scheduler "$CP_NS" "$K8S_BIN/kube-scheduler" \
 	--kubeconfig="$P/scheduler.kubeconfig" --authentication-kubeconfig="$P/scheduler.kubeconfig" \
 	--authorization-kubeconfig="$P/scheduler.kubeconfig" --bind-address=127.0.0.1 --leader-elect=false -v=1
