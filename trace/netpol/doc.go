@@ -55,7 +55,9 @@
 // show with them. Whether node and host-network traffic is subject to policy
 // at all, and whether ipBlock applies to Pod IPs, also differs between CNIs;
 // decisions that rest on either carry CNIDependent and a caveat instead of a
-// guess.
+// guess. The same holds for backend Pods with hostNetwork, for which the API
+// leaves policy behaviour undefined: they are evaluated like any Pod and
+// flagged.
 //
 // AdminNetworkPolicy and BaselineAdminNetworkPolicy
 // (policy.networking.k8s.io), and CNI-specific policy kinds such as

@@ -101,10 +101,12 @@ func Evaluate(in *Input) *Result {
 		res.DNS = e.dns(cside, in.DNS)
 	}
 	res.Summary = summarize(res, kind, len(ports))
-	for _, d := range res.Decisions {
-		if slices.Contains(d.Caveats, IPBlockPodNote) {
-			res.Notes = append(res.Notes, IPBlockPodNote)
-			break
+	for _, note := range []string{IPBlockPodNote, HostNetworkBackendNote} {
+		for i := range res.Decisions {
+			if slices.Contains(res.Decisions[i].Caveats, note) {
+				res.Notes = append(res.Notes, note)
+				break
+			}
 		}
 	}
 	return res
@@ -372,6 +374,10 @@ func (e *evaluator) decide(d *Decision, pc *podCtx, tp TargetPort, cside *client
 	if kind == ClientNode {
 		d.CNIDependent = true
 		d.Caveats = nodeCaveats[:1:1]
+	}
+	if pod.Spec.HostNetwork {
+		d.CNIDependent = true
+		d.Caveats = append(d.Caveats, HostNetworkBackendNote)
 	}
 	targetText := target.String()
 	switch {

@@ -845,6 +845,21 @@ func TestTargetPortsOf(t *testing.T) {
 	}
 }
 
+func TestHostNetworkBackendIsFlagged(t *testing.T) {
+	hn := web1
+	hn.Spec.HostNetwork = true
+	res := Evaluate(&Input{Backends: []corev1.Pod{hn, web1}, Ports: port8080, Policies: []networkingv1.NetworkPolicy{denyAll}, Client: feShop})
+	if d := res.Decisions[0]; d.Allowed != Denied || !d.CNIDependent || !slices.Contains(d.Caveats, HostNetworkBackendNote) {
+		t.Errorf("hostNetwork backend: %s cni=%v caveats=%q", d.Allowed, d.CNIDependent, d.Caveats)
+	}
+	if d := res.Decisions[1]; d.CNIDependent || len(d.Caveats) > 0 {
+		t.Errorf("ordinary backend flagged: %q", d.Caveats)
+	}
+	if !slices.Contains(res.Notes, HostNetworkBackendNote) {
+		t.Errorf("notes: %q", res.Notes)
+	}
+}
+
 func TestInvalidPolicyIsANote(t *testing.T) {
 	bad := mkPol("shop", "bad", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}})
 	res := Evaluate(&Input{Backends: []corev1.Pod{web1}, Ports: port8080, Policies: []networkingv1.NetworkPolicy{bad}, Client: feShop})

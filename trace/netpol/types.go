@@ -26,6 +26,11 @@ const NodeClientNote = "the client is a node or host-network source: whether suc
 const IPBlockPodNote = "an ipBlock peer matched a Pod IP: the API intends ipBlock for cluster-external " +
 	"addresses and CNIs differ on whether it applies to Pod IPs"
 
+// HostNetworkBackendNote accompanies decisions for a backend Pod that uses
+// the node's network namespace.
+const HostNetworkBackendNote = "the backend Pod uses hostNetwork: the API leaves NetworkPolicy for such Pods " +
+	"undefined and most CNIs do not enforce it there"
+
 // OutOfScopeNote says which policy kinds the decisions ignore.
 const OutOfScopeNote = "AdminNetworkPolicy, BaselineAdminNetworkPolicy and CNI-specific policy kinds " +
 	"(e.g. CiliumNetworkPolicy) are not evaluated"
