@@ -15,7 +15,8 @@ import (
 // Evaluate decides, for every backend Pod and Service port of in, whether
 // the NetworkPolicies admit in.Client. It does no I/O and does not modify
 // in; problems in the input (an unknown namespace, an invalid selector)
-// become Unknown answers and notes, never errors.
+// become Unknown answers and notes, never errors. Policies are compiled
+// per call, so concurrent calls are safe.
 func Evaluate(in *Input) *Result {
 	e := &evaluator{
 		in:     in,

@@ -315,7 +315,8 @@ type Decision struct {
 	Isolated bool `json:"isolated"`
 	// Allowed is the overall answer: ingress admitted and, for a client
 	// Pod, its egress admitted. For AnyClient, Allowed means every source
-	// is admitted, Denied none, Unknown some (see AdmittedSources).
+	// is admitted, Denied none, and Unknown either some (AnySourceAdmitted
+	// and AdmittedSources say which) or undecidable (see Reason).
 	Allowed Verdict `json:"allowed"`
 	// IngressAllowed is the backend side alone.
 	IngressAllowed Verdict `json:"ingressAllowed"`
