@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		serveDNS(addr)
 		return
 	}
+	if spec := os.Getenv(helperAPIEnv); spec != "" {
+		serveFakeAPI(spec)
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -16,7 +16,8 @@ import (
 )
 
 // metricsRecorded is the shape of a v1.37 kube-proxy /metrics page in
-// nftables mode (trimmed; values from a test run).
+// nftables mode (trimmed; names checked against the real kube-proxy in
+// TestCollectorAgainstRealKubeProxy, values from a test run).
 const metricsRecorded = `# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced
 # TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge
 kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.7644224e+09
@@ -63,7 +64,9 @@ func TestParseMetrics(t *testing.T) {
 	}
 }
 
-const healthz503 = `{"lastUpdated": "2026-11-29 12:00:00.1 +0000 UTC m=+1.0","currentTime": "2026-11-29 12:02:00.1 +0000 UTC m=+121.0","nodeEligible": true,"healthy": false,"status": {"IPv4": {"lastUpdated": "2026-11-29 12:00:00.1 +0000 UTC m=+1.0","healthy": false}}}`
+// healthz503 has the shape of a real v1.37.2 kube-proxy answer (captured in
+// TestCollectorAgainstRealKubeProxy), with the IPv4 family turned unhealthy.
+const healthz503 = `{"lastUpdated":"2026-11-29T13:11:27.67814801Z","currentTime":"2026-11-29T13:13:27.678116984Z","nodeEligible":true,"healthy":false,"status":{"IPv4":{"lastUpdated":"2026-11-29T13:11:27.617694995Z","healthy":false},"IPv6":{"lastUpdated":"2026-11-29T13:13:27.654698219Z","healthy":true}}}`
 
 func fakeKubeProxy(t *testing.T, mode string) (metrics, healthz string) {
 	t.Helper()

@@ -30,6 +30,15 @@ type Scenario struct {
 // DNAT rule. It needs root, nft and socat.
 func NewScenario(t testing.TB) *Scenario {
 	t.Helper()
+	s := NewPlainScenario(t)
+	s.SetBackend(t, s.BackendPort)
+	return s
+}
+
+// NewPlainScenario is NewScenario without the test's own nftables table, for
+// tests where a real kube-proxy programs the ClusterIP.
+func NewPlainScenario(t testing.TB) *Scenario {
+	t.Helper()
 	RequireRoot(t)
 	for _, tool := range []string{"nft", "socat", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -48,7 +57,6 @@ func NewScenario(t testing.TB) *Scenario {
 		s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", port, s.PodIP), "OPEN:/dev/null")
 		WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, port))
 	}
-	s.SetBackend(t, s.BackendPort)
 	return s
 }
 
