@@ -141,6 +141,26 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 			if section.Status != collectors.StatusOK || section.Data == nil || !strings.Contains(string(*section.Data), s.PodIP) {
 				t.Errorf("%s section does not show the endpoint %s: %s %s", mode, s.PodIP, section.Status, section.Error)
 			}
+
+			// Stop kube-proxy: /proxyMode is gone, the rules (and so the
+			// fingerprint and the programmed endpoint) stay behind.
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			obs = runIn(t, s.Node, bin, req)
+			p = obs.Sections.Proxy.Data
+			if p.Mode != "" || p.ProxyMode.ErrorClass != collectors.ErrClassRefused || p.Healthz.Fetch.ErrorClass != collectors.ErrClassRefused {
+				t.Errorf("stopped kube-proxy: mode %q, proxyMode %+v, healthz %+v", p.Mode, p.ProxyMode, p.Healthz.Fetch)
+			}
+			found = false
+			for _, fp := range p.Fingerprints {
+				if fp.Check == fingerprint && fp.Found {
+					found = true
+				}
+			}
+			section = map[string]*collectors.Section[json.RawMessage]{"nftables": obs.Sections.NFTables, "iptables": obs.Sections.IPTables}[mode]
+			if !found || section.Data == nil || !strings.Contains(string(*section.Data), s.PodIP) {
+				t.Errorf("stopped kube-proxy: fingerprint found=%v, %s rules still listed=%v", found, mode, section.Data != nil && strings.Contains(string(*section.Data), s.PodIP))
+			}
 		})
 	}
 }
