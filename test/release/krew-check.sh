@@ -112,16 +112,18 @@ if out=$(PATH=$plugin_path kubectl svctrace version 2>&1) && grep -qF "$version"
 else
   fail "kubectl svctrace version did not print $version: $out"
 fi
-if out=$(PATH=$plugin_path "$krew" list 2>&1) && grep -q '^svctrace' <<<"$out"; then
-  ok "krew list: $(grep '^svctrace' <<<"$out" | tr -s ' ')"
+# krew's receipt records what it installed (krew list needs an index; there is none offline).
+receipt=$KREW_ROOT/receipts/svctrace.yaml
+if [[ -f $receipt ]] && grep -qE "^\s+version: $tag\s*$" "$receipt"; then
+  ok "krew receipt: svctrace $tag"
 else
-  fail "krew list does not show svctrace: $out"
+  fail "no krew receipt for svctrace $tag at $receipt"
 fi
 # kubectl >= 1.26 completes plugin arguments through kubectl_complete-<name> on
 # PATH; krew links only the bin, so put the installed copy's directory on PATH.
 store=$(dirname "$(readlink -f "$KREW_ROOT/bin/kubectl-svctrace")")
-if out=$(PATH=$plugin_path:$store kubectl __complete svctrace ver 2>&1) && grep -qx 'version.*' <<<"$out"; then
-  ok "kubectl __complete svctrace ver -> $(head -n1 <<<"$out" | cut -f1) (through kubectl_complete-svctrace)"
+if out=$(PATH=$plugin_path:$store kubectl __complete svctrace ver 2>/dev/null) && grep -qE '^version(\s|$)' <<<"$out"; then
+  ok "kubectl __complete svctrace ver -> $(grep -E '^version' <<<"$out" | cut -f1) (through kubectl_complete-svctrace)"
 else
   fail "kubectl plugin completion did not reach the plugin: $out"
 fi
