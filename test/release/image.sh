@@ -16,12 +16,15 @@ export GOFLAGS=-mod=mod
 t0=$SECONDS
 
 if [[ ${SVCTRACE_IMAGE_BUILDER:-testbed} == docker ]]; then
+  # The tag `kubectl svctrace version` names as its default collector image
+  # (cmd/cli.DefaultCollectorImage): the release version without its "v".
   version=$(git describe --tags --always --dirty)
+  version=${version#v}
   # shellcheck disable=SC2086
   docker buildx build --platform linux/amd64,linux/arm64 \
     --build-arg VERSION="$version" --build-arg COMMIT="$(git rev-parse HEAD)" \
     --build-arg DATE="$(date -u +%FT%TZ)" \
-    -f build/collector/Dockerfile -t "${IMAGE:-svctrace-collector:$version}" ${DOCKER_BUILD_ARGS:-} .
+    -f build/collector/Dockerfile -t "${IMAGE:-ghcr.io/svctrace/svctrace-collector:$version}" ${DOCKER_BUILD_ARGS:-} .
   echo "image.sh: built in $((SECONDS - t0))s"
   exit 0
 fi
