@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
@@ -39,28 +40,35 @@ func Read(ctx context.Context, opts Options) (*collectors.ProxyObservation, erro
 	client := &http.Client{Timeout: opts.HTTPTimeout}
 	obs := &collectors.ProxyObservation{}
 
-	var body []byte
-	obs.ProxyMode, body = fetch(ctx, client, "http://"+opts.MetricsAddress+"/proxyMode", 256)
-	if obs.ProxyMode.Error == "" && obs.ProxyMode.StatusCode == http.StatusOK {
-		obs.Mode = strings.TrimSpace(string(body))
-	}
-
-	hz := &collectors.KubeProxyHealth{}
-	hz.Fetch, body = fetch(ctx, client, "http://"+opts.HealthzAddress+"/healthz", 4096)
-	if hz.Fetch.Error == "" && len(body) > 0 {
-		if err := ParseHealthz(body, hz); err != nil {
-			hz.Fetch.Error = err.Error()
+	// The three endpoints are asked concurrently: a filtered port costs one
+	// timeout, not three.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var body []byte
+		obs.ProxyMode, body = fetch(ctx, client, "http://"+opts.MetricsAddress+"/proxyMode", 256)
+		if obs.ProxyMode.Error == "" && obs.ProxyMode.StatusCode == http.StatusOK {
+			obs.Mode = strings.TrimSpace(string(body))
 		}
-	}
-	obs.Healthz = hz
-
-	obs.Metrics = readMetrics(ctx, client, "http://"+opts.MetricsAddress+"/metrics")
+	})
+	wg.Go(func() {
+		hz := &collectors.KubeProxyHealth{}
+		var body []byte
+		hz.Fetch, body = fetch(ctx, client, "http://"+opts.HealthzAddress+"/healthz", 4096)
+		if hz.Fetch.Error == "" && len(body) > 0 {
+			if err := ParseHealthz(body, hz); err != nil {
+				hz.Fetch.Error = err.Error()
+			}
+		}
+		obs.Healthz = hz
+	})
+	wg.Go(func() { obs.Metrics = readMetrics(ctx, client, "http://"+opts.MetricsAddress+"/metrics") })
 
 	fp := opts.Fingerprints
 	if fp == nil {
 		fp = func(ctx context.Context) []collectors.Fingerprint { return NodeFingerprints(ctx, opts.BPFFSRoot) }
 	}
 	obs.Fingerprints = fp(ctx)
+	wg.Wait()
 	return obs, nil
 }
 
