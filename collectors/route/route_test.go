@@ -58,6 +58,8 @@ func TestReadInNetns(t *testing.T) {
 	testnetns.VethPair(t, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(t, "ip", "route", "add", "blackhole", "10.251.0.0/16")
 	node.MustRun(t, "ip", "route", "add", "10.252.0.7/32", "via", "10.250.0.2")
+	node.MustRun(t, "ip", "-6", "addr", "add", "fd00:250::1/64", "dev", "veth-pod", "nodad")
+	pod.MustRun(t, "ip", "-6", "addr", "add", "fd00:250::2/64", "dev", "eth0", "nodad")
 
 	h, err := netlink.NewHandleAt(node.Handle(t))
 	if err != nil {
@@ -68,14 +70,21 @@ func TestReadInNetns(t *testing.T) {
 	var obs *collectors.RouteObservation
 	testnetns.Do(t, node, func() {
 		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectors.Request{
-			PodIPs: []string{"10.250.0.2", "10.251.3.4", "10.252.0.7", "10.250.0.2"},
+			PodIPs: []string{"10.250.0.2", "10.251.3.4", "10.252.0.7", "10.250.0.2", "fd00:250::2", "fd00:999::1"},
 		})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(obs.Routes) != 3 {
-		t.Fatalf("want 3 lookups (duplicates dropped), got %+v", obs.Routes)
+	if len(obs.Routes) != 5 {
+		t.Fatalf("want 5 lookups (duplicates dropped), got %+v", obs.Routes)
+	}
+	if v6 := obs.Routes[3]; v6.Device != "veth-pod" || v6.Type != "unicast" || v6.RPFilterDevice != "" {
+		t.Errorf("IPv6 route %+v", v6)
+	}
+	// No IPv6 default route in the namespace: the kernel says unreachable.
+	if none := obs.Routes[4]; none.Error == "" || none.Device != "" {
+		t.Errorf("IPv6 without route %+v", none)
 	}
 	direct, black, viaGW := obs.Routes[0], obs.Routes[1], obs.Routes[2]
 	if direct.Device != "veth-pod" || direct.Type != "unicast" || direct.Gateway != "" || direct.Source != "10.250.0.1" {
