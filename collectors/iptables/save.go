@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"strings"
 )
 
 // saveFilter reads iptables-save output as a stream and keeps only the lines
@@ -45,8 +44,10 @@ func newSaveFilter(plans []portPlan) *saveFilter {
 }
 
 var (
-	commentFlag = []byte("--comment")
-	ruleStart   = []byte("-A ")
+	commentFlag   = []byte("--comment")
+	ruleStart     = []byte("-A ")
+	jumpNodePorts = []byte("-j " + chainNodePorts)
+	sepPrefix     = []byte("KUBE-SEP-")
 )
 
 // consume reads one iptables-save stream (any number of tables).
@@ -80,10 +81,11 @@ func (f *saveFilter) consume(rd io.Reader) error {
 		if end < 0 {
 			end = len(rest)
 		}
-		chain := string(rest[:end])
-		k := chainKey{f.table, chain}
-		if f.wanted[chain] {
-			f.keep(k, line)
+		chainB := rest[:end]
+		// Map lookups with string(bytes) keys do not allocate; the chain
+		// name is copied only for lines that are kept.
+		if f.wanted[string(chainB)] {
+			f.keep(chainKey{f.table, string(chainB)}, line)
 			continue
 		}
 		namesSpn := false
@@ -93,21 +95,33 @@ func (f *saveFilter) consume(rd io.Reader) error {
 				break
 			}
 		}
-		if sharedChains[chain] {
-			if chain == chainMarkMasq || namesSpn || bytes.Contains(line, []byte("-j "+chainNodePorts)) || f.jumpsToWanted(line) {
-				f.keepIf(k, line, true)
+		if sharedChains[string(chainB)] {
+			if string(chainB) == chainMarkMasq || namesSpn || bytes.Contains(line, jumpNodePorts) || f.jumpsToWanted(line) {
+				f.keepIf(chainKey{f.table, string(chainB)}, line, true)
 			}
 			continue
 		}
 		if namesSpn {
-			f.keepIf(k, line, false)
+			f.keepIf(chainKey{f.table, string(chainB)}, line, false)
 			continue
 		}
-		if strings.HasPrefix(chain, "KUBE-SEP-") && !bytes.Contains(line, commentFlag) {
+		if bytes.HasPrefix(chainB, sepPrefix) && !bytes.Contains(line, commentFlag) {
+			k := chainKey{f.table, string(chainB)}
 			f.orphans[k] = append(f.orphans[k], string(line))
 		}
 	}
 	return sc.Err()
+}
+
+// mayConcern is the cheap test for a shared-chain line: it names one of
+// the Service ports, jumps to one of its chains, or is the NodePorts tail.
+func (f *saveFilter) mayConcern(line []byte) bool {
+	for _, s := range f.spns {
+		if bytes.Contains(line, []byte(s)) {
+			return true
+		}
+	}
+	return bytes.Contains(line, jumpNodePorts) || f.jumpsToWanted(line)
 }
 
 func (f *saveFilter) jumpsToWanted(line []byte) bool {

@@ -1,0 +1,299 @@
+// Command nfbench measures reading one Service's netfilter state with the
+// svctrace readers against the baseline of dumping everything, at 1k, 5k and
+// 10k Services (4 endpoints each), in each mode/backend, in the same run:
+//
+//   - iptables, nf_tables backend: iptables.Read vs a full `iptables-nft-save`
+//   - iptables, legacy backend:    iptables.Read vs `iptables-legacy-save -t nat`
+//   - nftables:                    nftables.Read vs `nft list table ip kube-proxy`
+//
+// Rules come from kpgen (a generator reproducing kube-proxy v1.37's layout,
+// not kube-proxy itself), loaded into a network namespace per mode that the
+// tool creates and deletes. The reader runs as a child process inside that
+// namespace (as the collector runs in the node's), so its peak RSS is its
+// own; the iptables commands it starts are reported separately. Needs root.
+//
+//	nfbench [-sizes 1000,5000,10000] [-runs 5] [-modes nft,legacy,nftables]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
+	"github.com/svctrace/kubectl-svctrace/test/bench/netfilter/kpgen"
+)
+
+// readResult is what the reader child prints.
+type readResult struct {
+	Endpoints   int     `json:"endpoints"`
+	Seconds     float64 `json:"seconds"`
+	MaxRSSKiB   int64   `json:"maxRSSKiB"`
+	ChildRSSKiB int64   `json:"childrenMaxRSSKiB"`
+	Commands    int     `json:"commands"`
+	Source      string  `json:"source,omitempty"`
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "read" {
+		os.Exit(readChild(os.Args[2:]))
+	}
+	sizes := flag.String("sizes", "1000,5000,10000", "Service counts")
+	runs := flag.Int("runs", 5, "runs per measurement (median reported)")
+	modes := flag.String("modes", "nft,legacy,nftables", "nft (iptables nf_tables backend), legacy, nftables")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "nfbench needs root (it creates network namespaces)")
+		os.Exit(2)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	tmp, err := os.MkdirTemp("", "nfbench-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator); 4 endpoints per Service\n", *runs)
+	fmt.Printf("%-9s %7s %10s %12s %8s %9s %9s %10s  %s\n", "mode", "svcs", "reader_s", "baseline_s", "ratio", "rss_MiB", "kids_MiB", "load_s", "baseline")
+	failed := false
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fail(err)
+		}
+		svcs := kpgen.Bench(n)
+		iptFile := filepath.Join(tmp, fmt.Sprintf("ipt-%d", n))
+		nftFile := filepath.Join(tmp, fmt.Sprintf("nft-%d", n))
+		writeFile(iptFile, func(b *bytes.Buffer) error { return kpgen.IPTables(b, svcs, kpgen.Options{}) })
+		writeFile(nftFile, func(b *bytes.Buffer) error { return kpgen.NFTables(b, svcs, kpgen.Options{}) })
+		target := n / 2 // a Service in the middle
+		for _, mode := range strings.Split(*modes, ",") {
+			ns := fmt.Sprintf("svt-bench-%d-%s-%d", os.Getpid()%100000, mode, n)
+			run("ip", "netns", "add", ns)
+			created = append(created, ns)
+			nsPath := "/var/run/netns/" + ns
+			var load []string
+			var base []string
+			var baseName string
+			switch mode {
+			case "nft":
+				load = []string{"iptables-nft-restore", iptFile}
+				base, baseName = []string{"iptables-nft-save"}, "iptables-nft-save (full)"
+			case "legacy":
+				load = []string{"iptables-legacy-restore", iptFile}
+				base, baseName = []string{"iptables-legacy-save", "-t", "nat"}, "iptables-legacy-save -t nat"
+			case "nftables":
+				load = []string{"nft", "-f", nftFile}
+				base, baseName = []string{"nft", "list", "table", "ip", "kube-proxy"}, "nft list table ip kube-proxy"
+			default:
+				fail(fmt.Errorf("unknown mode %s", mode))
+			}
+			t0 := time.Now()
+			run(append([]string{"nsenter", "--net=" + nsPath, "--"}, load...)...)
+			loadS := time.Since(t0).Seconds()
+
+			var readerT, baseT []float64
+			var rss, kids int64
+			for i := 0; i < *runs; i++ {
+				res, wall := runReader(self, nsPath, mode, target)
+				if res.Endpoints != 4 {
+					fail(fmt.Errorf("%s n=%d: reader found %d endpoints, want 4", mode, n, res.Endpoints))
+				}
+				readerT = append(readerT, wall)
+				rss = max(rss, res.MaxRSSKiB)
+				kids = max(kids, res.ChildRSSKiB)
+				t1 := time.Now()
+				run(append([]string{"nsenter", "--net=" + nsPath, "--"}, base...)...)
+				baseT = append(baseT, time.Since(t1).Seconds())
+			}
+			r, b := median(readerT), median(baseT)
+			fmt.Printf("%-9s %7d %10.4f %12.4f %8.2f %9.1f %9.1f %10.1f  %s\n", mode, n, r, b, b/r, float64(rss)/1024, float64(kids)/1024, loadS, baseName)
+			if n == 10000 {
+				failed = checkTargets(mode, r, b, rss) || failed
+			}
+			run("ip", "netns", "del", ns)
+		}
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// checkTargets prints the issue's targets at 10k Services.
+func checkTargets(mode string, r, b float64, rss int64) bool {
+	var ok bool
+	var what string
+	switch mode {
+	case "nft":
+		ok = r <= 0.25 && b/r >= 5
+		what = fmt.Sprintf("nf_tables: reader %.3fs <= 0.25s and %.1fx >= 5x faster than full iptables-save", r, b/r)
+	case "legacy":
+		ok = r <= 1.2*b
+		what = fmt.Sprintf("legacy: reader %.3fs <= 1.2 x save -t nat (%.3fs): %.2fx", r, b, r/b)
+	case "nftables":
+		ok = r <= 0.05 && b/r >= 50
+		what = fmt.Sprintf("nftables: reader %.4fs <= 0.05s and %.0fx >= 50x faster than nft list table", r, b/r)
+	}
+	rssOK := rss <= 64*1024
+	verdict := map[bool]string{true: "PASS", false: "FAIL"}
+	fmt.Printf("# target %s %s; peak RSS %.1f MiB <= 64 MiB %s\n", verdict[ok], what, float64(rss)/1024, verdict[rssOK])
+	return !ok || !rssOK
+}
+
+// runReader runs this binary's "read" mode inside the namespace and returns
+// its report and wall time (process start to exit, as a caller sees it).
+func runReader(self, nsPath, mode string, target int) (readResult, float64) {
+	cmd := exec.Command("nsenter", "--net="+nsPath, "--", self, "read", mode, strconv.Itoa(target))
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		fail(fmt.Errorf("reader: %v: %s", err, stderr.String()))
+	}
+	wall := time.Since(t0).Seconds()
+	var res readResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		fail(fmt.Errorf("reader output %q: %v", out.String(), err))
+	}
+	return res, wall
+}
+
+// readChild reads one bench Service the way the collector would and prints
+// a readResult.
+func readChild(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: nfbench read <mode> <index>")
+		return 2
+	}
+	mode := args[0]
+	idx, _ := strconv.Atoi(args[1])
+	s := kpgen.Bench(idx + 1)[idx]
+	svc := collectors.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
+		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
+	var eps []collectors.Endpoint
+	for _, e := range s.Endpoints {
+		eps = append(eps, collectors.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true, Serving: true})
+	}
+	ctx := context.Background()
+	var res readResult
+	t0 := time.Now()
+	switch mode {
+	case "nft", "legacy":
+		obs, err := iptables.Read(ctx, iptables.Query{Service: svc, Endpoints: eps, LockFile: filepath.Join(os.TempDir(), "nfbench-xtables.lock")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for _, b := range obs.Backends {
+			if b.Error != "" {
+				fmt.Fprintln(os.Stderr, b.Backend, b.Error)
+				return 1
+			}
+			res.Commands += len(b.Commands)
+			if b.KubeProxyChains && len(b.Ports) > 0 {
+				for _, e := range b.Ports[0].Endpoints {
+					if e.Exists && e.DNAT != "" {
+						res.Endpoints++
+					}
+				}
+			}
+		}
+	case "nftables":
+		obs, err := nftables.Read(ctx, nftables.Query{Service: svc, Endpoints: eps})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		res.Source = obs.Source
+		if t := obs.Tables[0]; t.Error != "" {
+			fmt.Fprintln(os.Stderr, t.Error)
+			return 1
+		} else if len(t.Ports) > 0 && t.Ports[0].Service.Exists && len(t.Ports[0].Service.Rules) > 0 && t.Ports[0].Service.Rules[0].Numgen != nil &&
+			len(t.Ports[0].ServiceIPs) > 0 && t.Ports[0].ServiceIPs[0].Found {
+			res.Endpoints = len(t.Ports[0].Service.Rules[0].Numgen.Entries)
+		}
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	// VmHWM is this process's own peak RSS. getrusage's ru_maxrss is not:
+	// exec keeps the high-water mark of the mm it replaces, and Go starts
+	// children with CLONE_VM, so a child's ru_maxrss starts at its parent's
+	// RSS. Children's figure below is therefore an upper bound.
+	res.MaxRSSKiB = vmHWM()
+	var kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	res.ChildRSSKiB = kids.Maxrss
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+	return 0
+}
+
+func vmHWM() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func writeFile(path string, gen func(*bytes.Buffer) error) {
+	var b bytes.Buffer
+	if err := gen(&b); err != nil {
+		fail(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		fail(err)
+	}
+}
+
+func run(args ...string) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout = nil
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		fail(fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, stderr.String()))
+	}
+}
+
+// created are the namespaces to remove if the run fails half-way.
+var created []string
+
+func fail(err error) {
+	for _, ns := range created {
+		_ = exec.Command("ip", "netns", "del", ns).Run()
+	}
+	fmt.Fprintln(os.Stderr, "nfbench:", err)
+	os.Exit(1)
+}
