@@ -44,6 +44,10 @@ images: ## build the testbed images (pause, echo, coredns, collector) and import
 e2e: ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
 
+.PHONY: bench-netfilter
+bench-netfilter: ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
+	$(GO) run ./test/bench/netfilter/cmd/nfbench
+
 # Renderer golden files (issue 2): regenerate after an intended output change, then review the diff.
 .PHONY: golden
 golden: ## regenerate render/testdata goldens (go test ./render/... -update)
