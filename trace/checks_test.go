@@ -301,6 +301,33 @@ func keys(m map[string]Check) []string {
 	return out
 }
 
+// TestClusterDNSForbiddenIsUnknown: a user who cannot read kube-system sees
+// the dns layer unknown (not failed) and the rest judged.
+func TestClusterDNSForbiddenIsUnknown(t *testing.T) {
+	client := fake.NewClientset(healthy()...)
+	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "kube-system" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: a.GetResource().Resource}, "", nil)
+		}
+		return false, nil, nil
+	})
+	tr, err := Run(context.Background(), client, "default", "web", Options{Now: fixedNow, NoNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertCatalogued(t, tr)
+	l := tr.Layer(LayerDNS)
+	if l.Status != StatusUnknown || !strings.Contains(l.Reason, "in namespace kube-system (forbidden)") {
+		t.Fatalf("dns layer %s %q", l.Status, l.Reason)
+	}
+	if _, ok := codes(tr, LayerDNS)[CodeDNSExpected]; !ok {
+		t.Fatal("the expected answer must still be stated")
+	}
+	if tr.Layer(LayerEndpoints).Status != StatusPass || tr.Verdict.Status != StatusUnknown || tr.Failed() {
+		t.Fatalf("endpoints %s, verdict %+v", tr.Layer(LayerEndpoints).Status, tr.Verdict)
+	}
+}
+
 func TestCrashLoopIsLikelyCause(t *testing.T) {
 	objs := replace(healthy(),
 		pod("web-1", "web", "10.244.1.5", "node-a", notReady, func(p *corev1.Pod) {
@@ -386,14 +413,16 @@ func TestServiceGetErrorStopsTrace(t *testing.T) {
 	}
 }
 
-// TestHappyPathRequests pins the API budget: about six requests when nothing is wrong.
+// TestHappyPathRequests pins the API budget: six requests for the Service,
+// endpoint and DNS layers when nothing is wrong, plus one for the policy
+// layer's NetworkPolicy list.
 func TestHappyPathRequests(t *testing.T) {
 	_, client := runTrace(t, healthy(), Options{NoNode: true})
-	if n := len(client.Actions()); n > 6 {
+	if n := len(client.Actions()); n > 7 {
 		for _, a := range client.Actions() {
 			t.Logf("%s %s", a.GetVerb(), a.GetResource().Resource)
 		}
-		t.Fatalf("%d API requests on the happy path, want ≤ 6", n)
+		t.Fatalf("%d API requests on the happy path, want ≤ 7 (6 + the policy list)", n)
 	}
 	for _, a := range client.Actions() {
 		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" {

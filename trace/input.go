@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,6 +50,11 @@ type Input struct {
 	DNSService  *corev1.Service
 	DNSNotFound bool
 	DNSSlices   []discoveryv1.EndpointSlice
+
+	// NetworkPolicies are the policies of the Service's namespace (and of the
+	// --from Pod's); UnreadPolicyNamespaces the namespaces whose list failed.
+	NetworkPolicies        []networkingv1.NetworkPolicy
+	UnreadPolicyNamespaces []string
 
 	// Gaps are the reads that failed; each turns its layer unknown.
 	Gaps []Gap
@@ -129,6 +135,16 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			return nil
 		})
 		if len(svc.Spec.Selector) > 0 {
+			g.Go(func() error {
+				// The policy layer: one paged list in the Service's namespace.
+				pin := &Input{Namespace: namespace}
+				fetchPolicies(gctx, client, pin)
+				mu.Lock()
+				in.NetworkPolicies, in.UnreadPolicyNamespaces = pin.NetworkPolicies, pin.UnreadPolicyNamespaces
+				in.Gaps = append(in.Gaps, pin.Gaps...)
+				mu.Unlock()
+				return nil
+			})
 			g.Go(func() error {
 				pods, err := listPods(gctx, client, namespace, labels.SelectorFromSet(svc.Spec.Selector).String(), 0)
 				if err != nil {

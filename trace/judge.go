@@ -84,6 +84,7 @@ func Judge(in *Input, opts Options) *ServiceTrace {
 	}
 	j.dnsChecks()
 	j.gapChecks()
+	judgePolicy(in, t, opts.From)
 	if reason := opts.nodeSkipReason(); reason != "" {
 		for _, name := range NodeLayers {
 			t.Layer(name).Skip(reason)

@@ -28,13 +28,13 @@ const (
 	CodeDPRejectNoEndpoints = "DP022"
 	CodeDPIPVSDraining      = "DP023"
 
-	CodeCTHealthy       = "CT001"
-	CodeCTInsertFailed  = "CT002"
-	CodeCTDrops         = "CT003"
-	CodeCTTableFull     = "CT004"
-	CodeCTStaleFlows    = "CT005"
-	CodeCTSkew          = "CT006"
-	CodeCTUnreadable    = "CT007"
+	CodeCTHealthy      = "CT001"
+	CodeCTInsertFailed = "CT002"
+	CodeCTDrops        = "CT003"
+	CodeCTTableFull    = "CT004"
+	CodeCTStaleFlows   = "CT005"
+	CodeCTSkew         = "CT006"
+	CodeCTUnreadable   = "CT007"
 
 	CodeRTHealthy     = "RT001"
 	CodeRTNoRoute     = "RT002"
@@ -45,7 +45,7 @@ const (
 	CodeRTPodTimeout  = "RT007"
 	CodeRTPodsReached = "RT008"
 
-	CodeEpsRefused = "EPS012"
+	CodeEpsRefused  = "EPS012"
 	CodeEpsLoopback = "EPS013"
 
 	CodeDNSLiveOK       = "DNS010"

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +303,49 @@ func keysOf(m map[string]Check) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestJudgeRealKubeProxyObservations judges the observations the collector
+// took of the real kube-proxy v1.37.2 (iptables and nftables modes, see
+// cmd/svctrace-collector's kube-proxy test) against the Service and slice
+// that kube-proxy was fed.
+func TestJudgeRealKubeProxyObservations(t *testing.T) {
+	for _, mode := range []string{"iptables", "nftables"} {
+		t.Run(mode, func(t *testing.T) {
+			b, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var obs collectors.Observation
+			if err := json.Unmarshal(b, &obs); err != nil {
+				t.Fatal(err)
+			}
+			in := nodeInput(func(s *corev1.Service) {
+				s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.50", []string{"10.96.0.50"}
+			})
+			in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.2", pod: "web-1", node: obs.NodeName, ready: true})}
+			in.Pods = []corev1.Pod{*pod("web-1", "web", "10.250.0.2", obs.NodeName)}
+			in.Nodes[obs.NodeName] = node(obs.NodeName, true)
+			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
+			requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, obs.NodeName)
+			requireNodeCheck(t, tr, LayerDatapath, CodeDPOwner, obs.NodeName)
+			if s := tr.Layer(LayerDatapath).Status; s != StatusPass {
+				t.Errorf("datapath %s: %+v", s, tr.Layer(LayerDatapath).Checks)
+			}
+
+			// The same rules judged against a slice whose endpoint moved:
+			// the programmed one is stale, the new one missing.
+			in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.3", pod: "web-1", node: obs.NodeName, ready: true})}
+			tr = judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
+			requireNodeCheck(t, tr, LayerDatapath, CodeDPStaleEndpoints, obs.NodeName)
+			requireNodeCheck(t, tr, LayerDatapath, CodeDPMissingEndpoints, obs.NodeName)
+		})
+	}
+}
+
+func requireNodeCheck(t *testing.T, tr *ServiceTrace, layer LayerName, code, node string) {
+	t.Helper()
+	if _, ok := nodeCodes(tr, layer, node)[code]; !ok {
+		t.Errorf("layer %s node %s: no %s; got %v", layer, node, code, keysOf(nodeCodes(tr, layer, "")))
+	}
 }

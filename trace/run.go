@@ -43,6 +43,8 @@ type Options struct {
 	// not available in this build).
 	NoNode    bool
 	Inspector NodeInspector
+	// From is the client (--from) the policy layer judges; nil means any client.
+	From *PolicyClient
 }
 
 // Run fetches the Service's objects, judges the API-side layers, lets the
@@ -52,6 +54,14 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 	in, err := Fetch(ctx, client, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace && in.Service != nil {
+		// The client's own egress policies live in its namespace.
+		extra := &Input{Namespace: f.Pod.Namespace}
+		fetchPolicies(ctx, client, extra)
+		in.NetworkPolicies = append(in.NetworkPolicies, extra.NetworkPolicies...)
+		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
+		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
 	t := Judge(in, opts)
 	if !in.ServiceNotFound && !opts.NoNode && opts.Inspector != nil {
