@@ -1,0 +1,116 @@
+package iptables
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+)
+
+// overallQueries are Services of kube-proxy v1.37.2's TestOverallIPTablesRules
+// (collectors/testdata/PROVENANCE.md).
+func overallQueries() map[string]Query {
+	port := []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}
+	return map[string]Query{
+		"svc2": {Service: collectors.ServiceSpec{Namespace: "ns2", Name: "svc2", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.42"},
+			ExternalIPs: []string{"192.168.99.22"}, LoadBalancerIPs: []string{"1.2.3.4"}, ExternalTrafficPolicy: "Local", HealthCheckNodePort: 30000,
+			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3001}}},
+			Endpoints: []collectors.Endpoint{ep("10.180.0.2", 80, "p80")}},
+		"svc4": {Service: collectors.ServiceSpec{Namespace: "ns4", Name: "svc4", Type: "NodePort", ClusterIPs: []string{"172.30.0.44"},
+			ExternalIPs: []string{"192.168.99.33"}, Ports: port},
+			Endpoints: []collectors.Endpoint{ep("10.180.0.4", 80, "p80"), ep("10.180.0.5", 80, "p80")}},
+		"svc5": {Service: collectors.ServiceSpec{Namespace: "ns5", Name: "svc5", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.45"},
+			LoadBalancerIPs: []string{"5.6.7.8"}, SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800,
+			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3002}}},
+			Endpoints: []collectors.Endpoint{ep("10.180.0.3", 80, "p80")}},
+		"svc6": {Service: collectors.ServiceSpec{Namespace: "ns6", Name: "svc6", ClusterIPs: []string{"172.30.0.46"}, Ports: port}},
+	}
+}
+
+func checkOverall(t *testing.T, name string, b BackendObservation) {
+	t.Helper()
+	if !b.KubeProxyChains || len(b.Ports) != 1 {
+		t.Fatalf("backend: %+v", b)
+	}
+	p := b.Ports[0]
+	kinds := map[string]string{}
+	for _, e := range p.Entry {
+		kinds[e.Kind] = e.Target()
+	}
+	switch name {
+	case "svc2": // ETP=Local, no local endpoints
+		if kinds["clusterIP"] != p.Service.Name || kinds["externalIP"] != p.External.Name || kinds["loadBalancerIP"] != p.External.Name {
+			t.Errorf("entries: %v", kinds)
+		}
+		// The localhost NodePort rule (-d 127.0.0.0/8) comes first.
+		if len(p.NodePorts) != 2 || p.NodePorts[0].Destination != "127.0.0.0/8" || p.NodePorts[1].DPort != "3001" || p.NodePorts[1].Target() != p.External.Name {
+			t.Errorf("nodeports: %+v", p.NodePorts)
+		}
+		if len(p.External.Rules) != 3 || p.Local.Exists {
+			t.Errorf("EXT without jump to SVL, no SVL: %d rules, SVL %v", len(p.External.Rules), p.Local.Exists)
+		}
+		drops, hc := 0, false
+		for _, r := range p.Filter {
+			if r.Jump == "DROP" && r.Comment == "ns2/svc2:p80 has no local endpoints" {
+				drops++
+			}
+			hc = hc || (r.Jump == "ACCEPT" && r.DPort == "30000")
+		}
+		if drops != 3 || !hc {
+			t.Errorf("filter: %d drops, health check %v: %+v", drops, hc, p.Filter)
+		}
+	case "svc4":
+		if len(p.Service.Selection) != 2 || math.Abs(p.Service.Selection[0].Share-0.5) > 1e-9 || math.Abs(p.Service.Selection[1].Share-0.5) > 1e-9 {
+			t.Errorf("selection: %+v", p.Service.Selection)
+		}
+		if len(p.Endpoints) != 2 || p.Endpoints[0].DNAT != "10.180.0.4:80" || p.Endpoints[0].EndpointFrom != "hash" {
+			t.Errorf("endpoints: %+v", p.Endpoints)
+		}
+	case "svc5":
+		if kinds["loadBalancerIP"] != p.Firewall.Name || !p.Firewall.Exists || p.Firewall.Rules[0].Source != "203.0.113.0/25" {
+			t.Errorf("firewall: %v %+v", kinds, p.Firewall)
+		}
+		if len(p.Service.Affinity) != 1 || p.Service.Affinity[0].Seconds != 10800 || p.Endpoints[0].AffinitySet != p.Endpoints[0].Name {
+			t.Errorf("affinity: %+v %+v", p.Service.Affinity, p.Endpoints)
+		}
+		var fwDrop bool
+		for _, r := range p.Filter {
+			fwDrop = fwDrop || (r.Chain == chainProxyFirewall && r.Jump == "DROP")
+		}
+		if !fwDrop {
+			t.Errorf("KUBE-PROXY-FIREWALL drop missing: %+v", p.Filter)
+		}
+	case "svc6":
+		if len(p.Filter) != 1 || p.Filter[0].Jump != "REJECT" || p.Filter[0].Destination != "172.30.0.46/32" || p.Service.Exists {
+			t.Errorf("no endpoints: %+v", p.Filter)
+		}
+	}
+}
+
+func TestReadKubeProxyOverall(t *testing.T) {
+	d := parseDump(t, readFixture(t, "kubeproxy-overall.save"))
+	for name, q := range overallQueries() {
+		t.Run(name, func(t *testing.T) {
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables))
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{legacy: d}), BackendLegacy))
+		})
+	}
+}
+
+func TestReadKubeProxyOverallInNetNS(t *testing.T) {
+	needTools(t, "iptables-nft-restore", "nsenter")
+	ns := testnetns.New(t, "ipt")
+	ns.MustRun(t, "iptables-nft-restore", "../testdata/iptables/kubeproxy-overall.restore")
+	for name, q := range overallQueries() {
+		t.Run(name, func(t *testing.T) {
+			q.NetNS = ns.Path()
+			obs, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOverall(t, name, backend(t, obs, BackendNFTables))
+		})
+	}
+}

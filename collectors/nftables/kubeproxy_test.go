@@ -1,0 +1,109 @@
+package nftables
+
+import (
+	"context"
+	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+)
+
+// overallQueries are Services of kube-proxy v1.37.2's TestOverallNFTablesRules
+// (collectors/testdata/PROVENANCE.md).
+func overallQueries() map[string]Query {
+	port := []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}
+	return map[string]Query{
+		"svc2": {Service: collectors.ServiceSpec{Namespace: "ns2", Name: "svc2", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.42"},
+			ExternalIPs: []string{"192.168.99.22"}, LoadBalancerIPs: []string{"1.2.3.4"}, ExternalTrafficPolicy: "Local",
+			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3001}}}},
+		"svc4": {Service: collectors.ServiceSpec{Namespace: "ns4", Name: "svc4", ClusterIPs: []string{"172.30.0.44"}, Ports: port}},
+		"svc5": {Service: collectors.ServiceSpec{Namespace: "ns5", Name: "svc5", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.45"},
+			LoadBalancerIPs: []string{"5.6.7.8"}, SessionAffinity: "ClientIP",
+			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3002}}},
+			Endpoints: []collectors.Endpoint{ep("10.180.0.3", 80, "p80")}},
+		"svc6": {Service: collectors.ServiceSpec{Namespace: "ns6", Name: "svc6", ClusterIPs: []string{"172.30.0.46"}, Ports: port}},
+	}
+}
+
+func checkOverall(t *testing.T, name string, obs *Observation) {
+	t.Helper()
+	tb := obs.Tables[0]
+	if !tb.Present || tb.Error != "" || len(tb.Ports) != 1 {
+		t.Fatalf("table: %+v", tb)
+	}
+	p := tb.Ports[0]
+	switch name {
+	case "svc2":
+		if len(p.ServiceIPs) != 3 || !p.ServiceIPs[1].Found || p.ServiceIPs[1].Target != p.ChainNames.External || !p.ServiceIPs[2].Found {
+			t.Errorf("service-ips: %+v", p.ServiceIPs)
+		}
+		if e := p.NoEndpointServices[1]; !e.Found || e.Verdict != "drop" || e.Comment != "ns2/svc2:p80" {
+			t.Errorf("no-endpoint-services: %+v", p.NoEndpointServices)
+		}
+		if e := p.NoEndpointNodePorts[0]; !e.Found || e.Verdict != "drop" || !p.ServiceNodePorts[0].Found {
+			t.Errorf("nodeports: %+v %+v", p.NoEndpointNodePorts, p.ServiceNodePorts)
+		}
+		if len(p.External.Rules) != 3 || p.Local.Exists || p.Service.Rules[0].DNAT != "10.180.0.2:80" {
+			t.Errorf("chains: ext %d local %v svc %+v", len(p.External.Rules), p.Local.Exists, p.Service.Rules)
+		}
+	case "svc4":
+		ng := p.Service.Rules[0].Numgen
+		if ng == nil || ng.Modulus != 2 || ng.Entries[0].Address != "10.180.0.4:80" || ng.Entries[1].Address != "10.180.0.5:80" || ng.Entries[1].Share != 0.5 {
+			t.Errorf("numgen: %+v", ng)
+		}
+	case "svc5":
+		rules := p.Service.Rules
+		if len(rules) != 2 || rules[0].AffinityMatch == "" || rules[1].Numgen == nil || rules[1].Numgen.Modulus != 1 || rules[1].Numgen.Kind != "vmap" {
+			t.Fatalf("affinity service chain: %+v", rules)
+		}
+		if len(p.Endpoints) != 1 || p.Endpoints[0].Rules[1].DNAT != "10.180.0.3:80" || len(p.Affinity) != 1 || p.Affinity[0].TimeoutSeconds != 10800 {
+			t.Errorf("endpoint chain / affinity set: %+v %+v", p.Endpoints, p.Affinity)
+		}
+		if !p.FirewallIPs[1].Found || !p.Firewall.Exists || p.Firewall.Rules[0].Verdict != "drop" {
+			t.Errorf("firewall: %+v %+v", p.FirewallIPs, p.Firewall)
+		}
+	case "svc6":
+		if e := p.NoEndpointServices[0]; !e.Found || e.Verdict != "goto reject-chain" || p.ServiceIPs[0].Found || !tb.ClusterIPs[0].Member {
+			t.Errorf("no endpoints: %+v %+v", p.NoEndpointServices, tb.ClusterIPs)
+		}
+	}
+}
+
+func TestReadKubeProxyOverallCLI(t *testing.T) {
+	for name, q := range overallQueries() {
+		t.Run(name, func(t *testing.T) {
+			q.ForceCLI, q.Runner = true, &fileRunner{file: "../testdata/nftables/kubeproxy-overall.json"}
+			obs, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOverall(t, name, obs)
+		})
+	}
+}
+
+func TestReadKubeProxyOverallNetlink(t *testing.T) {
+	ns := testnetns.New(t, "nft")
+	ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall.nft")
+	for name, q := range overallQueries() {
+		t.Run(name, func(t *testing.T) {
+			q.NetNS = ns.Path()
+			obs, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obs.Source != SourceNetlink {
+				t.Fatalf("source %s: %s", obs.Source, obs.NetlinkError)
+			}
+			checkOverall(t, name, obs)
+			q.ForceCLI = true
+			cli, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if normalized(obs) != normalized(cli) {
+				t.Errorf("netlink and nft-cli disagree:\n%s\n%s", normalized(obs), normalized(cli))
+			}
+		})
+	}
+}
