@@ -334,10 +334,9 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) BackendObser
 		bo.Canary = append(bo.Canary, "nat")
 	}
 	if !st.get(chainKey{"nat", chainMarkMasq}).exists && len(bo.Canary) == 0 {
-		st.ensure(ctx, svcKey)
-		if !st.get(svcKey).exists {
-			return bo
-		}
+		// kube-proxy's iptables mode creates both with KUBE-SERVICES; with
+		// neither, this backend holds no kube-proxy rules worth listing.
+		return bo
 	}
 	assemble(ctx, st, q, family, &bo)
 	if err := st.firstErr(); err != nil {
@@ -381,19 +380,35 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) BackendOb
 		return bo
 	}
 	plans := plan(q, family)
-	f := newSaveFilter(plans)
 	lock := q.LockFile
 	if lock == "" {
 		lock = filepath.Join(os.TempDir(), "svctrace-xtables.lock")
 	}
-	for _, t := range tables {
+	// One save per table, streamed concurrently, each through its own filter.
+	filters := make([]*saveFilter, len(tables))
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
 		c := Command{Name: iptablesCommand(family, "-legacy-save"), Args: []string{"-t", t},
 			Env: []string{"XTABLES_LOCKFILE=" + lock}}
 		bo.Commands = append(bo.Commands, c.String())
-		if err := r.Stream(ctx, c, f.consume); err != nil {
+		filters[i] = newSaveFilter(plans)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.Stream(ctx, c, filters[i].consume)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			bo.Error = err.Error()
 			return bo
 		}
+	}
+	f := filters[0]
+	for _, g := range filters[1:] {
+		f.merge(g)
 	}
 	st := f.store()
 	if st.get(chainKey{"nat", chainCanary}).exists {

@@ -348,8 +348,8 @@ func TestReadNFTablesModeNode(t *testing.T) {
 			t.Errorf("%s: %+v", b.Backend, b)
 		}
 	}
-	if got := r.ran("iptables-nft"); len(got) != 3 {
-		t.Errorf("expected only the KUBE-MARK-MASQ, canary and KUBE-SERVICES probes, ran %v", got)
+	if got := r.ran("iptables-nft"); len(got) != 2 {
+		t.Errorf("expected only the KUBE-MARK-MASQ and canary probes, ran %v", got)
 	}
 }
 

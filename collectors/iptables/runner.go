@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Command is one program invocation. Env entries are added to the runner's
@@ -88,13 +90,22 @@ func (r ExecRunner) Stream(ctx context.Context, c Command, consume func(io.Reade
 	cmd := r.command(ctx, c)
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	out, err := cmd.StdoutPipe()
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
+	// A 1 MiB pipe lets iptables-save run ahead of the parser instead of
+	// blocking on every 64 KiB (best effort; the default size still works).
+	_, _ = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	cmd.Stdout = pw
 	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
 		return fmt.Errorf("%s: %w", c, err)
 	}
+	pw.Close()
+	out := pr
+	defer pr.Close()
 	cerr := consume(out)
 	if cerr != nil {
 		// Drain so the child can exit, then report the consumer's error.

@@ -169,6 +169,19 @@ func (f *saveFilter) keepIf(k chainKey, line []byte, shared bool) {
 	}
 }
 
+// merge adds what another filter (another table's save) kept.
+func (f *saveFilter) merge(g *saveFilter) {
+	for k := range g.declared {
+		f.declared[k] = true
+	}
+	for k, v := range g.kept {
+		f.kept[k] = append(f.kept[k], v...)
+	}
+	for k, v := range g.orphans {
+		f.orphans[k] = append(f.orphans[k], v...)
+	}
+}
+
 // store turns what was kept into a store the assembler reads.
 func (f *saveFilter) store() *store {
 	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
