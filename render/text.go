@@ -183,15 +183,15 @@ func writeEndpoints(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	if len(e.Slices) == 0 && e.Total == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%s %d slices, %d endpoints: %d ready, %d serving, %d terminating\n", s.bold.Render("Endpoints"),
-		len(e.Slices), e.Total, e.Ready, e.Serving, e.Terminating)
+	fmt.Fprintf(w, "%s %d total, %d ready, %d serving, %d terminating, in %s\n", s.bold.Render("Endpoints"),
+		e.Total, e.Ready, e.Serving, e.Terminating, plural(len(e.Slices), "EndpointSlice"))
 	for _, sl := range e.Slices {
 		var ports []string
 		for _, p := range sl.Ports {
 			ports = append(ports, fmt.Sprintf("%s %d/%s", orDash(p.Name), p.Port, p.Protocol))
 		}
-		fmt.Fprintf(w, "  %s %s %s, managed by %s, %d endpoints, ports %s\n", s.key.Render("slice"), esc(sl.Name),
-			esc(sl.AddressType), esc(orDash(sl.ManagedBy)), sl.Endpoints, esc(orDash(strings.Join(ports, ", "))))
+		fmt.Fprintf(w, "  %s %s %s, managed by %s, %s, ports %s\n", s.key.Render("slice"), esc(sl.Name),
+			esc(sl.AddressType), esc(orDash(sl.ManagedBy)), plural(sl.Endpoints, "endpoint"), esc(orDash(strings.Join(ports, ", "))))
 	}
 	limit := s.opts.MaxEndpoints
 	if limit == 0 {
@@ -298,6 +298,13 @@ func joinNonEmpty(a, b, sep string) string {
 		return a
 	}
 	return a + sep + b
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func orDash(s string) string {

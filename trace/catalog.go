@@ -169,7 +169,7 @@ var Catalog = buildCatalog([]CheckSpec{
 
 	// EPS: EndpointSlices.
 	{Code: CodeEpsCounts, Layer: LayerEndpoints, Severity: SeverityInfo, Title: "Endpoints",
-		Message:  "{slices} EndpointSlices, {total} endpoints: {ready} ready, {serving} serving, {terminating} terminating",
+		Message:  "{total} endpoints in {slices} EndpointSlice(s): {ready} ready, {serving} serving, {terminating} terminating",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
 	{Code: CodeEpsNoSlices, Layer: LayerEndpoints, Severity: SeverityError, Title: "No EndpointSlices",
 		Message:  "no EndpointSlice carries the label kubernetes.io/service-name={service}{why}",
