@@ -2,6 +2,9 @@ package nftables
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
@@ -106,4 +109,74 @@ func TestReadKubeProxyOverallNetlink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// IPv6: kube-proxy v1.37.2's TestOverallNFTablesRulesIPv6 in table ip6.
+func TestReadKubeProxyOverallIPv6(t *testing.T) {
+	svc4 := Query{Service: collectors.ServiceSpec{Namespace: "ns4", Name: "svc4", ClusterIPs: []string{"fd00:172:30::44"},
+		ExternalIPs: []string{"2001:db8:99::33"}, Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}}}
+	svc5 := Query{Service: collectors.ServiceSpec{Namespace: "ns5", Name: "svc5", ClusterIPs: []string{"fd00:172:30::45"}, SessionAffinity: "ClientIP",
+		Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectors.Endpoint{ep("fd00:10:180::3", 80, "p80")}}
+	check := func(t *testing.T, o4, o5 *Observation) {
+		t.Helper()
+		tb := o4.Tables[0]
+		if tb.Family != "ip6" || !tb.Present || !tb.ClusterIPs[0].Member {
+			t.Fatalf("ip6 table: %+v", tb)
+		}
+		p := tb.Ports[0]
+		if !p.ServiceIPs[0].Found || p.ServiceIPs[0].Key != "fd00:172:30::44 . tcp . 80" || !p.ServiceIPs[1].Found || p.ServiceIPs[1].Target != p.ChainNames.External {
+			t.Errorf("service-ips: %+v", p.ServiceIPs)
+		}
+		ng := p.Service.Rules[0].Numgen
+		if ng == nil || ng.Entries[0].Address != "[fd00:10:180::4]:80" || ng.Entries[1].Address != "[fd00:10:180::5]:80" {
+			t.Errorf("numgen: %+v", ng)
+		}
+		p5 := o5.Tables[0].Ports[0]
+		if len(p5.Endpoints) != 1 || !p5.Endpoints[0].Exists || p5.Endpoints[0].Rules[1].DNAT != "[fd00:10:180::3]:80" || len(p5.Affinity) != 1 || !p5.Affinity[0].Exists {
+			t.Errorf("affinity endpoint: %+v %+v", p5.Endpoints, p5.Affinity)
+		}
+		if p5.Service.Rules[0].AffinityMatch != p5.Affinity[0].Name {
+			t.Errorf("affinity match %q vs set %q", p5.Service.Rules[0].AffinityMatch, p5.Affinity[0].Name)
+		}
+	}
+	t.Run("cli", func(t *testing.T) {
+		read := func(q Query) *Observation {
+			q.ForceCLI = true
+			q.Runner = runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+				if strings.Join(args, " ") != "--json list table ip6 kube-proxy" {
+					return nil, fmt.Errorf("unexpected %v", args)
+				}
+				return os.ReadFile("../testdata/nftables/kubeproxy-overall-ipv6.json")
+			})
+			o, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o
+		}
+		check(t, read(svc4), read(svc5))
+	})
+	t.Run("netlink", func(t *testing.T) {
+		ns := testnetns.New(t, "nft")
+		ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall-ipv6.nft")
+		read := func(q Query) *Observation {
+			q.NetNS = ns.Path()
+			o, err := Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Source != SourceNetlink {
+				t.Fatalf("source %s", o.Source)
+			}
+			return o
+		}
+		check(t, read(svc4), read(svc5))
+	})
+}
+
+type runnerFunc func(ctx context.Context, name string, args ...string) ([]byte, error)
+
+func (f runnerFunc) Output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return f(ctx, name, args...)
 }
