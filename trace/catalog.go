@@ -55,6 +55,7 @@ const (
 	CodePortProtocol        = "PRT003"
 	CodePortMissingInSlices = "PRT004"
 	CodePortNamedResolved   = "PRT005"
+	CodePortSliceProtocol   = "PRT006"
 
 	CodeEpsCounts           = "EPS001"
 	CodeEpsNoSlices         = "EPS002"
@@ -166,6 +167,10 @@ var Catalog = buildCatalog([]CheckSpec{
 	{Code: CodePortNamedResolved, Layer: LayerService, Severity: SeverityInfo, Title: "Named targetPort resolves",
 		Message:  "port {port} targets {targetPort}, declared on all {total} selected Pods as {resolved}",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
+
+	{Code: CodePortSliceProtocol, Layer: LayerEndpoints, Severity: SeverityError, Title: "Slice port protocol mismatch",
+		Message:  "Service port {port} is {protocol}, but {count} endpoints carry the port named \"{name}\" as {sliceProtocol}: kube-proxy matches name and protocol, so the port has no endpoint",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
 
 	// EPS: EndpointSlices.
 	{Code: CodeEpsCounts, Layer: LayerEndpoints, Severity: SeverityInfo, Title: "Endpoints",

@@ -77,9 +77,16 @@ func (j *judge) foreignManagerCheck() {
 // used; serving+terminating ones only when none is ready.
 func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 	label := portLabel(p)
-	var ready, servingTerminating, total int
+	proto := protocolOf(p.Protocol)
+	var ready, servingTerminating, total, otherProto int
+	var otherProtocol string
 	for _, ep := range j.endpoints {
-		if !hasPortName(ep.Ports, p.Name) {
+		match, other := portMatch(ep.Ports, p.Name, proto)
+		if !match {
+			if other != "" {
+				otherProto++
+				otherProtocol = other
+			}
 			continue
 		}
 		total++
@@ -89,6 +96,13 @@ func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 		case ep.Serving && ep.Terminating:
 			servingTerminating++
 		}
+	}
+	if total == 0 && otherProto > 0 {
+		// kube-proxy keys endpoints by port name AND protocol.
+		j.emit(CodePortSliceProtocol, Args{"port": label, "name": p.Name, "protocol": proto,
+			"sliceProtocol": otherProtocol, "count": strconv.Itoa(otherProto)},
+			fieldValue("serviceProtocol", proto), fieldValue("sliceProtocol", otherProtocol))
+		return
 	}
 	if j.t.Endpoints.Total > 0 && total == 0 {
 		j.emit(CodePortMissingInSlices, Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
@@ -118,13 +132,20 @@ func (j *judge) noReadyCheck(label string, total, servingTerminating int) {
 		fieldValue("endpointsForPort", strconv.Itoa(total)), fieldValue("ready", "0"))
 }
 
-func hasPortName(ports []EndpointPort, name string) bool {
+// portMatch reports whether ports has the Service port (same name and
+// protocol); if only the name matches, it returns the slice's protocol.
+func portMatch(ports []EndpointPort, name, protocol string) (bool, string) {
+	other := ""
 	for _, p := range ports {
-		if p.Name == name {
-			return true
+		if p.Name != name {
+			continue
 		}
+		if p.Protocol == protocol {
+			return true, ""
+		}
+		other = p.Protocol
 	}
-	return false
+	return false, other
 }
 
 // targetRefChecks finds endpoints whose Pod is gone or no longer has the

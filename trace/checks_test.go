@@ -256,6 +256,13 @@ func TestChecks(t *testing.T) {
 		}), slice("web-abc", "web", "", 0, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"},
 			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})), layer: LayerEndpoints, want: CodeEpsNoReady,
 			status: StatusFail, contains: "headless name has no records"},
+		{name: "slice port protocol differs", objs: replace(healthy(), func() *discoveryv1.EndpointSlice {
+			s := slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true})
+			s.Ports[0].Protocol = ptr(corev1.ProtocolUDP)
+			return s
+		}()), layer: LayerEndpoints, want: CodePortSliceProtocol, status: StatusFail, absent: []string{CodeEpsNoReady},
+			contains: "as UDP"},
 		{name: "port filter absent", objs: healthy(), opts: Options{Port: "https"}, layer: LayerService,
 			want: CodeSvcPortFilterAbsent, status: StatusFail},
 		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: LayerDNS,
