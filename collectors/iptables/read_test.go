@@ -403,3 +403,31 @@ func TestReadLargeClusterWithoutComments(t *testing.T) {
 		})
 	}
 }
+
+// A KUBE-SVC chain that is not where the hash says (another kube-proxy
+// version, a hand edit) is still found from the entry rule's comment, and
+// its endpoint chains by following its jumps.
+func TestReadCommentFallback(t *testing.T) {
+	text := strings.ReplaceAll(readFixture(t, "scenarios.save"), "KUBE-SVC-CDGGSHYLG3RE2FKL", "KUBE-SVC-ELSEWHERE0000000")
+	d := parseDump(t, text)
+	q := scenarioQueries()["web"]
+	q.Endpoints = nil // no hash predictions: SEPs only by following jumps
+	for _, r := range []*fakeRunner{{nft: d}, {legacy: d}} {
+		obs := readWith(t, q, r)
+		for _, b := range obs.Backends {
+			if !b.KubeProxyChains {
+				continue
+			}
+			p := b.Ports[0]
+			if p.Service.Exists {
+				t.Errorf("%s: hash-named chain should be absent", b.Backend)
+			}
+			if len(p.Other) != 1 || p.Other[0].Name != "KUBE-SVC-ELSEWHERE0000000" || p.Other[0].FoundBy != "comment" || len(p.Other[0].Selection) != 3 {
+				t.Fatalf("%s: other chains %+v", b.Backend, p.Other)
+			}
+			if len(p.Endpoints) != 3 || p.Endpoints[0].FoundBy != "jump" || p.Endpoints[0].EndpointFrom != "comment" || p.Endpoints[0].DNAT != "10.244.1.5:8080" {
+				t.Errorf("%s: endpoints %+v", b.Backend, p.Endpoints)
+			}
+		}
+	}
+}
