@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,10 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 		if err := opts.Inspector.Inspect(ctx, in, t); err != nil {
 			if errCanceled(err) && ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			var fatal interface{ FatalToTrace() bool }
+			if errors.As(err, &fatal) && fatal.FatalToTrace() {
+				return nil, err
 			}
 			for _, name := range NodeLayers {
 				l := t.Layer(name)

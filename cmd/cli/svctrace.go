@@ -20,6 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/kubectl-svctrace/cmd/nodeinspect"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -59,6 +60,9 @@ type TraceFlags struct {
 	NoNode        bool
 	Timeout       time.Duration
 	ClusterDomain string
+	// Nodes are the node-selection and collector flags (--node, --all-nodes,
+	// --from, --image, --collector-namespace, …).
+	Nodes *nodeinspect.Flags
 
 	// NewInspector builds the node inspector from the resolved client; nil
 	// means this build has no node collector (the node layers are skipped
@@ -123,6 +127,9 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
 	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
+	if f.Nodes != nil {
+		f.Nodes.AddFlags(flags)
+	}
 }
 
 // TraceOptions is everything Run needs, resolved.
@@ -135,6 +142,9 @@ type TraceOptions struct {
 	Output      string
 	Text        render.TextOptions
 	Timeout     time.Duration
+	// From is --from, resolved in Run (it needs the API).
+	From      string
+	inspector *nodeinspect.Inspector
 
 	genericiooptions.IOStreams
 }
@@ -199,11 +209,30 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if err != nil {
 		return nil, fmt.Errorf("cannot build a Kubernetes client: %w", err)
 	}
+	if f.Nodes != nil {
+		if err := f.Nodes.Validate(); err != nil {
+			return nil, &UsageError{Err: err}
+		}
+	}
 	inspector := f.deps.inspector
-	if inspector == nil && f.NewInspector != nil && !f.NoNode {
+	var collector *nodeinspect.Inspector
+	switch {
+	case inspector != nil || f.NoNode:
+	case f.NewInspector != nil:
 		if inspector, err = f.NewInspector(getter, client, namespace); err != nil {
 			return nil, fmt.Errorf("cannot set up the node collector: %w", err)
 		}
+	case f.Nodes != nil:
+		collector = &nodeinspect.Inspector{Client: client, Flags: *f.Nodes}
+		// The live progress line is for a person at a terminal only.
+		if f.Output == render.FormatText && f.deps.isTTY(streams.ErrOut) {
+			collector.Progress = streams.ErrOut
+		}
+		inspector = collector
+	}
+	from := ""
+	if f.Nodes != nil {
+		from = f.Nodes.From
 	}
 	return &TraceOptions{
 		Client:      client,
@@ -213,6 +242,8 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		Output:      f.Output,
 		Text:        text,
 		Timeout:     f.Timeout,
+		From:        from,
+		inspector:   collector,
 		Trace: trace.Options{
 			Port:          f.Port,
 			ClusterDomain: f.ClusterDomain,
@@ -241,6 +272,16 @@ func (o *TraceOptions) Validate() error {
 func (o *TraceOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if o.From != "" {
+		pc, err := nodeinspect.ResolveFrom(ctx, o.Client, o.Namespace, o.From)
+		if err != nil {
+			return err
+		}
+		o.Trace.From = pc
+		if o.inspector != nil {
+			o.inspector.From = pc
+		}
+	}
 	t, err := trace.Run(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -297,8 +338,12 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	if f.Nodes == nil {
+		f.Nodes = nodeinspect.NewFlags(DefaultCollectorImage(info.Version))
+	}
 	f.AddFlags(cmd.Flags())
 	registerCompletions(cmd, f)
 	cmd.AddCommand(newCmdVersion(streams, info))
+	cmd.AddCommand(newCmdCleanup(streams, f))
 	return cmd
 }

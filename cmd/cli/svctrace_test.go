@@ -175,14 +175,14 @@ func TestJSONParsesBack(t *testing.T) {
 
 func TestYAMLAndPortFilter(t *testing.T) {
 	out, _, run := testCmd(objects(true))
-	if err := run("web", "-o", "yaml", "--port", "http"); err != nil {
+	if err := run("web", "-o", "yaml", "--port", "http", "--no-node"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "kind: ServiceTrace") || !strings.Contains(out.String(), "port: http") {
 		t.Fatalf("yaml:\n%s", out)
 	}
-	if !strings.Contains(out.String(), trace.ReasonNoCollector) {
-		t.Fatalf("node layers should say the collector is unavailable:\n%s", out)
+	if !strings.Contains(out.String(), trace.ReasonNoNode) {
+		t.Fatalf("node layers should say --no-node:\n%s", out)
 	}
 }
 

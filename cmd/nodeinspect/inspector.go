@@ -82,13 +82,6 @@ func (f *Flags) Validate() error {
 	return nil
 }
 
-// Client is the client side of a trace (--from).
-type Client struct {
-	Pod  *corev1.Pod // nil for a node client
-	Node string
-	IP   string
-}
-
 // Inspector implements trace.NodeInspector with collector Pods.
 type Inspector struct {
 	Client kubernetes.Interface
@@ -98,20 +91,17 @@ type Inspector struct {
 	// Version is the plugin version, recorded in collector Pod names/labels.
 	Version string
 
+	// From is the resolved --from client (see ResolveFrom); its node is
+	// inspected and its IP routed to.
+	From *trace.PolicyClient
+
 	// runner is replaced in tests.
 	runner func(r *podrunner.Runner, ctx context.Context, node string, req []byte) (*podrunner.Output, error)
-
-	// FromClient is resolved during Inspect; the policy layer reads it.
-	FromClient *Client
 }
 
 // Inspect chooses the nodes, runs the collectors and judges what they saw.
 func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.ServiceTrace) error {
-	client, err := in.resolveFrom(ctx, input.Namespace)
-	if err != nil {
-		return err
-	}
-	in.FromClient = client
+	client := in.From
 	nodes, notInspected := in.chooseNodes(input, client)
 	profile := podrunner.ProfileNetAdmin
 	if in.Flags.Privileged {
@@ -132,7 +122,7 @@ func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.S
 		Capabilities: capNames(profile)}
 	if len(nodes) > 0 {
 		if err := podrunner.Preflight(ctx, in.Client, opts, nodes[0].name); err != nil {
-			return err
+			return &PreflightFailed{Err: err}
 		}
 		views = append(views, in.runAll(ctx, input, t, opts, nodes, client)...)
 		if ctx.Err() != nil {
@@ -178,7 +168,7 @@ type chosenNode struct {
 
 // chooseNodes picks the nodes to inspect and reports the ones that cannot be
 // (NotReady, unknown) without waiting on them.
-func (in *Inspector) chooseNodes(input *trace.Input, client *Client) ([]chosenNode, []trace.NodeView) {
+func (in *Inspector) chooseNodes(input *trace.Input, client *trace.PolicyClient) ([]chosenNode, []trace.NodeView) {
 	roles := map[string][]string{}
 	add := func(node, role string) {
 		if node == "" {
@@ -210,7 +200,7 @@ func (in *Inspector) chooseNodes(input *trace.Input, client *Client) ([]chosenNo
 		}
 	}
 	if client != nil {
-		add(client.Node, "client")
+		add(client.NodeName, "client")
 	}
 	names := make([]string, 0, len(roles))
 	for n := range roles {
@@ -247,7 +237,7 @@ func notReady(n *corev1.Node) string {
 	return ""
 }
 
-func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.ServiceTrace, opts podrunner.PodSpecOptions, nodes []chosenNode, client *Client) []trace.NodeView {
+func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.ServiceTrace, opts podrunner.PodSpecOptions, nodes []chosenNode, client *trace.PolicyClient) []trace.NodeView {
 	prog := newProgress(in.Progress)
 	defer prog.done()
 	runner := &podrunner.Runner{
@@ -266,8 +256,8 @@ func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.Se
 	for i, n := range nodes {
 		views[i] = trace.NodeView{Node: n.name, Roles: n.roles, Profile: string(opts.Profile)}
 		var extra []string
-		if client != nil && client.IP != "" {
-			extra = append(extra, client.IP)
+		if client != nil && client.Pod != nil && client.Pod.Status.PodIP != "" && !client.Pod.Spec.HostNetwork {
+			extra = append(extra, client.Pod.Status.PodIP)
 		}
 		req := trace.CollectRequest(input, n.name, t.Metadata.ClusterDomain, extra...)
 		body, err := json.Marshal(req)
@@ -310,21 +300,28 @@ func failureText(err error) string {
 	return err.Error()
 }
 
-// resolveFrom reads the --from client.
-func (in *Inspector) resolveFrom(ctx context.Context, namespace string) (*Client, error) {
-	if in.Flags.From == "" {
+// ResolveFrom reads the --from client: pod/NAME (in namespace),
+// pod/NAMESPACE/NAME or node/NAME.
+func ResolveFrom(ctx context.Context, c kubernetes.Interface, namespace, from string) (*trace.PolicyClient, error) {
+	if from == "" {
 		return nil, nil
 	}
-	kind, rest, _ := strings.Cut(in.Flags.From, "/")
+	kind, rest, _ := strings.Cut(from, "/")
 	switch kind {
 	case "node", "nodes", "no":
-		return &Client{Node: rest}, nil
+		pc := &trace.PolicyClient{NodeName: rest}
+		if n, err := c.CoreV1().Nodes().Get(ctx, rest, metav1.GetOptions{}); err == nil {
+			pc.Node = n
+		} else if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("--from: node %s not found", rest)
+		}
+		return pc, nil
 	}
 	ns, name := namespace, rest
 	if a, b, ok := strings.Cut(rest, "/"); ok {
 		ns, name = a, b
 	}
-	pod, err := in.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("--from: pod %s not found in namespace %s", name, ns)
 	}
@@ -334,7 +331,7 @@ func (in *Inspector) resolveFrom(ctx context.Context, namespace string) (*Client
 	if pod.Spec.NodeName == "" {
 		return nil, fmt.Errorf("--from: pod %s/%s is not scheduled on a node yet", ns, name)
 	}
-	return &Client{Pod: pod, Node: pod.Spec.NodeName, IP: pod.Status.PodIP}, nil
+	return trace.PolicyClientFromPod(pod), nil
 }
 
 // progress draws one live line on a terminal: per node, the collector's stage.
@@ -381,3 +378,12 @@ func (p *progress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
+
+// PreflightFailed ends the whole trace: the user asked for node layers and
+// no collector Pod can run, so the fix (namespace, label, permission) is the
+// answer, before anything is created.
+type PreflightFailed struct{ Err error }
+
+func (e *PreflightFailed) Error() string      { return e.Err.Error() }
+func (e *PreflightFailed) Unwrap() error      { return e.Err }
+func (e *PreflightFailed) FatalToTrace() bool { return true }

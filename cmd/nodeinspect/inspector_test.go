@@ -1,0 +1,176 @@
+package nodeinspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+func readyNode(name string, ready bool) *corev1.Node {
+	st := corev1.ConditionTrue
+	if !ready {
+		st = corev1.ConditionUnknown
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "NodeStatusUnknown"}}}}
+}
+
+func input() *trace.Input {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.50", ClusterIPs: []string{"10.96.0.50"}, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	sl := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}, AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.5"}, NodeName: ptr.To("n1")},
+			{Addresses: []string{"10.244.3.5"}, NodeName: ptr.To("n3")},
+		}}
+	return &trace.Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{sl},
+		Nodes: map[string]*corev1.Node{"n1": readyNode("n1", true), "n2": readyNode("n2", true), "n3": readyNode("n3", false)}}
+}
+
+func privilegedNS() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultCollectorNamespace, Labels: map[string]string{podrunner.PodSecurityEnforceLabel: "privileged"}}}
+}
+
+func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
+	sample, err := os.ReadFile("../../collectors/testdata/observations/real-kube-proxy-iptables-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []string
+	var requests []collectors.Request
+	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
+		runner: func(_ *podrunner.Runner, _ context.Context, node string, req []byte) (*podrunner.Output, error) {
+			var r collectors.Request
+			if err := json.Unmarshal(req, &r); err != nil {
+				t.Errorf("request: %v", err)
+			}
+			mu.Lock()
+			ran = append(ran, node)
+			requests = append(requests, r)
+			mu.Unlock()
+			return &podrunner.Output{Node: node, Log: sample}, nil
+		}}
+	tr := trace.Judge(input(), trace.Options{Inspector: in})
+	if err := in.Inspect(context.Background(), input(), tr); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(ran)
+	if strings.Join(ran, ",") != "n1" {
+		t.Errorf("collectors ran on %v, want only n1 (n3 is NotReady, n2 has no endpoint)", ran)
+	}
+	if len(requests) == 1 && (requests[0].NodeName != "n1" || len(requests[0].Endpoints) != 2 || requests[0].Service.Name != "web") {
+		t.Errorf("request = %+v", requests[0])
+	}
+	var n3 *trace.Check
+	for i, c := range tr.Layer(trace.LayerDatapath).Checks {
+		if c.Code == trace.CodeNodeCollectorFailed && c.Node == "n3" {
+			n3 = &tr.Layer(trace.LayerDatapath).Checks[i]
+		}
+	}
+	if n3 == nil || !strings.Contains(n3.Message, "NotReady") {
+		t.Errorf("n3 not reported as NotReady: %+v", tr.Layer(trace.LayerDatapath).Checks)
+	}
+	if c := tr.Metadata.Collector; c == nil || c.Profile != "netadmin" || len(c.Nodes) != 2 {
+		t.Errorf("collector metadata = %+v", c)
+	}
+}
+
+func TestInspectFlagsSelectNodes(t *testing.T) {
+	for _, tt := range []struct {
+		flags func(*Flags)
+		want  string
+	}{
+		{func(f *Flags) { f.AllNodes = true }, "n1,n2"},
+		{func(f *Flags) { f.Nodes = []string{"n2"} }, "n2"},
+	} {
+		var mu sync.Mutex
+		var ran []string
+		f := NewFlags("img")
+		tt.flags(f)
+		in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *f,
+			runner: func(_ *podrunner.Runner, _ context.Context, node string, _ []byte) (*podrunner.Output, error) {
+				mu.Lock()
+				ran = append(ran, node)
+				mu.Unlock()
+				return nil, &podrunner.Failure{Kind: podrunner.FailImage, Node: node, Message: "ErrImageNeverPull"}
+			}}
+		tr := trace.Judge(input(), trace.Options{Inspector: in})
+		if err := in.Inspect(context.Background(), input(), tr); err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(ran)
+		if got := strings.Join(ran, ","); got != tt.want {
+			t.Errorf("ran on %s, want %s", got, tt.want)
+		}
+		for _, c := range tr.Layer(trace.LayerDatapath).Checks {
+			if c.Code == trace.CodeNodeCollectorFailed && !strings.Contains(c.Message, "could not pull its image") && c.Node != "n3" {
+				t.Errorf("image failure not specific: %s", c.Message)
+			}
+		}
+	}
+}
+
+func TestInspectPreflightIsFatal(t *testing.T) {
+	ns := privilegedNS()
+	ns.Labels[podrunner.PodSecurityEnforceLabel] = "restricted"
+	in := &Inspector{Client: fake.NewClientset(ns), Flags: *NewFlags("img")}
+	tr := trace.Judge(input(), trace.Options{Inspector: in})
+	err := in.Inspect(context.Background(), input(), tr)
+	var pf *PreflightFailed
+	if !errors.As(err, &pf) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFlagsValidate(t *testing.T) {
+	for _, tt := range []struct {
+		mut  func(*Flags)
+		want string
+	}{
+		{func(f *Flags) { f.AllNodes, f.Nodes = true, []string{"a"} }, "mutually exclusive"},
+		{func(f *Flags) { f.MaxParallel = 0 }, "max-parallel"},
+		{func(f *Flags) { f.From = "deploy/x" }, "--from"},
+		{func(f *Flags) { f.From = "pod/x" }, ""},
+	} {
+		f := NewFlags("img")
+		tt.mut(f)
+		err := f.Validate()
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("Validate = %v, want %q", err, tt.want)
+		}
+	}
+}
+
+func TestResolveFrom(t *testing.T) {
+	c := fake.NewClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "client"}, Spec: corev1.PodSpec{NodeName: "n2"}, Status: corev1.PodStatus{PodIP: "10.244.2.9"}},
+		readyNode("n1", true))
+	pc, err := ResolveFrom(context.Background(), c, "default", "pod/shop/client")
+	if err != nil || pc.NodeName != "n2" || pc.Pod == nil {
+		t.Fatalf("pod: %+v %v", pc, err)
+	}
+	if _, err := ResolveFrom(context.Background(), c, "default", "pod/client"); err == nil || !strings.Contains(err.Error(), "not found in namespace default") {
+		t.Errorf("missing pod: %v", err)
+	}
+	if pc, err := ResolveFrom(context.Background(), c, "default", "node/n1"); err != nil || pc.Node == nil {
+		t.Errorf("node: %+v %v", pc, err)
+	}
+}
