@@ -218,7 +218,6 @@ KP
 done
 
 # ---------------------------------------------------------------- cluster add-ons
-KUBECTL apply -f "$TESTBED_DIR/manifests/coredns.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
 
 log "waiting for nodes Ready"
@@ -229,6 +228,8 @@ for i in $(seq 1 1200); do
 	sleep 0.1
 done
 log "nodes Ready after $(($(date +%s) - t_up))s"
+# CoreDNS after the nodes, so its replicas spread over both.
+KUBECTL apply -f "$TESTBED_DIR/manifests/coredns.yaml" >/dev/null
 KUBECTL -n kube-system rollout status deploy/coredns --timeout=180s >/dev/null || die "CoreDNS not available (kubectl -n kube-system get pods)"
 for i in $(seq 1 300); do
 	ok=1
