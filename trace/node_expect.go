@@ -183,11 +183,15 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, portName string, fam corev
 			byKey[key] = ep
 		}
 	}
-	out := make([]kpEndpoint, 0, len(byKey))
-	for _, ep := range byKey {
-		out = append(out, ep)
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sort.Strings(keys)
+	out := make([]kpEndpoint, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k]
+	}
 	return out
 }
 
