@@ -15,7 +15,7 @@ func Closest(name string, candidates []string, n int) []string {
 		name string
 		d    int
 	}
-	limit := max(2, len(name)/3)
+	limit := max(1, len(name)/3)
 	var hits []scored
 	for _, c := range candidates {
 		if c == name {
@@ -39,8 +39,10 @@ func Closest(name string, candidates []string, n int) []string {
 	return out
 }
 
-// levenshtein is the edit distance between a and b (bytes; names are ASCII).
+// levenshtein is the edit distance between a and b, counting a swap of two
+// neighbouring letters as one edit (optimal string alignment); names are ASCII.
 func levenshtein(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -54,8 +56,11 @@ func levenshtein(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }
@@ -81,7 +86,11 @@ func closestPods(selector map[string]string, pods []corev1.Pod, n int) []corev1.
 				present++
 			case ok:
 				present++
-				s.dist += levenshtein(v, got)
+				if strings.Contains(got, v) || strings.Contains(v, got) {
+					s.dist++ // web vs web-v2: a version suffix, not a stranger
+				} else {
+					s.dist += levenshtein(v, got)
+				}
 			default:
 				s.dist += len(v) + len(k)
 				// a key spelled slightly differently counts as close
@@ -94,7 +103,8 @@ func closestPods(selector map[string]string, pods []corev1.Pod, n int) []corev1.
 				}
 			}
 		}
-		if present > 0 {
+		// Keep Pods that match a key, or whose values are typo-close.
+		if present > 0 && (s.matches > 0 || s.dist <= closeEnough(selector)) {
 			hits = append(hits, s)
 		}
 	}
@@ -112,6 +122,16 @@ func closestPods(selector map[string]string, pods []corev1.Pod, n int) []corev1.
 		out = append(out, hits[i].pod)
 	}
 	return out
+}
+
+// closeEnough is the summed edit distance below which differing selector
+// values still look like a typo.
+func closeEnough(selector map[string]string) int {
+	n := 0
+	for _, v := range selector {
+		n += max(3, len(v)/2)
+	}
+	return n
 }
 
 // labelDiff says, for each selector key, what the Pod has instead:

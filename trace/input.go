@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -190,6 +191,17 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 		return nil
 	})
 	_ = g.Wait() // every goroutine records its error as a gap
+	// Goroutines finish in any order; sort so output is stable.
+	sort.SliceStable(in.Gaps, func(a, b int) bool {
+		ga, gb := in.Gaps[a], in.Gaps[b]
+		if ga.Layer != gb.Layer {
+			return ga.Layer < gb.Layer
+		}
+		if ga.Resource != gb.Resource {
+			return ga.Resource > gb.Resource // services before endpointslices
+		}
+		return ga.Verb < gb.Verb
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
