@@ -54,8 +54,8 @@ func TestFaultKubeProxyStoppedAndServiceRulesDeleted(t *testing.T) {
 			undoRules := tb.DeleteServiceRules(t, n.Name, svc.Spec.ClusterIP, 80, "tcp")
 			mustFail(t, "ClusterIP without its capture rule", get)
 			// A Service created while kube-proxy is down gets no rules on this node.
-			late := tb.CreateService(t, ns, framework.NewService("late", "echo"))
-			tb.WaitReadyEndpoints(t, ns, "late", len(tb.Nodes))
+			late := tb.CreateService(t, ns, framework.NewService("late-"+n.Name, "echo"))
+			tb.WaitReadyEndpoints(t, ns, late.Name, len(tb.Nodes))
 			lateGet := func(ctx context.Context) error {
 				_, err := getEcho(ctx, tb, n.Name, fmt.Sprintf("http://%s:80/", late.Spec.ClusterIP))
 				return err

@@ -49,7 +49,8 @@ attach() { # ns ip
 	in_ns "$ns" ip link set eth0 up
 }
 attach "$CP_NS" "$CP_IP"
-in_ns "$CP_NS" sysctl -qw net.ipv4.ip_forward=1
+# The control plane does not forward: a node that lost a route must not be rescued through it.
+in_ns "$CP_NS" sysctl -qw net.ipv4.ip_forward=0
 for n in "${NODES[@]}"; do
 	attach "$n" "${NODE_IP[$n]}"
 	in_ns "$n" sysctl -qw net.ipv4.ip_forward=1
