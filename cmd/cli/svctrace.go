@@ -287,6 +287,9 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("trace of %s/%s timed out after %s (--timeout)", o.Namespace, o.ServiceName, o.Timeout)
 		}
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("trace of %s/%s interrupted", o.Namespace, o.ServiceName)
+		}
 		return err
 	}
 	if err := render.Print(o.Out, t, o.Output, o.Text); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,18 @@ func TestTimeout(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	err := o.Run(context.Background())
 	if err == nil || ExitCode(err) != ExitError || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestInterruptExitsOne(t *testing.T) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	client := fake.NewClientset(objects(true)...)
+	o := &TraceOptions{Client: client, Namespace: "default", ServiceName: "web", Timeout: time.Minute, IOStreams: streams}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := o.Run(ctx)
+	if ExitCode(err) != ExitError || !strings.Contains(fmt.Sprint(err), "interrupted") {
 		t.Fatalf("err %v", err)
 	}
 }
