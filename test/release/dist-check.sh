@@ -18,6 +18,8 @@ version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
 commit=$(sed -n 's/.*"commit":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
 [[ -n $version && -n $commit ]] || { echo "FAIL: no version/commit in $dist/metadata.json" >&2; exit 1; }
 echo "snapshot version $version, commit $commit"
+[[ $commit =~ ^[0-9a-f]{40}$ ]] || fail "goreleaser stamped commit \"$commit\", not a git commit"
+[[ $version != *-none ]] || fail "snapshot version $version has no commit in it"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

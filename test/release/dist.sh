@@ -10,6 +10,13 @@ cd "$root"
 bash test/release/deps.sh
 export GOFLAGS=-mod=mod CGO_ENABLED=0
 goreleaser=$(bash test/release/tools.sh goreleaser)
+# goreleaser reads the commit only when `git ls-remote --get-url` works; a
+# clone without a remote would otherwise be stamped commit "none". Give such a
+# checkout the project's URL through the environment (no config is written).
+if [[ -z $(git remote) ]]; then
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url \
+    GIT_CONFIG_VALUE_0=https://github.com/svctrace/kubectl-svctrace.git
+fi
 t0=$SECONDS
 "$goreleaser" check
 "$goreleaser" release --snapshot --clean --skip=publish,announce,sign,sbom,docker
