@@ -52,8 +52,14 @@ func FuzzSaveFilter(f *testing.F) {
 			}
 		}
 		st := sf.store()
-		for k := range sf.orphans {
-			_ = st.get(k)
+		for _, k := range []chainKey{{"nat", "KUBE-SEP-A"}, {"nat", chainServices}, {"filter", chainCanary}, {"", ""}} {
+			if l := st.get(k); l.exists {
+				for _, r := range l.rules {
+					if r.Chain != k.chain {
+						t.Fatalf("orphan rule of %s returned for %s", r.Chain, k.chain)
+					}
+				}
+			}
 		}
 	})
 }

@@ -11,16 +11,30 @@ import (
 // when their chain is one of the Service's hash-named chains, when a shared
 // chain's rule names the Service (comment or jump), or when their comment
 // names the Service. KUBE-SEP rules without a comment (kube-proxy drops them
-// above 1000 endpoints) are kept aside as raw text, because iptables-save
-// prints KUBE-SEP-* chains before the KUBE-SVC-* chain that says which of them
-// this Service uses.
+// above 1000 endpoints) are kept aside as raw bytes in one arena, because
+// iptables-save prints KUBE-SEP-* chains before the KUBE-SVC-* chain that says
+// which of them this Service uses; chain declarations go to an arena too.
+// Both are searched only for the few chains the assembler asks about, so the
+// per-line cost is a few byte comparisons and no allocation.
 type saveFilter struct {
-	spns     []string
-	wanted   map[string]bool
-	table    string
-	declared map[chainKey]bool
-	kept     map[chainKey][]Rule
-	orphans  map[chainKey][]string
+	spns   []string
+	spnB   [][]byte
+	wanted map[string]bool
+	table  string
+	kept   map[chainKey][]Rule
+	// declared holds "\n<table> <chain>" for every ":chain" line.
+	declared []byte
+	// orphans holds comment-less KUBE-SEP rule lines, each "<table> <line>\n".
+	orphans     []byte
+	orphanIndex map[chainKey][][2]int
+}
+
+func isSharedChain(c []byte) bool {
+	switch string(c) {
+	case chainServices, chainNodePorts, chainExternalServices, chainProxyFirewall, chainMarkMasq:
+		return true
+	}
+	return false
 }
 
 var sharedChains = map[string]bool{
@@ -29,10 +43,10 @@ var sharedChains = map[string]bool{
 }
 
 func newSaveFilter(plans []portPlan) *saveFilter {
-	f := &saveFilter{wanted: map[string]bool{}, declared: map[chainKey]bool{},
-		kept: map[chainKey][]Rule{}, orphans: map[chainKey][]string{}}
+	f := &saveFilter{wanted: map[string]bool{}, kept: map[chainKey][]Rule{}, declared: []byte{'\n'}}
 	for _, p := range plans {
 		f.spns = append(f.spns, p.spn)
+		f.spnB = append(f.spnB, []byte(p.spn))
 		for _, c := range []string{p.chains.Service, p.chains.Local, p.chains.External, p.chains.Firewall} {
 			f.wanted[c] = true
 		}
@@ -54,10 +68,6 @@ var (
 func (f *saveFilter) consume(rd io.Reader) error {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 256<<10), 4<<20)
-	spnBytes := make([][]byte, len(f.spns))
-	for i, s := range f.spns {
-		spnBytes[i] = []byte(s)
-	}
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
@@ -69,7 +79,10 @@ func (f *saveFilter) consume(rd io.Reader) error {
 			continue
 		case ':':
 			if i := bytes.IndexByte(line, ' '); i > 1 {
-				f.declared[chainKey{f.table, string(line[1:i])}] = true
+				f.declared = append(f.declared, f.table...)
+				f.declared = append(f.declared, ' ')
+				f.declared = append(f.declared, line[1:i]...)
+				f.declared = append(f.declared, '\n')
 			}
 			continue
 		}
@@ -82,6 +95,18 @@ func (f *saveFilter) consume(rd io.Reader) error {
 			end = len(rest)
 		}
 		chainB := rest[:end]
+		if bytes.HasPrefix(chainB, sepPrefix) && !bytes.Contains(line, commentFlag) {
+			// Comment-less endpoint chain: kept aside unless it is wanted.
+			if f.wanted[string(chainB)] {
+				f.keep(chainKey{f.table, string(chainB)}, line)
+				continue
+			}
+			f.orphans = append(f.orphans, f.table...)
+			f.orphans = append(f.orphans, ' ')
+			f.orphans = append(f.orphans, line...)
+			f.orphans = append(f.orphans, '\n')
+			continue
+		}
 		// Map lookups with string(bytes) keys do not allocate; the chain
 		// name is copied only for lines that are kept.
 		if f.wanted[string(chainB)] {
@@ -89,13 +114,13 @@ func (f *saveFilter) consume(rd io.Reader) error {
 			continue
 		}
 		namesSpn := false
-		for _, s := range spnBytes {
+		for _, s := range f.spnB {
 			if bytes.Contains(line, s) {
 				namesSpn = true
 				break
 			}
 		}
-		if sharedChains[string(chainB)] {
+		if isSharedChain(chainB) {
 			if string(chainB) == chainMarkMasq || namesSpn || bytes.Contains(line, jumpNodePorts) || f.jumpsToWanted(line) {
 				f.keepIf(chainKey{f.table, string(chainB)}, line, true)
 			}
@@ -103,11 +128,6 @@ func (f *saveFilter) consume(rd io.Reader) error {
 		}
 		if namesSpn {
 			f.keepIf(chainKey{f.table, string(chainB)}, line, false)
-			continue
-		}
-		if bytes.HasPrefix(chainB, sepPrefix) && !bytes.Contains(line, commentFlag) {
-			k := chainKey{f.table, string(chainB)}
-			f.orphans[k] = append(f.orphans[k], string(line))
 		}
 	}
 	return sc.Err()
@@ -116,8 +136,8 @@ func (f *saveFilter) consume(rd io.Reader) error {
 // mayConcern is the cheap test for a shared-chain line: it names one of
 // the Service ports, jumps to one of its chains, or is the NodePorts tail.
 func (f *saveFilter) mayConcern(line []byte) bool {
-	for _, s := range f.spns {
-		if bytes.Contains(line, []byte(s)) {
+	for _, s := range f.spnB {
+		if bytes.Contains(line, s) {
 			return true
 		}
 	}
@@ -171,37 +191,65 @@ func (f *saveFilter) keepIf(k chainKey, line []byte, shared bool) {
 
 // merge adds what another filter (another table's save) kept.
 func (f *saveFilter) merge(g *saveFilter) {
-	for k := range g.declared {
-		f.declared[k] = true
-	}
+	f.declared = append(f.declared, g.declared[1:]...)
 	for k, v := range g.kept {
 		f.kept[k] = append(f.kept[k], v...)
 	}
-	for k, v := range g.orphans {
-		f.orphans[k] = append(f.orphans[k], v...)
+	f.orphans = append(f.orphans, g.orphans...)
+}
+
+func (f *saveFilter) isDeclared(k chainKey) bool {
+	return bytes.Contains(f.declared, []byte("\n"+k.table+" "+k.chain+"\n"))
+}
+
+// orphanRules returns the kept-aside rules of one chain. The first call
+// indexes the arena (one pass); the assembler asks only when a selection
+// chain jumps to an endpoint chain the query did not predict.
+func (f *saveFilter) orphanRules(k chainKey) []Rule {
+	if f.orphanIndex == nil {
+		f.orphanIndex = map[chainKey][][2]int{}
+		for off := 0; off < len(f.orphans); {
+			end := bytes.IndexByte(f.orphans[off:], '\n')
+			if end < 0 {
+				break
+			}
+			line := f.orphans[off : off+end]
+			// "<table> -A <chain> ..."
+			if sp := bytes.IndexByte(line, ' '); sp > 0 && bytes.HasPrefix(line[sp+1:], ruleStart) {
+				rest := line[sp+1+len(ruleStart):]
+				ce := bytes.IndexByte(rest, ' ')
+				if ce < 0 {
+					ce = len(rest)
+				}
+				key := chainKey{string(line[:sp]), string(rest[:ce])}
+				f.orphanIndex[key] = append(f.orphanIndex[key], [2]int{off + sp + 1, off + end})
+			}
+			off += end + 1
+		}
 	}
+	var rules []Rule
+	for _, sp := range f.orphanIndex[k] {
+		if r, err := ParseRule(string(f.orphans[sp[0]:sp[1]])); err == nil && r.Chain == k.chain {
+			rules = append(rules, r)
+		}
+	}
+	return rules
 }
 
 // store turns what was kept into a store the assembler reads.
 func (f *saveFilter) store() *store {
 	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
-	for k := range f.declared {
-		st.listings[k] = &chainListing{exists: true, rules: f.kept[k]}
+	for k, rules := range f.kept {
+		st.listings[k] = &chainListing{exists: true, rules: rules}
 	}
-	orphans := f.orphans
-	st.fetch = nil
 	st.lazy = func(k chainKey) *chainListing {
-		raw, ok := orphans[k]
-		if !ok {
-			return nil
+		if rules := f.orphanRules(k); len(rules) > 0 {
+			return &chainListing{exists: true, rules: rules}
 		}
-		l := &chainListing{exists: true}
-		for _, line := range raw {
-			if r, err := ParseRule(line); err == nil {
-				l.rules = append(l.rules, r)
-			}
+		if f.isDeclared(k) {
+			return &chainListing{exists: true}
 		}
-		return l
+		return nil
 	}
 	return st
 }
