@@ -65,11 +65,11 @@ func (s *textStyle) mark(st trace.Status) string {
 	if !ok {
 		g = glyphs[trace.StatusUnknown]
 	}
-	m := g.unicode
 	if s.opts.ASCII {
-		m = g.ascii
+		// ASCII marks differ in width; pad them so columns line up.
+		return s.status[st].Render(g.ascii) + strings.Repeat(" ", 6-len(g.ascii))
 	}
-	return s.status[st].Render(m)
+	return s.status[st].Render(g.unicode)
 }
 
 func (s *textStyle) word(st trace.Status, text string) string { return s.status[st].Render(text) }
