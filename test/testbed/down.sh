@@ -97,7 +97,20 @@ if [[ -f $STATE/sysctls.saved ]]; then
 	say "restored sysctls: $(tr '\n' ' ' <"$STATE/sysctls.saved")"
 fi
 
-# 6. Files: kubeconfigs handed out, state and run dirs (no mounts are left below them, checked above).
+# 6. Files outside our dirs: libcni's result cache for our sandboxes, then the machine-wide
+# paths that did not exist before the testbed's first up (recorded by up.sh).
+ids=$(ls -1 "$RUN"/*/containerd-state/io.containerd.grpc.v1.cri/sandboxes "$STATE"/nodes/*/containerd/io.containerd.grpc.v1.cri/sandboxes 2>/dev/null | grep -E '^[0-9a-f]{64}$' | sort -u || true)
+for id in $ids; do rm -f /var/lib/cni/results/*-"$id"-* 2>/dev/null || true; done
+for n in "${NODES[@]}"; do rm -f /var/lib/cni/results/"$n"-* 2>/dev/null || true; done
+if [[ -f $STATE/created-paths ]]; then
+	sort -ru "$STATE/created-paths" | while IFS= read -r pth; do
+		if [[ -e $pth ]] && ! awk -v p="$pth" '$2 ~ "^"p {f=1} END {exit !f}' /proc/self/mounts; then
+			rm -rf --one-file-system "$pth"
+		fi
+	done
+fi
+
+# 7. Files: kubeconfigs handed out, state and run dirs (no mounts are left below them, checked above).
 if [[ -f $STATE/kubeconfig-dirs ]]; then
 	sort -u "$STATE/kubeconfig-dirs" | while IFS= read -r d; do
 		rm -f "$d/kubeconfig" "$d/kubeconfig-restricted"

@@ -25,6 +25,11 @@ t_up=$(date +%s)
 "$TESTBED_DIR/down.sh" --quiet
 
 mkdir -p "$STATE" "$RUN" "$LOGS"
+# Machine-wide paths the kubelets/containerds create outside their configured dirs; the ones that do
+# not exist yet are ours to remove at down.
+for pth in /run/containerd /var/lib/cni /var/lib/kubelet /usr/libexec/kubernetes /var/log/containers; do
+	[[ -e $pth ]] || echo "$pth" >>"$STATE/created-paths"
+done
 # The kubelet rewrites these global sysctls; down.sh restores them.
 for s in vm.overcommit_memory kernel.panic kernel.panic_on_oops; do
 	echo "$s=$(sysctl -n "$s")"
@@ -190,6 +195,7 @@ clusterDNS: [$KUBE_DNS_IP]
 clusterDomain: cluster.local
 resolvConf: $STATE/resolv.conf
 staticPodPath: $d/manifests
+volumePluginDir: $d/volume-plugins
 podLogsDir: $d/pod-logs
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100

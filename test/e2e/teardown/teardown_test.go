@@ -89,7 +89,7 @@ func readSysctl(t *testing.T, name string) string {
 }
 
 // assertClean checks that nothing of the testbed is left on the machine.
-func assertClean(t *testing.T, root string, sysctls map[string]string) {
+func assertClean(t *testing.T, root string, sysctls map[string]string, created map[string]bool) {
 	t.Helper()
 	if ps := testbedProcesses(t); len(ps) > 0 {
 		t.Errorf("testbed processes left:\n%s", strings.Join(ps, "\n"))
@@ -119,6 +119,18 @@ func assertClean(t *testing.T, root string, sysctls map[string]string) {
 	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/svtb-*"); len(cg) > 0 {
 		t.Errorf("cgroups left: %v", cg)
 	}
+	// Paths the kubelets and containerds create outside their configured dirs
+	// (none of them existed before the testbed's first up on the CI machine).
+	for _, d := range []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet", "/usr/libexec/kubernetes", "/var/log/containers"} {
+		if created[d] {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("%s (created by the testbed) left", d)
+			}
+		}
+	}
+	if m, _ := filepath.Glob("/var/lib/cni/results/svtb-*"); len(m) > 0 {
+		t.Errorf("CNI results left: %v", m)
+	}
 	for _, d := range []string{stateDir, runDir, filepath.Join(root, ".testbed", "kubeconfig")} {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("%s left", d)
@@ -129,6 +141,16 @@ func assertClean(t *testing.T, root string, sysctls map[string]string) {
 			t.Errorf("sysctl %s = %s after down, was %s before up", k, got, v)
 		}
 	}
+}
+
+// createdPaths reads which machine-wide paths the running testbed created.
+func createdPaths(t *testing.T) map[string]bool {
+	b, _ := os.ReadFile(filepath.Join(stateDir, "created-paths"))
+	m := map[string]bool{}
+	for _, l := range strings.Fields(string(b)) {
+		m[l] = true
+	}
+	return m
 }
 
 func savedSysctls(t *testing.T) map[string]string {
@@ -148,12 +170,12 @@ func savedSysctls(t *testing.T) map[string]string {
 func TestDownLeavesNothingAndUpAgain(t *testing.T) {
 	root := setup(t)
 	script(t, root, "up.sh") // idempotent: healthy stays up
-	sysctls := savedSysctls(t)
+	sysctls, created := savedSysctls(t), createdPaths(t)
 	if len(testbedProcesses(t)) < 10 {
 		t.Fatalf("expected the testbed's processes to be found while it runs: %v", testbedProcesses(t))
 	}
 	script(t, root, "down.sh")
-	assertClean(t, root, sysctls)
+	assertClean(t, root, sysctls, created)
 	script(t, root, "down.sh") // down twice is fine
 	script(t, root, "up.sh")
 	script(t, root, "status.sh")
@@ -162,7 +184,7 @@ func TestDownLeavesNothingAndUpAgain(t *testing.T) {
 func TestUpAfterKill9(t *testing.T) {
 	root := setup(t)
 	script(t, root, "up.sh")
-	sysctls := savedSysctls(t)
+	sysctls, created := savedSysctls(t), createdPaths(t)
 	// Simulate a crash: SIGKILL every testbed daemon (by its recorded pid) and its containers.
 	pidfiles, _ := filepath.Glob(filepath.Join(runDir, "*.pid"))
 	if len(pidfiles) == 0 {
@@ -183,6 +205,6 @@ func TestUpAfterKill9(t *testing.T) {
 	script(t, root, "status.sh")
 	// And a normal cycle still leaves nothing.
 	script(t, root, "down.sh")
-	assertClean(t, root, sysctls)
+	assertClean(t, root, sysctls, created)
 	script(t, root, "up.sh")
 }
