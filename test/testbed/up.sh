@@ -225,6 +225,7 @@ KP
 done
 
 # ---------------------------------------------------------------- cluster add-ons
+KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
 
 log "waiting for nodes Ready"
