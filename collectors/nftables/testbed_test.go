@@ -1,0 +1,162 @@
+package nftables
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+)
+
+// apiQuery builds the query for one Service of the real testbed dump from
+// the recorded API objects (testdata/iptables/testbed-api.json).
+func apiQuery(t *testing.T, name string) Query {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/iptables/testbed-api.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string            `json:"name"`
+				Namespace string            `json:"namespace"`
+				Labels    map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				ClusterIPs      []string `json:"clusterIPs"`
+				ExternalIPs     []string `json:"externalIPs"`
+				SessionAffinity string   `json:"sessionAffinity"`
+				Ports           []struct {
+					Name     string `json:"name"`
+					Protocol string `json:"protocol"`
+					Port     int32  `json:"port"`
+					NodePort int32  `json:"nodePort"`
+				} `json:"ports"`
+			} `json:"spec"`
+			Ports []struct {
+				Name string `json:"name"`
+				Port int32  `json:"port"`
+			} `json:"ports"`
+			Endpoints []struct {
+				Addresses []string `json:"addresses"`
+			} `json:"endpoints"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	var q Query
+	for _, it := range list.Items {
+		switch {
+		case it.Kind == "Service" && it.Metadata.Name == name:
+			q.Service = collectors.ServiceSpec{Namespace: it.Metadata.Namespace, Name: name, ClusterIPs: it.Spec.ClusterIPs,
+				ExternalIPs: it.Spec.ExternalIPs, SessionAffinity: it.Spec.SessionAffinity}
+			for _, p := range it.Spec.Ports {
+				q.Service.Ports = append(q.Service.Ports, collectors.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+			}
+		case it.Kind == "EndpointSlice" && it.Metadata.Labels["kubernetes.io/service-name"] == name:
+			ports := map[string]int32{}
+			for _, p := range it.Ports {
+				ports[p.Name] = p.Port
+			}
+			for _, e := range it.Endpoints {
+				q.Endpoints = append(q.Endpoints, collectors.Endpoint{IP: e.Addresses[0], Ports: ports, Ready: true, Serving: true})
+			}
+		}
+	}
+	return q
+}
+
+// Real kube-proxy v1.37.2 in nftables mode (node svtb-node2 of the testbed).
+func checkTestbedNode2(t *testing.T, read func(Query) *Observation) {
+	t.Helper()
+	port := func(name string) PortObservation {
+		t.Helper()
+		o := read(apiQuery(t, name))
+		if len(o.Tables) != 1 || !o.Tables[0].Present || o.Tables[0].Error != "" || !o.Tables[0].ClusterIPs[0].Member {
+			t.Fatalf("%s: %+v", name, o.Tables)
+		}
+		return o.Tables[0].Ports[0]
+	}
+	web := port("web")
+	ng := web.Service.Rules[0].Numgen
+	if !web.ServiceIPs[0].Found || ng == nil || ng.Modulus != 3 || ng.Entries[2].Address != "10.244.2.9:8080" {
+		t.Errorf("web: %+v %+v", web.ServiceIPs, ng)
+	}
+	sticky := port("sticky")
+	if len(sticky.Endpoints) != 2 || len(sticky.Affinity) != 2 || sticky.Affinity[0].TimeoutSeconds != 600 || !sticky.Endpoints[0].Exists {
+		t.Errorf("sticky: %+v %+v", sticky.Endpoints, sticky.Affinity)
+	}
+	lb := port("lb")
+	if !lb.ServiceNodePorts[0].Found || lb.ServiceNodePorts[0].Target != lb.ChainNames.External || !lb.Local.Exists || len(lb.External.Rules) != 4 {
+		t.Errorf("lb: %+v local %v ext %d", lb.ServiceNodePorts, lb.Local.Exists, len(lb.External.Rules))
+	}
+	empty := port("empty")
+	if !empty.NoEndpointServices[0].Found || empty.NoEndpointServices[0].Verdict != "goto reject-chain" || !empty.NoEndpointNodePorts[0].Found {
+		t.Errorf("empty: %+v %+v", empty.NoEndpointServices, empty.NoEndpointNodePorts)
+	}
+	itp := port("itp") // node2 holds the only endpoint: local chain
+	if !itp.ServiceIPs[0].Found || itp.ServiceIPs[0].Target != itp.ChainNames.Local || !itp.Local.Exists {
+		t.Errorf("itp: %+v", itp.ServiceIPs)
+	}
+	big := port("big")
+	bng := big.Service.Rules[0].Numgen
+	sum := 0.0
+	if bng != nil {
+		for _, e := range bng.Entries {
+			sum += e.Share
+		}
+	}
+	if bng == nil || bng.Modulus != 1001 || len(bng.Entries) != 1001 || math.Abs(sum-1) > 1e-9 {
+		t.Errorf("big: %+v", bng)
+	}
+}
+
+func TestReadTestbedNode2CLI(t *testing.T) {
+	checkTestbedNode2(t, func(q Query) *Observation {
+		q.ForceCLI = true
+		q.Runner = runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+			if !strings.Contains(strings.Join(args, " "), "table ip kube-proxy") {
+				return nil, os.ErrNotExist
+			}
+			return os.ReadFile("../testdata/nftables/testbed-node2.json")
+		})
+		o, err := Read(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	})
+}
+
+// The real listing is valid `nft -f` input: load it into a namespace and
+// read it through netlink.
+func TestReadTestbedNode2Netlink(t *testing.T) {
+	ns := testnetns.New(t, "nft")
+	ns.MustRun(t, "nft", "-f", "../testdata/nftables/testbed-node2.list")
+	checkTestbedNode2(t, func(q Query) *Observation {
+		q.NetNS = ns.Path()
+		o, err := Read(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Source != SourceNetlink {
+			t.Fatalf("source %s %s", o.Source, o.NetlinkError)
+		}
+		q.ForceCLI = true
+		c, err := Read(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if normalized(o) != normalized(c) {
+			t.Errorf("netlink and nft-cli disagree for %s", q.Service.Name)
+		}
+		return o
+	})
+}
