@@ -1,0 +1,39 @@
+package nftables
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// TestReadLiveTestbed reads default/kubernetes from the testbed's
+// nftables-mode node while the real kube-proxy runs (skipped when the
+// testbed is not up). Read-only.
+func TestReadLiveTestbed(t *testing.T) {
+	const ns = "/var/run/netns/svtb-node2"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat(ns); err != nil {
+		t.Skip("testbed node svtb-node2 not up")
+	}
+	q := Query{NetNS: ns, Service: collectors.ServiceSpec{Namespace: "default", Name: "kubernetes", ClusterIPs: []string{"10.96.0.1"},
+		Ports: []collectors.ServicePort{{Name: "https", Protocol: "TCP", Port: 443}}}}
+	obs, err := Read(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Source != SourceNetlink {
+		t.Fatalf("source %s: %s", obs.Source, obs.NetlinkError)
+	}
+	tb := obs.Tables[0]
+	if !tb.Present {
+		t.Skip("kube-proxy has not programmed svtb-node2 (testbed starting or stopping)")
+	}
+	p := tb.Ports[0]
+	if p.ChainNames.Service != "service-2QRHZV4L-default/kubernetes/tcp/https" || !p.ServiceIPs[0].Found || !p.Service.Exists || len(p.Service.Rules) == 0 {
+		t.Errorf("default/kubernetes: %+v", p)
+	}
+}
