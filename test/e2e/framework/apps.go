@@ -261,7 +261,7 @@ func (tb *Testbed) CreateManualEndpointSlice(t testing.TB, ns, service string, a
 	t.Helper()
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: service + "-manual", Namespace: ns,
+			GenerateName: service + "-manual-", Namespace: ns,
 			Labels: map[string]string{discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: "svctrace-e2e"},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,

@@ -148,9 +148,10 @@ func TestOnePodNotReady(t *testing.T) {
 	tb.SetEchoReady(t, ns, pods[0].Name, false)
 	tb.WaitReadyEndpoints(t, ns, "web", 1)
 	r := svctrace(t, tb, "web", "-n", ns, "--no-node")
-	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotReady, "")
+	requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotReady, "")
+	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodePodNotReady, "")
 	if !strings.Contains(c.Message, pods[0].Name) {
-		t.Errorf("not-ready check does not name %s: %q", pods[0].Name, c.Message)
+		t.Errorf("not-ready Pod check does not name %s: %q", pods[0].Name, c.Message)
 	}
 }
 
