@@ -50,7 +50,7 @@ rendered=$(awk -v tag="$tag" -v base="$base" -v sums="$sums" '
     if (!(file in sha)) { print "render.sh: " file " is not in " sums > "/dev/stderr"; bad = 1; exit 1 }
     if (base != "") url = base "/" file
     print indent "uri: " url
-    print indent "sha256: " sha[file]
+    print indent "sha256: \"" sha[file] "\""  # quoted: an all-digit sum is not a YAML number
     next
   }
   { gsub(/\{\{ *\.TagName *\}\}/, tag); print }
