@@ -48,14 +48,19 @@ func Large(n int) []Service {
 func Bench(n int) []Service {
 	out := make([]Service, 0, n)
 	for i := 0; i < n; i++ {
-		s := Service{Namespace: "bench", Name: fmt.Sprintf("svc-%d", i),
-			ClusterIP: fmt.Sprintf("10.100.%d.%d", i/250, i%250+1),
-			Ports:     []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
-		for j := 0; j < 4; j++ {
-			k := i*4 + j
-			s.Endpoints = append(s.Endpoints, Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", 200+k/62500, (k/250)%250, k%250+1), Port: 8080})
-		}
-		out = append(out, s)
+		out = append(out, BenchService(i))
 	}
 	return out
+}
+
+// BenchService is Service i of Bench.
+func BenchService(i int) Service {
+	s := Service{Namespace: "bench", Name: fmt.Sprintf("svc-%d", i),
+		ClusterIP: fmt.Sprintf("10.100.%d.%d", i/250, i%250+1),
+		Ports:     []Port{{Name: "http", Protocol: "TCP", Port: 80}}}
+	for j := 0; j < 4; j++ {
+		k := i*4 + j
+		s.Endpoints = append(s.Endpoints, Endpoint{IP: fmt.Sprintf("10.%d.%d.%d", 200+k/62500, (k/250)%250, k%250+1), Port: 8080})
+	}
+	return s
 }

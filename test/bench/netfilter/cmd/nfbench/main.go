@@ -182,7 +182,7 @@ func readChild(args []string) int {
 	}
 	mode := args[0]
 	idx, _ := strconv.Atoi(args[1])
-	s := kpgen.Bench(idx + 1)[idx]
+	s := kpgen.BenchService(idx)
 	svc := collectors.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
 		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
 	var eps []collectors.Endpoint
