@@ -52,3 +52,10 @@ bench-netfilter: ## (root) netfilter readers vs full dumps at 1k/5k/10k Services
 .PHONY: golden
 golden: ## regenerate render/testdata goldens (go test ./render/... -update)
 	$(GO) test ./render/... -update
+
+# The two commands of the README.
+.PHONY: demo ci
+demo: ## newcomer's main job: local cluster up, demo app with a deliberate fault, kubectl svctrace on it
+	bash test/demo/demo.sh
+ci: ## the whole test suite, as .ci/run runs it: deps, lint, unit tests, e2e on the testbed, release checks
+	bash test/ci.sh

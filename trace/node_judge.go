@@ -456,7 +456,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					code = CodeDNSLiveOK
 					a["answers"] = strings.Join(got, ", ")
 					a["transports"] = strings.Join(sortedKeys(boolKeys(qs)), "+")
-					a["node"] = "every inspected node"
+					a["nodes"] = "every inspected node"
 					if seen[key{code, q.Name + q.Type}] {
 						continue
 					}
