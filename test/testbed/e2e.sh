@@ -6,6 +6,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 "$TESTBED_DIR/up.sh"
+# A testbed that was already up holds images from an older checkout: rebuild
+# them (the collector above all) from this tree and import them.
+"$TESTBED_DIR/images.sh"
 cd "$REPO_ROOT"
 export GOFLAGS=-mod=mod SVCTRACE_E2E=1 SVCTRACE_KUBECONFIG=$KUBECONFIG_DIR/kubeconfig
 rc=0
