@@ -244,3 +244,26 @@ func (tb *Testbed) KubectlRun(ctx context.Context, args ...string) (string, erro
 func (tb *Testbed) Ctl(ctx context.Context, args ...string) (string, error) {
 	return Run(ctx, "bash", append([]string{filepath.Join(tb.RepoRoot, "test", "testbed", "ctl.sh")}, args...)...)
 }
+
+// RestrictedKubeconfig is the kubeconfig of user svctrace-user, bound only to
+// the RBAC svctrace documents (test/testbed/manifests/rbac-svctrace.yaml).
+func (tb *Testbed) RestrictedKubeconfig() string {
+	if p := os.Getenv("SVCTRACE_KUBECONFIG_RESTRICTED"); p != "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(tb.Kubeconfig), "kubeconfig-restricted")
+}
+
+// RestrictedClient connects as svctrace-user (see RestrictedKubeconfig).
+func (tb *Testbed) RestrictedClient(t testing.TB) (*rest.Config, kubernetes.Interface) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", tb.RestrictedKubeconfig())
+	if err != nil {
+		t.Fatalf("restricted kubeconfig: %v", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, cs
+}
