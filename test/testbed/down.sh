@@ -6,6 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || die "must run as root"
+testbed_lock
 quiet=0; [[ ${1:-} == --quiet ]] && quiet=1
 say() { ((quiet)) || log "$@"; }
 t0=$(date +%s)

@@ -56,9 +56,9 @@ start_daemon() {
 	local name=$1 ns=$2; shift 2
 	mkdir -p "$RUN" "$LOGS"
 	if [[ -n $ns ]]; then
-		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 	else
-		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 	fi
 	echo $! >"$RUN/$name.pid"
 	# Remember the exact command line so `down` only ever signals what we started.
@@ -139,4 +139,17 @@ stop_daemon() {
 	done
 	if pid_alive "$name"; then kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
 	rm -f "$RUN/$name.pid"
+}
+
+# testbed_lock: serialise up/down across checkouts and concurrent callers
+# (machine-wide lock file, the conventional place; it is left in place on purpose).
+testbed_lock() {
+	[[ -n ${SVTB_LOCKED:-} ]] && return 0
+	mkdir -p /run/lock
+	exec 8>/run/lock/svctrace-testbed.lock
+	if ! flock -n 8; then
+		log "waiting for another testbed up/down to finish ..."
+		flock 8
+	fi
+	export SVTB_LOCKED=1
 }

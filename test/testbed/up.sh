@@ -6,6 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || die "must run as root"
+testbed_lock
 
 t_start=$(date +%s)
 if "$TESTBED_DIR/status.sh" --quiet; then
