@@ -170,15 +170,55 @@ func savedSysctls(t *testing.T) map[string]string {
 func TestDownLeavesNothingAndUpAgain(t *testing.T) {
 	root := setup(t)
 	script(t, root, "up.sh") // idempotent: healthy stays up
+	rootBefore := rootNetnsState(t)
 	sysctls, created := savedSysctls(t), createdPaths(t)
 	if len(testbedProcesses(t)) < 10 {
 		t.Fatalf("expected the testbed's processes to be found while it runs: %v", testbedProcesses(t))
 	}
 	script(t, root, "down.sh")
 	assertClean(t, root, sysctls, created)
+	assertSameRootNetns(t, "after down", rootBefore)
 	script(t, root, "down.sh") // down twice is fine
 	script(t, root, "up.sh")
 	script(t, root, "status.sh")
+	assertSameRootNetns(t, "after up", rootBefore)
+}
+
+// rootNetnsState snapshots what the testbed must never change in the machine's
+// own network namespace: links, addresses, routes, policy rules, the nftables
+// ruleset (which includes iptables-nft rules) and forwarding sysctls.
+func rootNetnsState(t *testing.T) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for name, args := range map[string][]string{
+		"links":  {"ip", "-o", "link", "show"},
+		"addrs":  {"ip", "-o", "addr", "show"},
+		"routes": {"ip", "route", "show", "table", "all"},
+		"rules":  {"ip", "rule", "show"},
+		"nft":    {"nft", "list", "ruleset"},
+	} {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+		m[name] = string(out)
+	}
+	for _, k := range []string{"net.ipv4.ip_forward", "net.ipv4.conf.all.route_localnet", "net.bridge.bridge-nf-call-iptables"} {
+		if b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/")); err == nil {
+			m[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return m
+}
+
+func assertSameRootNetns(t *testing.T, when string, before map[string]string) {
+	t.Helper()
+	after := rootNetnsState(t)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("root netns %s changed %s (the testbed must not touch it):\nbefore:\n%s\nafter:\n%s", k, when, v, after[k])
+		}
+	}
 }
 
 func TestUpAfterKill9(t *testing.T) {
