@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // capNames are the Linux capability bits, in bit order (capability.h).
@@ -60,20 +59,4 @@ func ParseCapEff(hex string) Capabilities {
 		}
 	}
 	return c
-}
-
-// ReadResources measures the process's own peak RSS and CPU, and its waited-for
-// children's, with getrusage (ru_maxrss is in KiB on Linux).
-func ReadResources() Resources {
-	var self, children syscall.Rusage
-	var r Resources
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) == nil {
-		r.PeakRSSSelfKiB = self.Maxrss
-		r.UserCPUMillis = float64(self.Utime.Sec)*1000 + float64(self.Utime.Usec)/1000
-		r.SystemCPUMillis = float64(self.Stime.Sec)*1000 + float64(self.Stime.Usec)/1000
-	}
-	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) == nil {
-		r.PeakRSSChildrenKiB = children.Maxrss
-	}
-	return r
 }

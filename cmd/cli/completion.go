@@ -91,6 +91,8 @@ func registerCompletions(cmd *cobra.Command, f *TraceFlags) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", completeNamespaces(f))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]cobra.Completion{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("node", CompleteNodeNames(f))
+	_ = cmd.RegisterFlagCompletionFunc("collector-namespace", completeNamespaces(f))
 }
 
 // listNames runs one list for completion; any error yields no completions

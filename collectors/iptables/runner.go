@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Command is one program invocation. Env entries are added to the runner's
@@ -96,7 +94,7 @@ func (r ExecRunner) Stream(ctx context.Context, c Command, consume func(io.Reade
 	}
 	// A 1 MiB pipe lets iptables-save run ahead of the parser instead of
 	// blocking on every 64 KiB (best effort; the default size still works).
-	_, _ = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	growPipe(pw)
 	cmd.Stdout = pw
 	if err := cmd.Start(); err != nil {
 		pr.Close()

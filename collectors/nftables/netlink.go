@@ -1,3 +1,5 @@
+//go:build linux
+
 package nftables
 
 import (
@@ -252,26 +254,6 @@ func verdictName(k expr.VerdictKind) string {
 		return "queue"
 	}
 	return "verdict(" + strconv.Itoa(int(k)) + ")"
-}
-
-// elemKey is a key of kube-proxy's maps: "addr . proto . port"
-// (service-ips, no-endpoint-services, firewall-ips), "proto . port"
-// (service-nodeports, no-endpoint-nodeports), or "addr" (cluster-ips).
-type elemKey struct {
-	IP    string
-	Proto string
-	Port  int32
-}
-
-func (k elemKey) String() string {
-	var parts []string
-	if k.IP != "" {
-		parts = append(parts, k.IP)
-	}
-	if k.Proto != "" {
-		parts = append(parts, k.Proto, strconv.Itoa(int(k.Port)))
-	}
-	return strings.Join(parts, " . ")
 }
 
 // encode lays the key out as the kernel stores a concatenation: each field
@@ -621,13 +603,6 @@ func ipFromBytes(b []byte) string {
 		return a.String()
 	}
 	return "0x" + hexBytes(b)
-}
-
-func netipJoin(ip string, port uint16) string {
-	if strings.Contains(ip, ":") {
-		return "[" + ip + "]:" + strconv.Itoa(int(port))
-	}
-	return ip + ":" + strconv.Itoa(int(port))
 }
 
 func hexBytes(b []byte) string {

@@ -221,14 +221,15 @@ func (tb *Testbed) HoldConnections(t testing.TB, node, addr string, n int) ([]ne
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 		msg := fmt.Sprintf("hold-%d\n", i)
 		buf := make([]byte, len(msg))
-		if _, err := c.Write([]byte(msg)); err == nil {
+		_, err = c.Write([]byte(msg))
+		if err == nil {
 			_, err = io.ReadFull(c, buf)
 		}
 		_ = c.SetDeadline(time.Time{})
 		conns = append(conns, c)
-		if string(buf) != msg {
+		if err != nil || string(buf) != msg {
 			_ = closeAll(context.Background())
-			t.Fatalf("connection %d to %s from %s does not echo", i, addr, node)
+			t.Fatalf("connection %d to %s from %s does not echo: %v", i, addr, node, err)
 		}
 	}
 	return conns, tb.fault(t, closeAll)

@@ -9,7 +9,6 @@ package kpgen
 import (
 	"fmt"
 	"io"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -304,13 +303,6 @@ func IPTables(w io.Writer, svcs []Service, o Options) error {
 		return err
 	}
 	return nil
-}
-
-func nftFamily(ip string) string {
-	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
-		return "ip6"
-	}
-	return "ip"
 }
 
 // NFTables writes `nft -f` input recreating kube-proxy's `table ip kube-proxy`

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package iptables
+
+import "os"
+
+func growPipe(*os.File) {}
