@@ -9,7 +9,15 @@ source "$(dirname "$0")/lib.sh"
 testbed_lock
 
 t_start=$(date +%s)
-if "$TESTBED_DIR/status.sh" --quiet; then
+modes_match() { # the running kube-proxies use the requested modes
+	local n
+	for n in "${NODES[@]}"; do
+		[[ $(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null) == "${NODE_PROXY_MODE[$n]}" ]] || return 1
+	done
+}
+if "$TESTBED_DIR/status.sh" --quiet && ! modes_match; then
+	log "testbed is up with other kube-proxy modes than SVTB_PROXY_MODES=${PROXY_MODES[*]}: recreating it"
+elif "$TESTBED_DIR/status.sh" --quiet; then
 	mkdir -p "$KUBECONFIG_DIR"
 	install -m 600 "$STATE/pki/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
 	install -m 600 "$STATE/pki/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
