@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -86,7 +87,10 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog([]CheckSpec{
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog))
+
+// apiSideCatalog are the codes of the layers the API alone decides.
+var apiSideCatalog = []CheckSpec{
 	// API: reading the cluster failed; the layer that needed the data is unknown.
 	{Code: CodeAPIForbidden, Severity: SeverityError, Title: "Permission missing",
 		Message:  "cannot {verb} {resource} in {scope} (forbidden): {impact}",
@@ -249,7 +253,7 @@ var Catalog = buildCatalog([]CheckSpec{
 	{Code: CodeDNSClusterDNSOK, Layer: LayerDNS, Severity: SeverityInfo, Title: "Cluster DNS",
 		Message:  "kube-system/kube-dns {clusterIPs} has {ready} ready endpoints",
 		NextStep: "kubectl get pods -n kube-system -l k8s-app=kube-dns -o wide"},
-})
+}
 
 func buildCatalog(specs []CheckSpec) map[string]CheckSpec {
 	m := make(map[string]CheckSpec, len(specs))

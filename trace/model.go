@@ -54,7 +54,7 @@ const (
 )
 
 // LayerOrder is the order of ServiceTrace.Layers.
-var LayerOrder = []LayerName{LayerDNS, LayerService, LayerEndpoints, LayerDatapath, LayerConntrack, LayerRoute}
+var LayerOrder = []LayerName{LayerDNS, LayerService, LayerEndpoints, LayerDatapath, LayerConntrack, LayerRoute, LayerPolicy}
 
 // NodeLayers are the layers only a node can observe; a NodeInspector fills them.
 var NodeLayers = []LayerName{LayerDatapath, LayerConntrack, LayerRoute}

@@ -1,8 +1,8 @@
 package trace
 
 // Node-layer catalog codes: what a collector Pod saw on a node, judged
-// against the Service and its EndpointSlices. They join the one Catalog
-// (see init below) so docs, golden files and bots see a single list.
+// against the Service and its EndpointSlices. They are part of the one
+// Catalog (catalog.go), so docs, golden files and bots see a single list.
 const (
 	CodeNodeCollectorFailed = "DP001"
 	CodeDPOwner             = "DP002"
@@ -203,13 +203,4 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDNSLiveSlow, Layer: LayerDNS, Severity: SeverityWarning, Title: "DNS slow",
 		Message:  "{server} took {latency} ms to answer {name} over {transport}",
 		NextStep: "kubectl -n kube-system top pods -l k8s-app=kube-dns"},
-}
-
-func init() {
-	for _, s := range nodeCatalog {
-		if _, dup := Catalog[s.Code]; dup {
-			panic("trace: duplicate catalog code " + s.Code)
-		}
-		Catalog[s.Code] = s
-	}
 }

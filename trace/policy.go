@@ -68,16 +68,6 @@ var policyCatalog = []CheckSpec{
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
 }
 
-func init() {
-	LayerOrder = append(LayerOrder, LayerPolicy)
-	for _, s := range policyCatalog {
-		if _, dup := Catalog[s.Code]; dup {
-			panic("trace: duplicate catalog code " + s.Code)
-		}
-		Catalog[s.Code] = s
-	}
-}
-
 // fetchPolicies lists the NetworkPolicies of the Service's namespace (and of
 // the client Pod's, for its egress), paged. A failure becomes a gap that
 // turns the policy layer unknown.
