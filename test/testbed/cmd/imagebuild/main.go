@@ -78,7 +78,7 @@ func build(root, tag, out string, entrypoint, env []string) error {
 	cf = cf.DeepCopy()
 	cf.Architecture = "amd64"
 	cf.OS = "linux"
-	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Created = v1.Time{Time: timeZero()}
 	cf.Config.Entrypoint = entrypoint
 	cf.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	cf.Config.WorkingDir = "/"
@@ -131,7 +131,7 @@ func tarTree(root string) ([]byte, error) {
 			hdr.Name += "/"
 		}
 		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = time.Unix(0, 0), time.Time{}, time.Time{}
+		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = timeZero(), time.Time{}, time.Time{}
 		hdr.Format = tar.FormatPAX
 		hdr.PAXRecords = nil
 		if err := tw.WriteHeader(hdr); err != nil {
@@ -156,3 +156,6 @@ func tarTree(root string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// timeZero is the only time the image carries, so rebuilds are byte-identical.
+func timeZero() time.Time { return time.Unix(0, 0).UTC() }

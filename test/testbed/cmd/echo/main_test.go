@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitHTTP(t *testing.T, url string) *http.Response {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if r, err := http.Get(url); err == nil {
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered", url)
+	return nil
+}
+
+func status(t *testing.T, url string) int {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
+// TestServeReadinessAndEcho drives the server the way e2e tests do: readiness
+// flips through POST /ready, TCP and UDP echo, and the HTTP identity answer.
+func TestServeReadinessAndEcho(t *testing.T) {
+	hp, tp, up := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "udp")
+	go func() {
+		_ = serve([]string{"--bind", "127.0.0.1", "--http-port", strconv.Itoa(hp), "--tcp-port", strconv.Itoa(tp), "--udp-port", strconv.Itoa(up)})
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", hp)
+	r := waitHTTP(t, base+"/")
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !strings.Contains(string(body), `"ready":true`) {
+		t.Errorf("identity answer %s", body)
+	}
+	if s := status(t, base+"/healthz"); s != 200 {
+		t.Fatalf("healthz %d, want 200", s)
+	}
+	if r, err := http.Post(base+"/ready?v=false", "", nil); err != nil || r.StatusCode != 200 {
+		t.Fatalf("POST /ready?v=false: %v %v", r, err)
+	}
+	if s := status(t, base+"/healthz"); s != 503 {
+		t.Fatalf("healthz after flip %d, want 503", s)
+	}
+	if r, err := http.Post(base+"/ready?v=true", "", nil); err != nil || r.StatusCode != 200 {
+		t.Fatalf("POST /ready?v=true: %v %v", r, err)
+	}
+	if s := status(t, base+"/healthz"); s != 200 {
+		t.Fatalf("healthz after flip back %d, want 200", s)
+	}
+	for _, network := range []string{"tcp", "udp"} {
+		port := tp
+		if network == "udp" {
+			port = up
+		}
+		c, err := net.Dial(network, fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		fmt.Fprint(c, "ping-"+network+"\n")
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if err != nil || line != "ping-"+network+"\n" {
+			t.Errorf("%s echo: %q %v", network, line, err)
+		}
+	}
+}
