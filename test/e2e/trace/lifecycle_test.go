@@ -57,7 +57,7 @@ func TestInterruptCleansUp(t *testing.T) {
 				// leave nothing behind.
 				for attempt := 1; attempt <= 5; attempt++ {
 					args := append([]string{"--kubeconfig", tb.Kubeconfig, "--image", CollectorImage, "-o", "json", "web", "-n", ns}, st.args...)
-					sent, err, stderr := interruptOnce(t, args, sig, st.ready)
+					sent, stderr, err := interruptOnce(t, args, sig, st.ready)
 					assertNoCollectorPods(t, tb)
 					if !sent {
 						t.Logf("attempt %d: the trace finished before stage %q was seen", attempt, st.name)
@@ -79,12 +79,12 @@ func TestInterruptCleansUp(t *testing.T) {
 
 // interruptOnce runs the binary and sends sig when ready(stage of the
 // collector Pod) first holds. It reports whether the signal was sent.
-func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(string) bool) (bool, error, string) {
+func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(string) bool) (sent bool, stderr string, err error) {
 	t.Helper()
 	tb := framework.Setup(t)
 	cmd := exec.Command(binPath, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +94,14 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
-			return false, err, stderr.String()
+			return false, errb.String(), err
 		default:
 		}
 		if s := collectorStage(tb); s != "" && ready(s) {
 			_ = cmd.Process.Signal(sig)
 			select {
 			case err := <-done:
-				return true, err, stderr.String()
+				return true, errb.String(), err
 			case <-time.After(60 * time.Second):
 				_ = cmd.Process.Kill()
 				t.Fatalf("kubectl-svctrace did not exit within 60s after %s", sig)
@@ -111,7 +111,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 	}
 	_ = cmd.Process.Kill()
 	t.Fatalf("kubectl-svctrace neither finished nor reached the stage in 60s")
-	return false, nil, ""
+	return false, "", nil
 }
 
 func TestUnpullableImageIsOneClearMessage(t *testing.T) {
