@@ -3,6 +3,7 @@ package trace_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,34 @@ func deployWeb(t *testing.T, tb *framework.Testbed, n int, nodes []string, opts 
 	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: int32(n), Nodes: nodes})
 	svc = tb.CreateService(t, ns, framework.NewService("web", "web", opts...))
 	tb.WaitReadyEndpoints(t, ns, "web", n)
+	waitProgrammed(t, tb, svc)
 	return ns, svc
+}
+
+// waitProgrammed waits until every node's kube-proxy has synced the Service:
+// its ClusterIP accepts a connection from each node. kube-proxy syncs a
+// moment after the EndpointSlice changes; a trace in that moment rightly
+// reports the old rules, which is not what these scenarios test.
+func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
+	t.Helper()
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return
+	}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port))
+	for _, n := range tb.Nodes {
+		err := framework.Eventually(framework.Context(t, time.Minute), 45*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			c, err := framework.DialInNode(dctx, n.Name, "tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s never answered from %s: %v", addr, n.Name, err)
+		}
+	}
 }
 
 func TestHealthyIPTablesAndNFTables(t *testing.T) {
