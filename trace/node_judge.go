@@ -175,21 +175,34 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collector
 	flows := 0
 	if f := ct.Flows; f != nil {
 		var gone []string
+		goneCount := 0
+		unNATed := map[string]bool{}
 		for _, fe := range f.Frontends {
 			flows += fe.Total
+			frontend, _, _ := strings.Cut(fe.Frontend, "/")
 			for _, b := range fe.Backends {
-				if !b.Expected {
+				switch {
+				case b.Expected:
+				case b.Backend == frontend:
+					// The reply comes from the frontend itself: the flow was
+					// never NATed (it was tried before kube-proxy programmed
+					// the Service, or rejected). No backend pins it.
+					unNATed[b.Backend] = true
+				default:
 					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, b.Count, fe.Frontend))
+					goneCount += b.Count
 				}
 			}
 			nj.skew(node, fe)
 		}
-		if f.UnexpectedTotal > 0 {
+		if goneCount > 0 {
 			var raw []string
 			for _, fl := range f.Unexpected {
-				raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
+				if !unNATed[fl.Backend] {
+					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
+				}
 			}
-			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(f.UnexpectedTotal), "backends": strings.Join(gone, ", ")}, raw,
+			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": strings.Join(gone, ", ")}, raw,
 				fieldItems("goneBackends", gone))
 			problems++
 		}

@@ -226,7 +226,7 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 	}}}
 	obs.Sections.Conntrack.Data.StatsDelta = &collectors.ConntrackCounters{InsertFailed: 3}
 	obs.Sections.Conntrack.Data.Flows = &collectors.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectors.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
-		Backends: []collectors.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}}}}}
+		Backends: []collectors.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}, {Backend: "10.96.0.20:80", Count: 1}}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	for layer, want := range map[LayerName][]string{
 		LayerRoute:     {CodeRTForwardOff},
@@ -240,6 +240,9 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 				t.Errorf("layer %s: missing %s; got %v", layer, code, keysOf(got))
 			}
 		}
+	}
+	if c := nodeCodes(tr, LayerConntrack, "n1")[CodeCTStaleFlows]; strings.Contains(c.Message, "10.96.0.20:80 (") || !strings.Contains(c.Message, "2 conntrack flow(s)") {
+		t.Errorf("an un-NATed flow (reply from the ClusterIP itself) counted as pinned to a gone backend: %q", c.Message)
 	}
 	if c := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]; !strings.Contains(c.Message, "web-2") {
 		t.Errorf("refusal does not name the Pod: %q", c.Message)
