@@ -179,7 +179,7 @@ var nodeCatalog = []CheckSpec{
 		NextStep: nodeSvcCmd},
 
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
-		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1)",
+		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",
 		NextStep: "kubectl get pods -n {namespace} -o wide"},
 	{Code: CodeEpsLoopback, Layer: LayerEndpoints, Severity: SeverityError, Title: "App listens on loopback only",
 		Message:  "{pod} listens on {listen}, not on its Pod IP: traffic to {target} is refused",

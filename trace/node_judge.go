@@ -348,6 +348,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 	}
 	var okEndpoints int
 	var refused, timeouts, frontendFails []string
+	refusedPods := map[string]string{} // pod → refused ip:port
 	var raw []string
 	for _, p := range s.Data.Probes {
 		ip := p.Address
@@ -369,6 +370,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 			name := p.Address
 			if pod := podOf[ip]; pod != "" {
 				name = "pod " + pod + " (" + p.Address + ")"
+				refusedPods[pod] = p.Address
 			}
 			refused = append(refused, name)
 		case p.Target == "endpoint":
@@ -380,7 +382,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 		}
 	}
 	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
-		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", ")}, raw)
+		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", "), "hint": nj.declaredPortsHint(refusedPods)}, raw)
 	}
 	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
 		nj.emit(CodeRTPodTimeout, node, Args{"targets": strings.Join(timeouts, ", ")}, raw)
@@ -633,3 +635,43 @@ func upDown(b bool) string {
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
 func i64(v int64) string  { return strconv.FormatInt(v, 10) }
+
+// declaredPortsHint points at the likely mistake when endpoints refuse: the
+// port they were probed on is not one the Pod declares, but others are (a
+// Service targetPort that does not match the container). A declaration is
+// not required, so this is a hint, not a finding of its own.
+func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
+	for i := range nj.in.Pods {
+		p := &nj.in.Pods[i]
+		addr, ok := refusedPods[p.Name]
+		if !ok {
+			continue
+		}
+		_, port, _ := strings.Cut(addr[strings.LastIndex(addr, ":"):], ":")
+		var declared []string
+		match := false
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if strconv.Itoa(int(cp.ContainerPort)) == port {
+					match = true
+				}
+				d := fmt.Sprintf("%d/%s", cp.ContainerPort, orTCP(string(cp.Protocol)))
+				if cp.Name != "" {
+					d = cp.Name + "=" + d
+				}
+				declared = append(declared, d)
+			}
+		}
+		if !match && len(declared) > 0 {
+			return fmt.Sprintf("; the Pods declare container port(s) %s, not %s: check the Service's targetPort", strings.Join(declared, ", "), port)
+		}
+	}
+	return ""
+}
+
+func orTCP(p string) string {
+	if p == "" {
+		return "TCP"
+	}
+	return p
+}

@@ -352,3 +352,17 @@ func requireNodeCheck(t *testing.T, tr *ServiceTrace, layer LayerName, code, nod
 		t.Errorf("layer %s node %s: no %s; got %v", layer, node, code, keysOf(nodeCodes(tr, layer, "")))
 	}
 }
+
+func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
+	in := nodeInput()
+	in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8081,
+		ep{ip: "10.244.1.5", pod: "web-1", node: "n1", ready: true})}
+	obs := observation(t, "iptables", nil, nil)
+	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: []collectors.Probe{
+		{Target: "endpoint", Address: "10.244.1.5:8081", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"}}}}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	c, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]
+	if !ok || !strings.Contains(c.Message, "declare container port(s) http=8080/TCP, not 8081") {
+		t.Fatalf("refusal without the declared-port hint: %+v", c)
+	}
+}
