@@ -234,11 +234,11 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, flowCap int) *collecto
 	frontends := map[key]string{} // exact frontends
 	nodePorts := map[key]string{} // port-only match, addr zero
 	for _, fe := range req.Service.Frontends() {
-		frontends[key{fe.Addr, protoNumber(fe.Protocol)}] = fe.PortName
+		frontends[key{fe.Addr, collectors.IPProtoNumber(fe.Protocol)}] = fe.PortName
 	}
 	for _, p := range req.Service.Ports {
 		if p.NodePort > 0 {
-			nodePorts[key{netip.AddrPortFrom(netip.Addr{}, uint16(p.NodePort)), protoNumber(p.Protocol)}] = p.Name
+			nodePorts[key{netip.AddrPortFrom(netip.Addr{}, uint16(p.NodePort)), collectors.IPProtoNumber(p.Protocol)}] = p.Name
 		}
 	}
 	expected := map[string]bool{}
@@ -265,7 +265,7 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, flowCap int) *collecto
 				continue
 			}
 		}
-		feName := dst.String() + "/" + protoName(k.proto)
+		feName := dst.String() + "/" + collectors.IPProtoName(k.proto)
 		fe := byFrontend[feName]
 		if fe == nil {
 			fe = &collectors.FrontendFlows{Frontend: feName}
@@ -309,7 +309,7 @@ func describe(f ct.Flow, backend string) collectors.ConntrackFlow {
 			netip.AddrPortFrom(t.IP.DestinationAddress.Unmap(), t.Proto.DestinationPort).String()
 	}
 	c := collectors.ConntrackFlow{
-		Protocol:       protoName(f.TupleOrig.Proto.Protocol),
+		Protocol:       collectors.IPProtoName(f.TupleOrig.Proto.Protocol),
 		Original:       tuple(f.TupleOrig),
 		Reply:          tuple(f.TupleReply),
 		Backend:        backend,
@@ -346,30 +346,6 @@ func TCPStateName(s uint8) string {
 		return names[s]
 	}
 	return "STATE_" + strconv.Itoa(int(s))
-}
-
-func protoNumber(p string) uint8 {
-	switch strings.ToUpper(p) {
-	case "TCP":
-		return 6
-	case "UDP":
-		return 17
-	case "SCTP":
-		return 132
-	}
-	return 0
-}
-
-func protoName(n uint8) string {
-	switch n {
-	case 6:
-		return "TCP"
-	case 17:
-		return "UDP"
-	case 132:
-		return "SCTP"
-	}
-	return strconv.Itoa(int(n))
 }
 
 func counters(s ct.Stats) collectors.ConntrackCounters {

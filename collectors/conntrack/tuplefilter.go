@@ -59,12 +59,12 @@ func serviceDestinations(req *collectors.Request) []origDst {
 		if fe.Addr.Addr().Is6() {
 			fam = unix.AF_INET6
 		}
-		add(origDst{fe.Addr.Addr(), fam, fe.Addr.Port(), protoNumber(fe.Protocol)})
+		add(origDst{fe.Addr.Addr(), fam, fe.Addr.Port(), collectors.IPProtoNumber(fe.Protocol)})
 	}
 	for _, p := range req.Service.Ports {
 		if p.NodePort > 0 {
-			add(origDst{netip.Addr{}, unix.AF_INET, uint16(p.NodePort), protoNumber(p.Protocol)})
-			add(origDst{netip.Addr{}, unix.AF_INET6, uint16(p.NodePort), protoNumber(p.Protocol)})
+			add(origDst{netip.Addr{}, unix.AF_INET, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
+			add(origDst{netip.Addr{}, unix.AF_INET6, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
 		}
 	}
 	return out

@@ -290,32 +290,6 @@ func BackendStateName(s uint8) string {
 	return fmt.Sprintf("state-%d", s)
 }
 
-func protoNumber(p string) uint8 {
-	switch strings.ToUpper(p) {
-	case "TCP":
-		return 6
-	case "UDP":
-		return 17
-	case "SCTP":
-		return 132
-	}
-	return 0
-}
-
-func protoName(n uint8) string {
-	switch n {
-	case 6:
-		return "TCP"
-	case 17:
-		return "UDP"
-	case 132:
-		return "SCTP"
-	case 0:
-		return "ANY"
-	}
-	return fmt.Sprint(n)
-}
-
 // lookupFrontend reads slot 0 of one frontend and then each backend slot.
 // Newer Cilium keys carry the L4 protocol; older ones set it to 0, so both
 // are tried.
@@ -323,7 +297,7 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8
 	f := collectors.CiliumFrontend{Frontend: fe.Kind, Address: fe.Addr.Addr().String(), Port: fe.Addr.Port(), Protocol: fe.Protocol, Scope: scope}
 	var master []byte
 	var proto uint8
-	for _, p := range []uint8{protoNumber(fe.Protocol), 0} {
+	for _, p := range []uint8{collectors.IPProtoNumber(fe.Protocol), 0} {
 		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), 0, p, scope))
 		if err != nil {
 			return f, fmt.Errorf("lookup %s scope %d: %w", fe, scope, err)
@@ -362,7 +336,7 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8
 			if bv != nil {
 				be := DecodeBackend(bv, addrLen)
 				b.Found = true
-				b.Address, b.Port, b.Protocol = be.Addr.String(), be.Port, protoName(be.Proto)
+				b.Address, b.Port, b.Protocol = be.Addr.String(), be.Port, collectors.IPProtoName(be.Proto)
 				b.State, b.ClusterID, b.Zone = BackendStateName(be.State), be.ClusterID, be.Zone
 			}
 		}
