@@ -26,7 +26,6 @@ const (
 	CodeDPNodePortMissing   = "DP020"
 	CodeDPSectionError      = "DP021"
 	CodeDPRejectNoEndpoints = "DP022"
-	CodeDPIPVSDraining      = "DP023"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -45,8 +44,7 @@ const (
 	CodeRTPodTimeout  = "RT007"
 	CodeRTPodsReached = "RT008"
 
-	CodeEpsRefused  = "EPS012"
-	CodeEpsLoopback = "EPS013"
+	CodeEpsRefused = "EPS012"
 
 	CodeDNSLiveOK       = "DNS010"
 	CodeDNSLiveWrong    = "DNS011"
@@ -127,9 +125,6 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
 		NextStep: nodeSvcCmd},
-	{Code: CodeDPIPVSDraining, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS real servers draining",
-		Message:  "IPVS keeps {count} real server(s) of {port} with weight 0 (draining terminating endpoints): {endpoints}",
-		NextStep: nodeSvcCmd},
 
 	{Code: CodeCTHealthy, Layer: LayerConntrack, Severity: SeverityInfo, Title: "conntrack healthy",
 		Message:  "conntrack {count}/{max} entries, no insert failures or drops during a {interval}ms sample; {flows} flow(s) to the Service",
@@ -181,9 +176,6 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
 		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",
 		NextStep: "kubectl get pods -n {namespace} -o wide"},
-	{Code: CodeEpsLoopback, Layer: LayerEndpoints, Severity: SeverityError, Title: "App listens on loopback only",
-		Message:  "{pod} listens on {listen}, not on its Pod IP: traffic to {target} is refused",
-		NextStep: "kubectl logs -n {namespace} {pod}"},
 
 	{Code: CodeDNSLiveOK, Layer: LayerDNS, Severity: SeverityInfo, Title: "DNS answers",
 		Message:  "{server} answers {name} {type} with {answers} over {transports} from {nodes} ({latency} ms)",

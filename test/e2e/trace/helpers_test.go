@@ -13,8 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -92,6 +95,7 @@ func svctraceWith(t *testing.T, kubeconfig string, args ...string) result {
 			t.Fatalf("output is not a ServiceTrace: %v\n%s", err, out.String())
 		}
 		r.Trace = &tr
+		validateSchema(t, out.Bytes())
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -177,5 +181,50 @@ func assertNoCollectorPods(t *testing.T, tb *framework.Testbed) {
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+var (
+	schemaOnce sync.Once
+	schema     *jsonschema.Schema
+	schemaErr  error
+)
+
+// validateSchema checks a real -o json result against the documented schema
+// (docs/schema/servicetrace.v1alpha1.json), as a bot consuming it would.
+func validateSchema(t *testing.T, doc []byte) {
+	t.Helper()
+	schemaOnce.Do(func() {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		f, err := os.Open(filepath.Join(root, "docs", "schema", "servicetrace.v1alpha1.json"))
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		defer f.Close()
+		sdoc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		if schemaErr = c.AddResource("servicetrace.v1alpha1.json", sdoc); schemaErr == nil {
+			schema, schemaErr = c.Compile("servicetrace.v1alpha1.json")
+		}
+	})
+	if schemaErr != nil {
+		t.Fatalf("loading the schema: %v", schemaErr)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Errorf("-o json output does not validate against the schema: %v", err)
 	}
 }
