@@ -2,6 +2,8 @@ package trace
 
 import (
 	"fmt"
+	"math"
+	"net"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -193,7 +195,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collector
 					goneCount += b.Count
 				}
 			}
-			nj.skew(node, fe)
+			nj.skew(node, fe, f.ExpectedBackends)
 		}
 		if goneCount > 0 {
 			var raw []string
@@ -214,24 +216,33 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collector
 
 // skew explains an uneven spread of existing connections: iptables and
 // nftables balance new connections, so a few long-lived ones stay put.
-func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows) {
-	var expected []collectors.BackendFlows
-	for _, b := range fe.Backends {
-		if b.Expected {
-			expected = append(expected, b)
+func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows, expectedBackends []string) {
+	var top *collectors.BackendFlows
+	for i, b := range fe.Backends {
+		if b.Expected && (top == nil || b.Count > top.Count) {
+			top = &fe.Backends[i]
 		}
 	}
-	if fe.Total < 10 || len(expected) < 2 {
+	if fe.Total < 10 || top == nil {
 		return
 	}
-	top := expected[0]
-	for _, b := range expected {
-		if b.Count > top.Count {
-			top = b
+	// The backends this frontend can reach: the expected ones on the same
+	// target port (a backend with no flow at all is absent from fe.Backends).
+	_, port, _ := net.SplitHostPort(top.Backend)
+	candidates := 0
+	for _, b := range expectedBackends {
+		if _, p, _ := net.SplitHostPort(b); p == port {
+			candidates++
 		}
 	}
+	if candidates < 2 {
+		return
+	}
 	share := float64(top.Count) / float64(fe.Total)
-	if share > 0.5 && share > 2.0/float64(len(expected)) {
+	// Skewed: one backend holds well over its fair share (80% of two, 67%
+	// of three, half or more of four and up).
+	threshold := math.Max(0.5, math.Min(0.8, 2.0/float64(candidates)))
+	if share > threshold {
 		nj.emit(CodeCTSkew, node, Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
 			"frontend": fe.Frontend, "backend": top.Backend}, nil)
 	}

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -364,5 +365,40 @@ func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
 	c, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]
 	if !ok || !strings.Contains(c.Message, "declare container port(s) http=8080/TCP, not 8081") {
 		t.Fatalf("refusal without the declared-port hint: %+v", c)
+	}
+}
+
+func TestConntrackSkewExplained(t *testing.T) {
+	for _, tt := range []struct {
+		counts []int
+		skew   bool
+	}{
+		{[]int{12, 0}, true},
+		{[]int{9, 1}, true},
+		{[]int{6, 4}, false},
+		{[]int{5, 2, 2, 1}, false},
+		{[]int{7, 1, 1, 1}, true},
+	} {
+		in := nodeInput()
+		obs := observation(t, "iptables", healthyIPT(), nil)
+		fe := collectors.FrontendFlows{Frontend: "10.96.0.20:80/TCP"}
+		for i, c := range tt.counts {
+			fe.Total += c
+			fe.Backends = append(fe.Backends, collectors.BackendFlows{Backend: fmt.Sprintf("10.244.1.%d:8080", i+1), Count: c, Expected: true})
+		}
+		var expected []string
+		for i := range tt.counts {
+			expected = append(expected, fmt.Sprintf("10.244.1.%d:8080", i+1), fmt.Sprintf("10.244.1.%d:9000", i+1))
+		}
+		// A backend without flows is absent from the frontend's list.
+		if tt.counts[len(tt.counts)-1] == 0 {
+			fe.Backends = fe.Backends[:len(fe.Backends)-1]
+		}
+		obs.Sections.Conntrack.Data.Flows = &collectors.ServiceFlows{Frontends: []collectors.FrontendFlows{fe}, ExpectedBackends: expected}
+		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+		_, got := nodeCodes(tr, LayerConntrack, "n1")[CodeCTSkew]
+		if got != tt.skew {
+			t.Errorf("counts %v: skew reported %v, want %v", tt.counts, got, tt.skew)
+		}
 	}
 }

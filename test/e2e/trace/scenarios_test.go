@@ -338,3 +338,30 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 
 // silence unused imports when a scenario is trimmed.
 var _ = context.Background
+
+// TestLongLivedConnectionsSkew holds connections to the ClusterIP while one
+// backend exists, then adds a second: the old connections stay on the first
+// backend, and svctrace explains the skew from the node's conntrack table.
+func TestLongLivedConnectionsSkew(t *testing.T) {
+	tb := framework.Setup(t)
+	n := nodeWithMode(t, tb, "iptables")
+	ns, svc := deployWeb(t, tb, 1, []string{n.Name}, framework.WithNamedTargetPorts())
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(framework.EchoTCPPort))
+	tb.HoldConnections(t, n.Name, addr, 12)
+	ctx := framework.Context(t, 30*time.Second)
+	scale, err := tb.Client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 2
+	if _, err := tb.Client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb.WaitReadyEndpoints(t, ns, "web", 2)
+	time.Sleep(3 * time.Second) // kube-proxy syncs the second endpoint
+	r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
+	c := requireCheck(t, r, trace.LayerConntrack, trace.CodeCTSkew, n.Name)
+	if !strings.Contains(c.Message, "long-lived connections") {
+		t.Errorf("skew not explained: %q", c.Message)
+	}
+}
