@@ -85,16 +85,9 @@ func TestHealthyIPTablesAndNFTables(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			n := nodeWithMode(t, tb, mode)
 			ns, _ := deployWeb(t, tb, 2, []string{n.Name})
-			// Rules appear when kube-proxy syncs; give it a moment.
-			var r result
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				r = svctrace(t, tb, "web", "-n", ns)
-				if check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(2 * time.Second)
-			}
+			r := svctraceUntil(t, tb, func(r result) bool {
+				return check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil
+			}, "web", "-n", ns)
 			requireNoFail(t, r)
 			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
 			requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
@@ -325,8 +318,10 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 	for _, a := range addrs {
 		tb.CreateManualEndpointSlice(t, ns, "many", a, []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}})
 	}
-	time.Sleep(3 * time.Second)
-	r := svctrace(t, tb, "many", "-n", ns, "--node", n.Name)
+	// kube-proxy programs 120 new endpoints on its next sync; trace until it has.
+	r := svctraceUntil(t, tb, func(r result) bool {
+		return check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil
+	}, "many", "-n", ns, "--node", n.Name)
 	if got := r.Trace.Endpoints.Total; got != 120 {
 		t.Errorf("endpoints total %d, want 120", got)
 	}
@@ -363,5 +358,19 @@ func TestLongLivedConnectionsSkew(t *testing.T) {
 	c := requireCheck(t, r, trace.LayerConntrack, trace.CodeCTSkew, n.Name)
 	if !strings.Contains(c.Message, "long-lived connections") {
 		t.Errorf("skew not explained: %q", c.Message)
+	}
+}
+
+// svctraceUntil runs the trace until ok holds or 45 s pass (kube-proxy syncs
+// a moment after the API changes), and returns the last result.
+func svctraceUntil(t *testing.T, tb *framework.Testbed, ok func(result) bool, args ...string) result {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		r := svctrace(t, tb, args...)
+		if ok(r) || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
