@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // Undo reverses one injected fault. Every fault registers its Undo with
@@ -174,22 +175,27 @@ func (tb *Testbed) ScaleCoreDNS(t testing.TB, replicas int32) Undo {
 	t.Helper()
 	ctx := Context(t, time.Minute)
 	deps := tb.Client.AppsV1().Deployments("kube-system")
-	sc, err := deps.GetScale(ctx, "coredns", metav1.GetOptions{})
+	// The deployment controller updates the object all the time: every
+	// read-modify-write of the scale retries on conflict.
+	scale := func(ctx context.Context, to int32) (from int32, err error) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sc, err := deps.GetScale(ctx, "coredns", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			from = sc.Spec.Replicas
+			sc.Spec.Replicas = to
+			_, err = deps.UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{})
+			return err
+		})
+		return from, err
+	}
+	old, err := scale(ctx, replicas)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := sc.Spec.Replicas
-	sc.Spec.Replicas = replicas
-	if _, err := deps.UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	return tb.fault(t, func(ctx context.Context) error {
-		sc, err := deps.GetScale(ctx, "coredns", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		sc.Spec.Replicas = old
-		if _, err := deps.UpdateScale(ctx, "coredns", sc, metav1.UpdateOptions{}); err != nil {
+		if _, err := scale(ctx, old); err != nil {
 			return err
 		}
 		return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
@@ -344,12 +345,16 @@ func TestLongLivedConnectionsSkew(t *testing.T) {
 	addr := net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(framework.EchoTCPPort))
 	tb.HoldConnections(t, n.Name, addr, 12)
 	ctx := framework.Context(t, 30*time.Second)
-	scale, err := tb.Client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := tb.Client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 2
+		_, err = tb.Client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 2
-	if _, err := tb.Client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tb.WaitReadyEndpoints(t, ns, "web", 2)
