@@ -250,3 +250,34 @@ func (r *Request) EndpointAddrs(portName string) []netip.AddrPort {
 	}
 	return out
 }
+
+// AddrFamily is "IPv4" or "IPv6" for an address (an IPv4-mapped IPv6
+// address is IPv4), "" when it does not parse.
+func AddrFamily(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	if a.Is4() || a.Is4In6() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// IPFamilies are the families of the Service's ClusterIPs in their order,
+// IPv4 when it has none (kube-proxy programs a Service once per family of
+// its ClusterIPs).
+func (s *ServiceSpec) IPFamilies() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ip := range s.ClusterIPs {
+		if f := AddrFamily(ip); f != "" && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"IPv4"}
+	}
+	return out
+}

@@ -50,35 +50,45 @@ func completeServices(f *TraceFlags) cobra.CompletionFunc {
 
 // completeNamespaces completes -n/--namespace.
 func completeNamespaces(f *TraceFlags) cobra.CompletionFunc {
-	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		names := listNames(f, func(ctx context.Context, c kubernetes.Interface, _ string) ([]string, error) {
-			list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: completionLimit})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]string, 0, len(list.Items))
-			for _, n := range list.Items {
-				out = append(out, n.Name)
-			}
-			return out, nil
-		})
-		return filterPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
+	return completeClusterNames(f, func(ctx context.Context, c kubernetes.Interface) ([]metav1.ObjectMeta, error) {
+		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: completionLimit})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]metav1.ObjectMeta, len(list.Items))
+		for i := range list.Items {
+			out[i] = list.Items[i].ObjectMeta
+		}
+		return out, nil
+	})
 }
 
-// CompleteNodeNames completes a node name. Issue 5 registers it for --node:
-//
-//	cmd.RegisterFlagCompletionFunc("node", CompleteNodeNames(f))
+// CompleteNodeNames completes a node name (--node).
 func CompleteNodeNames(f *TraceFlags) cobra.CompletionFunc {
+	return completeClusterNames(f, func(ctx context.Context, c kubernetes.Interface) ([]metav1.ObjectMeta, error) {
+		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: completionLimit})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]metav1.ObjectMeta, len(list.Items))
+		for i := range list.Items {
+			out[i] = list.Items[i].ObjectMeta
+		}
+		return out, nil
+	})
+}
+
+// completeClusterNames completes the names of one cluster-scoped list.
+func completeClusterNames(f *TraceFlags, list func(context.Context, kubernetes.Interface) ([]metav1.ObjectMeta, error)) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		names := listNames(f, func(ctx context.Context, c kubernetes.Interface, _ string) ([]string, error) {
-			list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: completionLimit})
+			items, err := list(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			out := make([]string, 0, len(list.Items))
-			for _, n := range list.Items {
-				out = append(out, n.Name)
+			out := make([]string, len(items))
+			for i := range items {
+				out[i] = items[i].Name
 			}
 			return out, nil
 		})

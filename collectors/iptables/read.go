@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -106,38 +105,11 @@ func families(q Query) []string {
 	if len(q.Families) > 0 {
 		return q.Families
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, ip := range q.Service.ClusterIPs {
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			continue
-		}
-		f := "IPv4"
-		if a.Is6() && !a.Is4In6() {
-			f = "IPv6"
-		}
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{"IPv4"}
-	}
-	return out
+	return q.Service.IPFamilies()
 }
 
-func familyOf(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ""
-	}
-	if a.Is4() || a.Is4In6() {
-		return "IPv4"
-	}
-	return "IPv6"
-}
+// familyOf is collectors.AddrFamily ("IPv4", "IPv6").
+var familyOf = collectors.AddrFamily
 
 // portPlan is what the reader looks for for one Service port.
 type portPlan struct {

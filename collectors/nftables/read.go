@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -79,30 +78,17 @@ func families(q Query) []string {
 		return q.Families
 	}
 	var out []string
-	seen := map[string]bool{}
-	for _, ip := range q.Service.ClusterIPs {
-		f := addrFamily(ip)
-		if f != "" && !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{"ip"}
+	for _, f := range q.Service.IPFamilies() {
+		out = append(out, nftFamily[f])
 	}
 	return out
 }
 
-func addrFamily(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ""
-	}
-	if a.Is4() || a.Is4In6() {
-		return "ip"
-	}
-	return "ip6"
-}
+// nftFamily names an IP family as nftables does.
+var nftFamily = map[string]string{"IPv4": "ip", "IPv6": "ip6"}
+
+// addrFamily is the nftables family of an address ("ip", "ip6", "").
+func addrFamily(ip string) string { return nftFamily[collectors.AddrFamily(ip)] }
 
 func ofFamily(ips []string, f string) []string {
 	var out []string
