@@ -45,6 +45,7 @@ type nodeJudge struct {
 	in   *Input
 	t    *ServiceTrace
 	fqdn string
+	eps  *endpointIndex
 }
 
 func (nj *nodeJudge) args(node string, a Args) Args {
@@ -251,9 +252,27 @@ func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows, expectedBack
 // ---- route and probes ----
 
 func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectors.Observation) {
-	endpointNode := map[string]string{} // ip → node
-	readyIP := map[string]bool{}
-	podOf := map[string]string{}
+	eps := nj.endpointIndex()
+	routeFailed := map[string]bool{}
+	if !nj.skipped(LayerRoute) {
+		routeFailed = nj.judgeRoutes(node, obs.Sections.Route, eps.node)
+	}
+	nj.judgeProbes(node, obs.Sections.Probe, eps.ready, routeFailed, eps.pod)
+}
+
+// endpointIndex maps endpoint IPs to their node, readiness and Pod. It does
+// not depend on the node being judged, so it is built once per trace.
+type endpointIndex struct {
+	node  map[string]string
+	ready map[string]bool
+	pod   map[string]string
+}
+
+func (nj *nodeJudge) endpointIndex() *endpointIndex {
+	if nj.eps != nil {
+		return nj.eps
+	}
+	idx := &endpointIndex{node: map[string]string{}, ready: map[string]bool{}, pod: map[string]string{}}
 	for _, sl := range nj.in.Slices {
 		for _, e := range sl.Endpoints {
 			if len(e.Addresses) == 0 {
@@ -261,21 +280,18 @@ func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectors.Observatio
 			}
 			ip := e.Addresses[0]
 			if e.NodeName != nil {
-				endpointNode[ip] = *e.NodeName
+				idx.node[ip] = *e.NodeName
 			}
 			if e.Conditions.Ready == nil || *e.Conditions.Ready {
-				readyIP[ip] = true
+				idx.ready[ip] = true
 			}
 			if e.TargetRef != nil {
-				podOf[ip] = e.TargetRef.Name
+				idx.pod[ip] = e.TargetRef.Name
 			}
 		}
 	}
-	routeFailed := map[string]bool{}
-	if !nj.skipped(LayerRoute) {
-		routeFailed = nj.judgeRoutes(node, obs.Sections.Route, endpointNode)
-	}
-	nj.judgeProbes(node, obs.Sections.Probe, readyIP, routeFailed, podOf)
+	nj.eps = idx
+	return idx
 }
 
 func (nj *nodeJudge) judgeRoutes(node string, s *collectors.Section[collectors.RouteObservation], epNode map[string]string) map[string]bool {
