@@ -172,11 +172,14 @@ func lastTermination(cs corev1.ContainerStatus) string {
 
 // nodeNotReady returns a detail for a known node that is not Ready, or "".
 func (j *judge) nodeNotReady(name string) string {
-	if j.in.Nodes == nil || name == "" {
+	if name == "" {
 		return ""
 	}
-	node, ok := j.in.Nodes[name]
-	if !ok {
+	node, known := j.in.Node(name)
+	if !known {
+		return "" // not read (API003 says why)
+	}
+	if node == nil {
 		return ": the node no longer exists"
 	}
 	for _, c := range node.Status.Conditions {

@@ -133,7 +133,7 @@ func (j *judge) trafficPolicyChecks() {
 	if !etpLocal && !itpLocal {
 		return
 	}
-	if j.in.Nodes == nil || j.slicesGap {
+	if !j.in.NodesListed || j.slicesGap {
 		return // API003 or the slices gap says why
 	}
 	local := map[string]bool{}

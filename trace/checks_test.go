@@ -213,7 +213,12 @@ func TestChecks(t *testing.T) {
 		{name: "lb pending", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		})), layer: LayerService, want: CodeSvcLBPending, status: StatusWarn},
-		{name: "node not ready", objs: replace(healthy(), node("node-b", false)),
+		// The node lifecycle controller marks a NotReady node's Pods not
+		// ready; a not-ready endpoint is what makes svctrace read its node.
+		{name: "node not ready", objs: replace(healthy(), node("node-b", false),
+			slice("web-abc", "web", "http", 8080,
+				ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: false})),
 			layer: LayerEndpoints, want: CodePodNodeNotReady, status: StatusWarn, contains: "node-b"},
 		{name: "pod deleting", objs: replace(healthy(), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: fixedNow()}
@@ -231,8 +236,16 @@ func TestChecks(t *testing.T) {
 			reactors: []reactor{forbidden("list", "endpointslices")}, layer: LayerEndpoints, want: CodeAPIForbidden,
 			status: StatusUnknown, verdict: StatusUnknown,
 			contains: "cannot list endpointslices.discovery.k8s.io in namespace default (forbidden)"},
-		{name: "forbidden nodes → skipped check, layer still judged", objs: healthy(),
-			reactors: []reactor{forbidden("list", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusPass},
+		{name: "forbidden nodes → skipped check, layer still judged", objs: replace(healthy(),
+			slice("web-abc", "web", "http", 8080,
+				ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: false})),
+			reactors: []reactor{forbidden("get", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusWarn},
+		{name: "forbidden node list for a Local policy → skipped check", objs: func() []runtime.Object {
+			s := service("web")
+			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+			return replace(healthy(), s)
+		}(), reactors: []reactor{forbidden("list", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusPass},
 		{name: "no kube-dns", objs: without(healthy(), "svc", "kube-dns"), layer: LayerDNS, want: CodeDNSNoClusterDNS,
 			status: StatusWarn},
 		{name: "kube-dns without ready endpoints", objs: func() []runtime.Object {
@@ -420,16 +433,16 @@ func TestServiceGetErrorStopsTrace(t *testing.T) {
 	}
 }
 
-// TestHappyPathRequests pins the API budget: six requests for the Service,
-// endpoint and DNS layers when nothing is wrong, plus one for the policy
-// layer's NetworkPolicy list.
+// TestHappyPathRequests pins the API budget when nothing is wrong: six
+// requests (the Service, its slices, its Pods, the namespace's
+// NetworkPolicies, kube-dns and its slices) and no node read.
 func TestHappyPathRequests(t *testing.T) {
 	_, client := runTrace(t, healthy(), Options{NoNode: true})
-	if n := len(client.Actions()); n > 7 {
+	if n := len(client.Actions()); n > 6 {
 		for _, a := range client.Actions() {
 			t.Logf("%s %s", a.GetVerb(), a.GetResource().Resource)
 		}
-		t.Fatalf("%d API requests on the happy path, want ≤ 7 (6 + the policy list)", n)
+		t.Fatalf("%d API requests on the happy path, want ≤ 6", n)
 	}
 	for _, a := range client.Actions() {
 		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "pods" {

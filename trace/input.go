@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -21,7 +22,7 @@ import (
 const PageSize = 500
 
 // Input is what the API says about one Service: the objects every check reads.
-// Fetch fills it with about six requests; a NodeInspector reuses it to know
+// Fetch fills it with six requests when the Service is healthy; a NodeInspector reuses it to know
 // which nodes, IPs and ports to look at.
 type Input struct {
 	Namespace string
@@ -44,8 +45,14 @@ type Input struct {
 	// ClosestPods are Pods of the namespace nearest to the selector, only when
 	// the selector matches nothing.
 	ClosestPods []corev1.Pod
-	// Nodes are the cluster's nodes by name; nil when they could not be read.
-	Nodes map[string]*corev1.Node
+	// Nodes are the nodes read so far, by name. They are read only when a
+	// check needs them (see ReadNodes): every node (NodesListed) for a
+	// Local traffic policy or --all-nodes, otherwise only the nodes of
+	// endpoints that are not ready and of the inspected nodes, one GET each,
+	// so a healthy Service in a 5,000-node cluster costs no node list. A nil
+	// value records a node that does not exist.
+	Nodes       map[string]*corev1.Node
+	NodesListed bool
 
 	// DNSService and DNSSlices are kube-system/kube-dns and its EndpointSlices.
 	DNSService  *corev1.Service
@@ -133,6 +140,16 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 				return nil
 			}
 			in.Slices = slices
+			if needsAllNodes(svc) {
+				return nil // listed in parallel above
+			}
+			// Only an endpoint that is not ready needs its node (to say
+			// whether the node is the reason); a healthy Service needs none.
+			if names := notReadyEndpointNodes(slices); len(names) > 0 {
+				if err := in.ReadNodes(gctx, client, names, false); err != nil {
+					addGap(gapFor("", nodesVerb(len(names)), resNodes, "", err, "node readiness not checked"))
+				}
+			}
 			return nil
 		})
 		if len(svc.Spec.Selector) > 0 {
@@ -156,17 +173,16 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 				return nil
 			})
 		}
-		g.Go(func() error {
-			nodes, err := listNodes(gctx, client)
-			if err != nil {
-				// Nodes are cluster-scoped and often not readable: the checks
-				// that need them are skipped (API003), the layer still judges.
-				addGap(gapFor("", "list", resNodes, "", err, "node readiness and per-node traffic policy not checked"))
+		if needsAllNodes(svc) {
+			g.Go(func() error {
+				if err := in.ReadNodes(gctx, client, nil, true); err != nil {
+					// Nodes are cluster-scoped and often not readable: the checks
+					// that need them are skipped (API003), the layer still judges.
+					addGap(gapFor("", "list", resNodes, "", err, "node readiness and per-node traffic policy not checked"))
+				}
 				return nil
-			}
-			in.Nodes = nodes
-			return nil
-		})
+			})
+		}
 	}
 	g.Go(func() error {
 		dns, err := client.CoreV1().Services("kube-system").Get(gctx, "kube-dns", metav1.GetOptions{})
@@ -312,6 +328,102 @@ func listPods(ctx context.Context, client kubernetes.Interface, namespace, selec
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// NodeGetLimit is how many nodes ReadNodes reads one by one; more take one
+// paged list of every node.
+const NodeGetLimit = 8
+
+// nodesVerb is the API verb ReadNodes uses for n nodes.
+func nodesVerb(n int) string {
+	if n > NodeGetLimit {
+		return "list"
+	}
+	return "get"
+}
+
+// Node returns a node read earlier; known is false when it was not read
+// (then nothing can be said about it), node is nil when it does not exist.
+func (in *Input) Node(name string) (node *corev1.Node, known bool) {
+	node, known = in.Nodes[name]
+	if !known && in.NodesListed {
+		return nil, true
+	}
+	return node, known
+}
+
+// ReadNodes adds the named nodes to in.Nodes (all: every node, one paged
+// list): up to NodeGetLimit are read with one GET each, in parallel; more
+// with a list. Nodes already read are not read again. It is not safe for
+// concurrent use on one Input.
+func (in *Input) ReadNodes(ctx context.Context, client kubernetes.Interface, names []string, all bool) error {
+	if in.NodesListed {
+		return nil
+	}
+	var todo []string
+	for _, n := range names {
+		if _, ok := in.Nodes[n]; !ok && n != "" && !slices.Contains(todo, n) {
+			todo = append(todo, n)
+		}
+	}
+	if !all && len(todo) == 0 {
+		return nil
+	}
+	if all || len(todo) > NodeGetLimit {
+		nodes, err := listNodes(ctx, client)
+		if err != nil {
+			return err
+		}
+		in.Nodes, in.NodesListed = nodes, true
+		return nil
+	}
+	got := make([]*corev1.Node, len(todo))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, name := range todo {
+		g.Go(func() error {
+			n, err := client.CoreV1().Nodes().Get(gctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil // recorded as nil: the node does not exist
+			}
+			got[i] = n
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if in.Nodes == nil {
+		in.Nodes = map[string]*corev1.Node{}
+	}
+	for i, name := range todo {
+		in.Nodes[name] = got[i]
+	}
+	return nil
+}
+
+// needsAllNodes: a Local traffic policy is judged against every node (which
+// nodes have no local endpoint), so those Services list the nodes.
+func needsAllNodes(svc *corev1.Service) bool {
+	s := svc.Spec
+	external := s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer || len(s.ExternalIPs) > 0
+	if external && s.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		return true
+	}
+	headless := s.ClusterIP == corev1.ClusterIPNone
+	return !headless && s.InternalTrafficPolicy != nil && *s.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+}
+
+// notReadyEndpointNodes are the nodes of the endpoints that are not ready.
+func notReadyEndpointNodes(sls []discoveryv1.EndpointSlice) []string {
+	var out []string
+	for i := range sls {
+		for _, ep := range sls[i].Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready && ep.NodeName != nil && !slices.Contains(out, *ep.NodeName) {
+				out = append(out, *ep.NodeName)
+			}
+		}
+	}
+	return out
 }
 
 func listNodes(ctx context.Context, client kubernetes.Interface) (map[string]*corev1.Node, error) {

@@ -102,7 +102,10 @@ type Inspector struct {
 // Inspect chooses the nodes, runs the collectors and judges what they saw.
 func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.ServiceTrace) error {
 	client := in.From
-	nodes, notInspected := in.chooseNodes(input, client)
+	nodes, notInspected, err := in.chooseNodes(ctx, input, client)
+	if err != nil {
+		return err
+	}
 	profile := podrunner.ProfileNetAdmin
 	if in.Flags.Privileged {
 		profile = podrunner.ProfilePrivileged
@@ -152,6 +155,9 @@ func capNames(p podrunner.Profile) []string {
 // no extra API request.
 func needsBPF(input *trace.Input) bool {
 	for _, n := range input.Nodes {
+		if n == nil {
+			continue
+		}
 		for k := range n.Annotations {
 			if strings.HasPrefix(k, "network.cilium.io/") || strings.HasPrefix(k, "io.cilium.") {
 				return true
@@ -167,8 +173,10 @@ type chosenNode struct {
 }
 
 // chooseNodes picks the nodes to inspect and reports the ones that cannot be
-// (NotReady, unknown) without waiting on them.
-func (in *Inspector) chooseNodes(input *trace.Input, client *trace.PolicyClient) ([]chosenNode, []trace.NodeView) {
+// (NotReady, unknown) without waiting on them. It reads the nodes it needs
+// that the trace has not read: every node for --all-nodes, otherwise the
+// chosen ones (trace.Input.ReadNodes: one GET each up to a handful).
+func (in *Inspector) chooseNodes(ctx context.Context, input *trace.Input, client *trace.PolicyClient) ([]chosenNode, []trace.NodeView, error) {
 	roles := map[string][]string{}
 	add := func(node, role string) {
 		if node == "" {
@@ -183,6 +191,9 @@ func (in *Inspector) chooseNodes(input *trace.Input, client *trace.PolicyClient)
 	}
 	switch {
 	case in.Flags.AllNodes:
+		if err := input.ReadNodes(ctx, in.Client, nil, true); err != nil {
+			return nil, nil, fmt.Errorf("--all-nodes: cannot list nodes: %w", err)
+		}
 		for name := range input.Nodes {
 			add(name, "all-nodes")
 		}
@@ -207,12 +218,14 @@ func (in *Inspector) chooseNodes(input *trace.Input, client *trace.PolicyClient)
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Without read access to nodes the collectors still run; a node that
+	// cannot start one then fails with its own message.
+	_ = input.ReadNodes(ctx, in.Client, names, false)
 	var chosen []chosenNode
 	var skipped []trace.NodeView
 	for _, name := range names {
-		if input.Nodes != nil {
-			node, ok := input.Nodes[name]
-			if !ok {
+		if node, known := input.Node(name); known {
+			if node == nil {
 				skipped = append(skipped, trace.NodeView{Node: name, Roles: roles[name], Failure: "no such node"})
 				continue
 			}
@@ -223,7 +236,7 @@ func (in *Inspector) chooseNodes(input *trace.Input, client *trace.PolicyClient)
 		}
 		chosen = append(chosen, chosenNode{name: name, roles: roles[name]})
 	}
-	return chosen, skipped
+	return chosen, skipped, nil
 }
 
 // notReady says why a node cannot run a collector now: a NotReady or

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
@@ -41,7 +42,7 @@ func input() *trace.Input {
 			{Addresses: []string{"10.244.3.5"}, NodeName: ptr.To("n3")},
 		}}
 	return &trace.Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{sl},
-		Nodes: map[string]*corev1.Node{"n1": readyNode("n1", true), "n2": readyNode("n2", true), "n3": readyNode("n3", false)}}
+		Nodes: map[string]*corev1.Node{"n1": readyNode("n1", true), "n2": readyNode("n2", true), "n3": readyNode("n3", false)}, NodesListed: true}
 }
 
 func privilegedNS() *corev1.Namespace {
@@ -172,5 +173,52 @@ func TestResolveFrom(t *testing.T) {
 	}
 	if pc, err := ResolveFrom(context.Background(), c, "default", "node/n1"); err != nil || pc.Node == nil {
 		t.Errorf("node: %+v %v", pc, err)
+	}
+}
+
+// TestInspectReadsOnlyTheChosenNodes: when the trace read no nodes (a healthy
+// Service), the inspector GETs the endpoint nodes it will inspect, lists
+// nothing, and still skips the NotReady one and a node that does not exist.
+func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
+	inp := input()
+	inp.Nodes, inp.NodesListed = nil, false
+	inp.Slices[0].Endpoints = append(inp.Slices[0].Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.9.5"}, NodeName: ptr.To("gone")})
+	client := fake.NewClientset(privilegedNS(), readyNode("n1", true), readyNode("n2", true), readyNode("n3", false))
+	var mu sync.Mutex
+	var ran []string
+	in := &Inspector{Client: client, Flags: *NewFlags("img"),
+		runner: func(_ *podrunner.Runner, _ context.Context, node string, _ []byte) (*podrunner.Output, error) {
+			mu.Lock()
+			ran = append(ran, node)
+			mu.Unlock()
+			return nil, &podrunner.Failure{Kind: podrunner.FailImage, Node: node, Message: "ErrImageNeverPull"}
+		}}
+	tr := trace.Judge(inp, trace.Options{Inspector: in})
+	if err := in.Inspect(context.Background(), inp, tr); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ran, ","); got != "n1" {
+		t.Errorf("ran on %q, want n1", got)
+	}
+	var gets []string
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource != "nodes" {
+			continue
+		}
+		if a.GetVerb() != "get" {
+			t.Errorf("nodes %s: want only gets", a.GetVerb())
+		}
+		gets = append(gets, a.(k8stesting.GetAction).GetName())
+	}
+	sort.Strings(gets)
+	if strings.Join(gets, ",") != "gone,n1,n3" {
+		t.Errorf("nodes read %v, want gone,n1,n3", gets)
+	}
+	failures := map[string]string{}
+	for _, n := range tr.Metadata.Collector.Nodes {
+		failures[n.Node] = n.Failure
+	}
+	if failures["gone"] != "no such node" || !strings.Contains(failures["n3"], "NotReady") {
+		t.Errorf("skipped nodes %v", failures)
 	}
 }
