@@ -22,6 +22,10 @@ elif "$TESTBED_DIR/status.sh" --quiet; then
 	install -m 600 "$STATE/pki/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
 	install -m 600 "$STATE/pki/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
 	echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
+	# The shipped RBAC may have changed since the cluster came up: the
+	# restricted kubeconfig must always hold exactly deploy/rbac.yaml.
+	KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
+	KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
 	log "testbed already up and healthy; kubeconfig: $KUBECONFIG_DIR/kubeconfig"
 	exit 0
 fi
