@@ -1,8 +1,12 @@
 package trace
 
 import (
+	"context"
 	"fmt"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -18,7 +22,7 @@ func bigInput(n int) *Input {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 	})
-	in := &Input{Namespace: "default", Name: "web", Service: svc, Nodes: map[string]*corev1.Node{}}
+	in := &Input{Namespace: "default", Name: "web", Service: svc, Nodes: map[string]*corev1.Node{}, NodesListed: true}
 	for i := 0; i < 50; i++ {
 		name := fmt.Sprintf("node-%02d", i)
 		in.Nodes[name] = node(name, true)
@@ -72,4 +76,58 @@ func BenchmarkJudge(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/endpoint")
 		})
 	}
+}
+
+// bigObjects are bigInput(n)'s objects for a fake API, as a ClusterIP
+// Service (a Local traffic policy adds one node list, see needsAllNodes).
+func bigObjects(n int) []runtime.Object {
+	in := bigInput(n)
+	in.Service.Spec.Type = corev1.ServiceTypeClusterIP
+	in.Service.Spec.ExternalTrafficPolicy = ""
+	objs := []runtime.Object{in.Service}
+	for i := range in.Slices {
+		objs = append(objs, &in.Slices[i])
+	}
+	for i := range in.Pods {
+		objs = append(objs, &in.Pods[i])
+	}
+	for _, nd := range in.Nodes {
+		objs = append(objs, nd)
+	}
+	return append(objs, clusterDNS()...)
+}
+
+// TestBigServiceRequests: the whole API side of a 5,000-endpoint Service in
+// 50 slices takes six requests, whatever the endpoint count.
+func TestBigServiceRequests(t *testing.T) {
+	client := fake.NewClientset(bigObjects(5000)...)
+	tr, err := Run(context.Background(), client, "default", "web", Options{Now: fixedNow, NoNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Endpoints.Total != 5000 || len(tr.Endpoints.Slices) != 50 {
+		t.Fatalf("endpoints %d in %d slices", tr.Endpoints.Total, len(tr.Endpoints.Slices))
+	}
+	if n := len(client.Actions()); n > 6 {
+		for _, a := range client.Actions() {
+			t.Logf("%s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+		t.Fatalf("%d API requests, want ≤ 6", n)
+	}
+}
+
+// BenchmarkRun measures Run (fetch from a fake API + judge) of a
+// 5,000-endpoint Service and reports the API requests it made. The fake
+// clientset's own cost (deep copies on every list) is included.
+func BenchmarkRun(b *testing.B) {
+	client := fake.NewClientset(bigObjects(5000)...)
+	b.ReportAllocs()
+	start := len(client.Actions())
+	for b.Loop() {
+		if _, err := Run(context.Background(), client, "default", "web", Options{Now: fixedNow, NoNode: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(client.Actions())-start)/float64(b.N), "requests/op")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/trace")
 }
