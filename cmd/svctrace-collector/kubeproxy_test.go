@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/collectors/testnetns/fakeapi"
 )
 
 // kubeProxyBinary finds a real kube-proxy: $SVCTRACE_KUBE_PROXY, or the one
@@ -44,44 +47,8 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 	for _, mode := range []string{"nftables", "iptables"} {
 		t.Run(mode, func(t *testing.T) {
 			s := testnetns.NewPlainScenario(t)
-			s.Node.Start(t, []string{fmt.Sprintf("%s=127.0.0.1:18080,svct-node,%s,%s,%s", helperAPIEnv, s.NodeIP, s.ClusterIP, s.PodIP)}, self)
-			dir := t.TempDir()
-			kubeconfig := filepath.Join(dir, "kubeconfig")
-			writeFile(t, kubeconfig, `apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "http://127.0.0.1:18080"}}]
-users: [{name: fake, user: {}}]
-contexts: [{name: fake, context: {cluster: fake, user: fake}}]
-current-context: fake
-`)
-			config := filepath.Join(dir, "kube-proxy.yaml")
-			// conntrack all zero: kube-proxy must not touch the host's
-			// global conntrack sysctls from the test namespace.
-			writeFile(t, config, fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: %s
-hostnameOverride: svct-node
-clusterCIDR: 10.244.0.0/16
-bindAddress: %s
-metricsBindAddress: 127.0.0.1:10249
-healthzBindAddress: 127.0.0.1:10256
-iptables: {localhostNodePorts: false}
-clientConnection: {kubeconfig: %q}
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, mode, s.NodeIP, kubeconfig))
-			logFile, err := os.Create(filepath.Join(dir, "kube-proxy.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer logFile.Close()
-			cmd := exec.Command("nsenter", "--net="+s.Node.Path(), "--", kp, "--config="+config, "-v=1")
-			cmd.Stdout, cmd.Stderr = logFile, logFile
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-			waitProgrammed(t, s, mode, filepath.Join(dir, "kube-proxy.log"))
+			cmd, log := startKubeProxy(t, s, self, kp, mode, fakeapi.Single("svct-node", s.NodeIP, s.ClusterIP, s.PodIP), s.NodeIP, "10.244.0.0/16")
+			waitProgrammed(t, s.Node, mode, "IPv4", s.ClusterIP, log)
 			cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 			s.Connect(t, cluster)
 
@@ -165,6 +132,106 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 	}
 }
 
+// TestCollectorAgainstRealKubeProxyIPv6 runs the real kube-proxy in iptables
+// mode for a single-stack IPv6 Service (IPv6 node IP, IPv6 ClusterIP and
+// endpoint) and checks the collector's ip6tables-nft reading: the ClusterIP
+// entry rule in KUBE-SERVICES, the KUBE-SVC chain and the endpoint's KUBE-SEP
+// with its DNAT to [ipv6]:port; and that the ClusterIP connects through the
+// rules. With SVCTRACE_DUMP_DIR set it also writes the real ip6tables-nft-save
+// output there (kubeproxy-ipv6.save, the fixture in collectors/testdata/iptables).
+func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
+	kp := kubeProxyBinary(t)
+	bin := buildCollector(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testnetns.NewPlainScenario(t)
+	s.EnableIPv6(t)
+	nodeIP, clusterIP, podIP := testnetns.NodeIP6, testnetns.ClusterIP6, testnetns.PodIP6
+	_, log := startKubeProxy(t, s, self, kp, "iptables", fakeapi.Single("svct-node", nodeIP, clusterIP, podIP), nodeIP, "fd00:10:244::/56")
+	waitProgrammed(t, s.Node, "iptables", "IPv6", clusterIP, log)
+	cluster := fmt.Sprintf("[%s]:%d", clusterIP, s.ServicePort)
+	s.Connect(t, cluster)
+	if dump := os.Getenv("SVCTRACE_DUMP_DIR"); dump != "" {
+		writeFile(t, filepath.Join(dump, "kubeproxy-ipv6.save"), s.Node.MustRun(t, "ip6tables-nft-save"))
+	}
+
+	req := collectors.Request{APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind, NodeName: "svct-node",
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{clusterIP},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
+		Endpoints: []collectors.Endpoint{{IP: podIP, Ports: map[string]int32{"http": int32(s.BackendPort)},
+			Ready: true, Serving: true, NodeName: "svct-node"}},
+		PodIPs:   []string{podIP},
+		Sections: []string{"proxy", "iptables", "probe"}}
+	obs := runIn(t, s.Node, bin, req)
+
+	p := obs.Sections.Proxy.Data
+	if p.Mode != "iptables" {
+		t.Errorf("proxyMode %q (%+v)", p.Mode, p.ProxyMode)
+	}
+	if h := p.Healthz; h == nil || h.Fetch.StatusCode != 200 || h.Families["IPv6"].LastUpdated == "" {
+		t.Errorf("healthz %+v", h)
+	}
+	var probed bool
+	for _, pr := range obs.Sections.Probe.Data.Probes {
+		if pr.Address == cluster && pr.Outcome == "connected" {
+			probed = true
+		}
+	}
+	if !probed {
+		t.Errorf("IPv6 ClusterIP probe through kube-proxy's rules: %+v", obs.Sections.Probe.Data.Probes)
+	}
+
+	sec := obs.Sections.IPTables
+	if sec.Status != collectors.StatusOK || sec.Data == nil {
+		t.Fatalf("iptables section: %s %s", sec.Status, sec.Error)
+	}
+	var ipt iptables.Observation
+	if err := json.Unmarshal(*sec.Data, &ipt); err != nil {
+		t.Fatal(err)
+	}
+	var b *iptables.BackendObservation
+	for i := range ipt.Backends {
+		if ipt.Backends[i].Backend == iptables.BackendNFTables && ipt.Backends[i].Family == "IPv6" {
+			b = &ipt.Backends[i]
+		} else if ipt.Backends[i].KubeProxyChains {
+			t.Errorf("kube-proxy chains reported in another backend/family: %+v", ipt.Backends[i])
+		}
+	}
+	if b == nil || b.Error != "" || !b.KubeProxyChains || len(b.Ports) != 1 {
+		t.Fatalf("no IPv6 nf_tables backend with the Service's port: %+v", ipt.Backends)
+	}
+	for _, c := range b.Commands {
+		if !strings.HasPrefix(c, "ip6tables-nft ") {
+			t.Errorf("IPv6 read ran %q", c)
+		}
+	}
+	port := b.Ports[0]
+	spn := kubeproxy.ServicePortName("default", "web", "http")
+	svcChain := kubeproxy.IPTablesServiceChains(spn, "tcp").Service
+	if port.Service == nil || !port.Service.Exists || port.Service.Name != svcChain || len(port.Service.Selection) != 1 {
+		t.Errorf("KUBE-SVC chain %s: %+v", svcChain, port.Service)
+	}
+	entry := false
+	for _, e := range port.Entry {
+		if strings.Contains(e.Raw, "-d "+clusterIP+"/128") && strings.Contains(e.Raw, "-j "+svcChain) {
+			entry = true
+		}
+	}
+	if !entry {
+		t.Errorf("no ClusterIP entry rule for %s in KUBE-SERVICES: %+v", clusterIP, port.Entry)
+	}
+	wantEP := fmt.Sprintf("[%s]:%d", podIP, s.BackendPort)
+	if len(port.Endpoints) != 1 {
+		t.Fatalf("endpoints: %+v", port.Endpoints)
+	}
+	e := port.Endpoints[0]
+	if !e.Exists || e.Endpoint != wantEP || e.DNAT != wantEP || e.Name != kubeproxy.IPTablesEndpointChain(spn, "tcp", wantEP) {
+		t.Errorf("endpoint chain: want %s DNAT to %s, got %+v", kubeproxy.IPTablesEndpointChain(spn, "tcp", wantEP), wantEP, e)
+	}
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
@@ -172,19 +239,51 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// waitProgrammed waits until kube-proxy has written the ClusterIP's rules.
-func waitProgrammed(t *testing.T, s *testnetns.Scenario, mode, log string) {
+// startKubeProxy serves cluster from a fake API (this test binary, see
+// fakeapi_test.go) and starts the real kube-proxy in mode, both inside the
+// Scenario's Node namespace. Both are killed at cleanup; the returned command
+// may be killed earlier. The second result is kube-proxy's log file.
+func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string) (*exec.Cmd, string) {
+	t.Helper()
+	s.Node.Start(t, []string{fakeAPISpec(cluster)}, self)
+	testnetns.WaitListen(t, s.Node, fakeAPIAddr)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeFile(t, kubeconfig, fakeapi.Kubeconfig(fakeAPIAddr))
+	config := filepath.Join(dir, "kube-proxy.yaml")
+	writeFile(t, config, fakeapi.KubeProxyConfig(mode, cluster.NodeName, nodeIP, clusterCIDR, kubeconfig))
+	log := filepath.Join(dir, "kube-proxy.log")
+	logFile, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	cmd := exec.Command("nsenter", "--net="+s.Node.Path(), "--", kp, "--config="+config, "-v=1")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, log
+}
+
+// waitProgrammed waits until kube-proxy has written the ClusterIP's rules
+// (family "IPv4" or "IPv6") and answers /proxyMode.
+func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, log string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		var out string
-		if mode == "nftables" {
-			out, _ = s.Node.Run("nft", "list", "map", "ip", "kube-proxy", "service-ips")
-		} else {
-			out, _ = s.Node.Run("iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES")
+		switch {
+		case mode == "nftables":
+			out, _ = node.Run("nft", "list", "map", map[string]string{"IPv4": "ip", "IPv6": "ip6"}[family], "kube-proxy", "service-ips")
+		case family == "IPv6":
+			out, _ = node.Run("ip6tables-nft", "-t", "nat", "-S", "KUBE-SERVICES")
+		default:
+			out, _ = node.Run("iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES")
 		}
-		if strings.Contains(out, s.ClusterIP) {
-			if o, _ := s.Node.Run("curl", "-s", "-m", "1", "127.0.0.1:10249/proxyMode"); o == mode {
+		if strings.Contains(out, clusterIP) {
+			if o, _ := node.Run("curl", "-s", "-m", "1", "127.0.0.1:10249/proxyMode"); o == mode {
 				return
 			}
 		}
@@ -194,5 +293,5 @@ func waitProgrammed(t *testing.T, s *testnetns.Scenario, mode, log string) {
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}
-	t.Fatalf("kube-proxy (%s) did not program %s within 90 s; log tail:\n%s", mode, s.ClusterIP, b)
+	t.Fatalf("kube-proxy (%s) did not program %s within 90 s; log tail:\n%s", mode, clusterIP, b)
 }

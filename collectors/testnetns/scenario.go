@@ -3,8 +3,10 @@ package testnetns
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Scenario is a miniature node: namespace Node reaches namespace Pod over a
@@ -124,4 +126,32 @@ func (s *Scenario) Flood(t testing.TB, n int) {
 			}
 		}
 	})
+}
+
+// IPv6 addresses EnableIPv6 adds to a Scenario.
+const (
+	NodeIP6    = "fd00:250::1"
+	PodIP6     = "fd00:250::2"
+	ClusterIP6 = "fd00:96::50" // routed via the Pod, like ClusterIP
+)
+
+// EnableIPv6 gives the Scenario's veth pair IPv6 addresses (NodeIP6 on Node,
+// PodIP6 on Pod; no duplicate address detection, so they are usable at
+// once), default routes both ways, and a listener on [PodIP6]:BackendPort in
+// Pod. It changes only the two namespaces.
+func (s *Scenario) EnableIPv6(t testing.TB) {
+	t.Helper()
+	s.Node.MustRun(t, "ip", "-6", "addr", "add", NodeIP6+"/64", "dev", "veth-pod", "nodad")
+	s.Pod.MustRun(t, "ip", "-6", "addr", "add", PodIP6+"/64", "dev", "eth0", "nodad")
+	s.Node.MustRun(t, "ip", "-6", "route", "add", "default", "via", PodIP6)
+	s.Pod.MustRun(t, "ip", "-6", "route", "add", "default", "via", NodeIP6)
+	s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP6-LISTEN:%d,bind=[%s],fork,reuseaddr", s.BackendPort, PodIP6), "OPEN:/dev/null")
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if out, _ := s.Pod.Run("ss", "-Hltn", "src", "["+PodIP6+"]", "sport", fmt.Sprintf("= :%d", s.BackendPort)); strings.TrimSpace(out) != "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on [%s]:%d in %s", PodIP6, s.BackendPort, s.Pod.Name)
 }
