@@ -23,12 +23,13 @@ const (
 	SectionRoute     = "route"
 	SectionDNS       = "dns"
 	SectionProbe     = "probe"
+	SectionSockets   = "sockets"
 )
 
 // AllSections lists every section in the order the collector reports them.
 var AllSections = []string{
 	SectionProxy, SectionIPTables, SectionNFTables, SectionIPVS, SectionEBPF,
-	SectionConntrack, SectionRoute, SectionDNS, SectionProbe,
+	SectionConntrack, SectionRoute, SectionDNS, SectionProbe, SectionSockets,
 }
 
 // SectionStatus says how far a section got. It is not a verdict on the
@@ -90,6 +91,7 @@ type Sections struct {
 	Route     *Section[RouteObservation]     `json:"route,omitempty"`
 	DNS       *Section[DNSObservation]       `json:"dns,omitempty"`
 	Probe     *Section[ProbeObservation]     `json:"probe,omitempty"`
+	Sockets   *Section[SocketsObservation]   `json:"sockets,omitempty"`
 }
 
 // CollectorInfo describes the collector process itself, so the plugin can say
@@ -365,6 +367,14 @@ type ServiceFlows struct {
 	DumpFilter string `json:"dumpFilter,omitempty"`
 	// DumpedEntries is how many entries the dump returned before address filtering.
 	DumpedEntries int `json:"dumpedEntries"`
+	// NodePortAddresses are the destinations a flow to one of the Service's
+	// NodePorts must have to count: the node's own addresses (every
+	// interface's, the upper bound of kube-proxy's nodePortAddresses) plus
+	// the Service's externalIPs and loadBalancer IPs. Set only when the
+	// Service has NodePorts; NodePortAddressesError says why the node's
+	// addresses are missing.
+	NodePortAddresses      []string `json:"nodePortAddresses,omitempty"`
+	NodePortAddressesError string   `json:"nodePortAddressesError,omitempty"`
 	// ExpectedBackends is the request's endpoint set ("ip:port"), copied for convenience.
 	ExpectedBackends []string        `json:"expectedBackends,omitempty"`
 	Frontends        []FrontendFlows `json:"frontends"`
@@ -493,4 +503,59 @@ type Probe struct {
 	Error         string  `json:"error,omitempty"`
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+}
+
+// ---- sockets ----
+
+// SocketsObservation is what the endpoint Pods on this node listen on, read
+// from /proc/<pid>/net/{tcp,tcp6,udp,udp6} of one process of each Pod. That
+// needs the node's PID namespace (hostPID), not any capability: the files show
+// the sockets of the process's network namespace to anyone who can see the
+// process.
+type SocketsObservation struct {
+	// HostPID is true when the collector sees processes other than its own
+	// (it is not PID 1 of its PID namespace).
+	HostPID bool `json:"hostPID"`
+	// ProcessesScanned is how many /proc/<pid> entries the one scan looked
+	// at before it found every Pod (or ran out).
+	ProcessesScanned int          `json:"processesScanned"`
+	Pods             []PodSockets `json:"pods,omitempty"`
+}
+
+// PodSockets is one endpoint Pod's listening sockets, or why they are not known.
+type PodSockets struct {
+	PodName string `json:"podName,omitempty"`
+	PodUID  string `json:"podUID"`
+	// IPs are the Pod's endpoint addresses in the request.
+	IPs []string `json:"ips,omitempty"`
+	// Found is true when a process of the Pod was found and its socket
+	// tables read; Reason says why not otherwise.
+	Found  bool   `json:"found"`
+	Reason string `json:"reason,omitempty"`
+	// PID and Command name the process whose /proc the sockets were read
+	// through (any container of the Pod: they share one network namespace).
+	PID     int    `json:"pid,omitempty"`
+	Command string `json:"command,omitempty"`
+	// NetNS identifies the network namespace ("net:[4026532460]"), from
+	// /proc/<pid>/ns/net or, when that link is not readable without
+	// CAP_SYS_PTRACE, the inode of /proc/<pid>/net/tcp ("procnet:[…]").
+	NetNS string `json:"netns,omitempty"`
+	// Listeners are TCP sockets in LISTEN and unconnected bound UDP
+	// sockets, one entry per protocol, address and port.
+	Listeners []Listener `json:"listeners,omitempty"`
+	// Truncated is true when Listeners was capped.
+	Truncated bool `json:"truncated,omitempty"`
+	// Errors are tables that could not be read (e.g. no tcp6 without IPv6).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Listener is one listening (TCP) or bound (UDP) socket.
+type Listener struct {
+	Protocol string `json:"protocol"` // TCP, UDP
+	// Address is the local address: 0.0.0.0 or :: for any, 127.0.0.1, ::1,
+	// or a specific one. An IPv4-mapped IPv6 address is shown as IPv4.
+	Address string `json:"address"`
+	Port    uint16 `json:"port"`
+	// Family is the table it came from: IPv4 (tcp, udp) or IPv6 (tcp6, udp6).
+	Family string `json:"family"`
 }

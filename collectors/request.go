@@ -93,6 +93,9 @@ type Endpoint struct {
 	NodeName    string           `json:"nodeName,omitempty"`
 	Zone        string           `json:"zone,omitempty"`
 	PodName     string           `json:"podName,omitempty"`
+	// PodUID is the UID of the endpoint's Pod, when the plugin knows it: the
+	// sockets section finds the Pod's processes by it (their cgroup path).
+	PodUID string `json:"podUID,omitempty"`
 }
 
 // RequestKind is the kind of a Request.

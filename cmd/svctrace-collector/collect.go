@@ -22,6 +22,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/probe"
 	"github.com/svctrace/kubectl-svctrace/collectors/proxy"
 	"github.com/svctrace/kubectl-svctrace/collectors/route"
+	"github.com/svctrace/kubectl-svctrace/collectors/sockets"
 )
 
 // Options are the collector's own knobs (flags), as opposed to the request.
@@ -126,6 +127,11 @@ var sectionReaders = []sectionReader{
 	{collectors.SectionProbe, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
 		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProbeObservation, error) {
 			return probe.Read(ctx, req, opts.ProbeConcurrency)
+		})
+	}},
+	{collectors.SectionSockets, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
+		out.Sockets = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.SocketsObservation, error) {
+			return sockets.Read(ctx, req)
 		})
 	}},
 }

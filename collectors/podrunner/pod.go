@@ -32,9 +32,17 @@ const (
 // ManagedSelector selects every collector Pod svctrace ever created.
 var ManagedSelector = LabelManagedBy + "=" + ManagedByValue + "," + LabelName + "=" + NameValue
 
+// HostPID: every collector Pod shares the node's PID namespace, as
+// `kubectl debug node/…` Pods do. It adds no capability; it lets the sockets
+// section see the endpoint Pods' processes and read their network namespace's
+// socket tables through /proc/<pid>/net (no setns, no SYS_ADMIN or
+// SYS_PTRACE). Every profile uses it, and the report says so.
+const HostPID = true
+
 // Profile is the set of privileges a collector Pod runs with. The default is
 // the least that reading netfilter, conntrack and routes needs, like
-// `kubectl debug --profile=netadmin`.
+// `kubectl debug --profile=netadmin`, plus the host's network and PID
+// namespaces (HostPID).
 type Profile string
 
 const (
@@ -135,6 +143,7 @@ func NewPod(node string, requestJSON []byte, o PodSpecOptions) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			HostNetwork:                   true,
+			HostPID:                       HostPID,
 			DNSPolicy:                     corev1.DNSDefault,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			ActiveDeadlineSeconds:         ptr.To(deadline),

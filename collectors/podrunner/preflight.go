@@ -11,7 +11,7 @@ import (
 )
 
 // PodSecurityEnforceLabel is the Pod Security Admission label that decides
-// whether a hostNetwork Pod with NET_ADMIN may run in a namespace.
+// whether a hostNetwork, hostPID Pod with NET_ADMIN may run in a namespace.
 const PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
 
 // PreflightError says, before anything is created, why collector Pods cannot
@@ -36,7 +36,7 @@ func psaFix(ns string) string {
 
 // Preflight checks that the collector namespace exists and admits the
 // collector Pod, without creating anything: the namespace's Pod Security
-// label first (hostNetwork and NET_ADMIN need level "privileged"), then a
+// label first (hostNetwork, hostPID and NET_ADMIN need level "privileged"), then a
 // server-side dry-run create, which runs every admission plugin (PSA with
 // cluster defaults, policy webhooks) and persists nothing.
 func Preflight(ctx context.Context, c kubernetes.Interface, o PodSpecOptions, node string) error {
@@ -52,7 +52,7 @@ func Preflight(ctx context.Context, c kubernetes.Interface, o PodSpecOptions, no
 	default:
 		if level := ns.Labels[PodSecurityEnforceLabel]; level != "" && level != "privileged" {
 			return &PreflightError{Namespace: o.Namespace,
-				Reason: fmt.Sprintf("Pod Security Admission enforces level %q there, which forbids hostNetwork and the NET_ADMIN capability the collector needs", level),
+				Reason: fmt.Sprintf("Pod Security Admission enforces level %q there, which forbids hostNetwork, hostPID and the NET_ADMIN capability the collector needs", level),
 				Fix:    psaFix(o.Namespace)}
 		}
 	}

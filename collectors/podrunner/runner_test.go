@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,11 +312,23 @@ func TestNewPodLeastPrivilege(t *testing.T) {
 	if sc.Privileged != nil || fmt.Sprint(sc.Capabilities.Add) != "[NET_ADMIN NET_RAW]" || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("default profile not least privilege: %+v", sc)
 	}
+	if !p.Spec.HostNetwork || !p.Spec.HostPID || p.Spec.HostIPC {
+		t.Errorf("want the node's network and PID namespaces (sockets of endpoint Pods), not its IPC: hostNetwork=%v hostPID=%v hostIPC=%v",
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC)
+	}
+	if sc.Capabilities != nil && slices.ContainsFunc(sc.Capabilities.Add, func(c corev1.Capability) bool { return c == "SYS_PTRACE" || c == "SYS_ADMIN" }) {
+		t.Errorf("hostPID must not bring SYS_PTRACE/SYS_ADMIN along: %v", sc.Capabilities.Add)
+	}
 	if len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("does not tolerate every taint: %+v", p.Spec.Tolerations)
 	}
 	pp := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: ProfilePrivileged})
 	if !*pp.Spec.Containers[0].SecurityContext.Privileged {
 		t.Errorf("privileged profile not privileged")
+	}
+	for _, prof := range []Profile{ProfileBPF, ProfilePrivileged} {
+		if !NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: prof}).Spec.HostPID {
+			t.Errorf("profile %s without hostPID", prof)
+		}
 	}
 }

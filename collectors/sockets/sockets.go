@@ -1,0 +1,339 @@
+// Package sockets reads what the endpoint Pods on a node listen on, so that
+// trace can tell "nothing listens on the targetPort" from "it listens, but
+// only on 127.0.0.1" without guessing from a refused probe.
+//
+// It needs the node's PID namespace (the collector Pod runs with hostPID) and
+// no capability: /proc/<pid>/net/{tcp,tcp6,udp,udp6} shows the sockets of the
+// network namespace of process <pid> to anyone who can see that process, with
+// no setns. A Pod's process is found by its cgroup path, which carries the Pod
+// UID. The reader observes only: which port is right is trace's business.
+package sockets
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
+)
+
+// DefaultMaxListeners caps the listeners kept per Pod; a Pod with more is
+// marked Truncated (a proxy bound to thousands of UDP ports, say).
+const DefaultMaxListeners = 256
+
+// Reader reads the listening sockets of the request's local endpoint Pods.
+type Reader struct {
+	// ProcRoot is the procfs to read; empty means /proc.
+	ProcRoot string
+	// MaxListeners caps the listeners kept per Pod; 0 means DefaultMaxListeners.
+	MaxListeners int
+	// SelfPID is this process's PID as ProcRoot numbers it; 0 means
+	// os.Getpid(). PID 1 means the collector is its container's init, so it
+	// does not share the node's PID namespace.
+	SelfPID int
+}
+
+// Read reads the sockets with the default Reader.
+func Read(ctx context.Context, req *collectors.Request) (*collectors.SocketsObservation, error) {
+	return (&Reader{}).Read(ctx, req)
+}
+
+// table is one socket table of /proc/<pid>/net.
+type table struct {
+	file, protocol, family string
+	// state is the st column (hex) a socket must have: 0A LISTEN for TCP,
+	// 07 CLOSE (bound, not connected) for UDP.
+	state string
+}
+
+var tables = []table{
+	{"tcp", "TCP", "IPv4", "0A"},
+	{"tcp6", "TCP", "IPv6", "0A"},
+	{"udp", "UDP", "IPv4", "07"},
+	{"udp6", "UDP", "IPv6", "07"},
+}
+
+// Read finds one process of every endpoint Pod on the request's node (one
+// scan of /proc that stops when all are found), and reads each network
+// namespace's socket tables once.
+func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.SocketsObservation, error) {
+	root := r.ProcRoot
+	if root == "" {
+		root = "/proc"
+	}
+	self := r.SelfPID
+	if self == 0 {
+		self = os.Getpid()
+	}
+	obs := &collectors.SocketsObservation{HostPID: self != 1}
+	pods := localPods(req)
+	if len(pods) == 0 {
+		return obs, nil
+	}
+	scanned, err := findProcesses(ctx, root, pods)
+	obs.ProcessesScanned = scanned
+	if err != nil {
+		return obs, err
+	}
+	byNetNS := map[string]*collectors.PodSockets{}
+	for _, p := range pods {
+		ps := p.out
+		switch {
+		case ps.PID == 0 && !obs.HostPID:
+			ps.Reason = "the collector does not see the node's processes: its Pod does not share the host PID namespace (hostPID)"
+		case ps.PID == 0:
+			ps.Reason = fmt.Sprintf("no process of Pod %s runs on this node (no cgroup path names the Pod UID among %d processes)", ps.PodUID, scanned)
+		default:
+			pidDir := filepath.Join(root, strconv.Itoa(ps.PID))
+			ps.NetNS = netnsID(pidDir)
+			if prev, ok := byNetNS[ps.NetNS]; ok && ps.NetNS != "" {
+				ps.Found, ps.Listeners, ps.Truncated, ps.Errors, ps.Reason = prev.Found, prev.Listeners, prev.Truncated, prev.Errors, prev.Reason
+				break
+			}
+			r.readTables(pidDir, ps)
+			byNetNS[ps.NetNS] = ps
+		}
+		obs.Pods = append(obs.Pods, *ps)
+	}
+	return obs, ctx.Err()
+}
+
+// wantedPod is one Pod to look for and its result.
+type wantedPod struct {
+	// markers are the strings a cgroup path of the Pod contains: pod<uid>
+	// (cgroupfs driver) and pod<uid with _> (systemd driver).
+	markers []string
+	out     *collectors.PodSockets
+}
+
+// localPods groups the request's endpoints on this node by Pod UID.
+func localPods(req *collectors.Request) []*wantedPod {
+	byUID := map[string]*wantedPod{}
+	var out []*wantedPod
+	for _, ep := range req.Endpoints {
+		if ep.PodUID == "" || (req.NodeName != "" && ep.NodeName != req.NodeName) {
+			continue
+		}
+		p := byUID[ep.PodUID]
+		if p == nil {
+			p = &wantedPod{
+				markers: []string{"pod" + ep.PodUID, "pod" + strings.ReplaceAll(ep.PodUID, "-", "_")},
+				out:     &collectors.PodSockets{PodName: ep.PodName, PodUID: ep.PodUID},
+			}
+			byUID[ep.PodUID] = p
+			out = append(out, p)
+		}
+		if ep.IP != "" && !containsString(p.out.IPs, ep.IP) {
+			p.out.IPs = append(p.out.IPs, ep.IP)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].out.PodUID < out[j].out.PodUID })
+	return out
+}
+
+// findProcesses reads /proc/<pid>/cgroup of each process until every Pod has
+// a process, and returns how many processes it looked at.
+func findProcesses(ctx context.Context, root string, pods []*wantedPod) (int, error) {
+	d, err := os.Open(root)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	pending := len(pods)
+	scanned := 0
+	for pending > 0 {
+		names, err := d.Readdirnames(256)
+		for _, name := range names {
+			pid, perr := strconv.Atoi(name)
+			if perr != nil || pid <= 0 {
+				continue
+			}
+			scanned++
+			cg, cerr := os.ReadFile(filepath.Join(root, name, "cgroup"))
+			if cerr != nil {
+				continue // exited meanwhile, or a kernel thread we may not read
+			}
+			for _, p := range pods {
+				if p.out.PID == 0 && containsAny(string(cg), p.markers) {
+					p.out.PID = pid
+					p.out.Command = readComm(filepath.Join(root, name))
+					pending--
+				}
+			}
+			if pending == 0 {
+				break
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+			break
+		}
+		if err != nil {
+			return scanned, err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return scanned, cerr
+		}
+	}
+	return scanned, nil
+}
+
+// netnsID names a process's network namespace. The ns/net link needs
+// ptrace-read access to the process (CAP_SYS_PTRACE for another user's, or
+// a process with more capabilities); the inode of its net/tcp file differs
+// per namespace too and needs nothing, so it stands in.
+func netnsID(pidDir string) string {
+	if l, err := os.Readlink(filepath.Join(pidDir, "ns", "net")); err == nil {
+		return l
+	}
+	if fi, err := os.Stat(filepath.Join(pidDir, "net", "tcp")); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return fmt.Sprintf("procnet:[%d]", st.Ino)
+		}
+	}
+	return ""
+}
+
+func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets) {
+	limit := r.MaxListeners
+	if limit <= 0 {
+		limit = DefaultMaxListeners
+	}
+	seen := map[collectors.Listener]bool{}
+	read := 0
+	var failures []string
+	for _, tb := range tables {
+		f, err := os.Open(filepath.Join(pidDir, "net", tb.file))
+		if errors.Is(err, fs.ErrNotExist) && tb.family == "IPv6" {
+			continue // IPv6 disabled on this node
+		}
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", tb.file, err))
+			continue
+		}
+		ls, err := ParseTable(f, tb.protocol, tb.family, tb.state)
+		f.Close()
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", tb.file, err))
+			continue
+		}
+		read++
+		for _, l := range ls {
+			if seen[l] {
+				continue
+			}
+			if len(seen) >= limit {
+				ps.Truncated = true
+				break
+			}
+			seen[l] = true
+			ps.Listeners = append(ps.Listeners, l)
+		}
+	}
+	ps.Errors = failures
+	if read == 0 {
+		ps.Reason = fmt.Sprintf("process %d's socket tables are not readable: %s", ps.PID, strings.Join(failures, "; "))
+		return
+	}
+	ps.Found = true
+	sort.Slice(ps.Listeners, func(i, j int) bool {
+		a, b := ps.Listeners[i], ps.Listeners[j]
+		if a.Protocol != b.Protocol {
+			return a.Protocol < b.Protocol
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Address < b.Address
+	})
+}
+
+// ParseTable parses one /proc/net/{tcp,tcp6,udp,udp6} table and returns the
+// sockets in state (hex, as the st column prints it). protocol and family
+// label the result.
+func ParseTable(rd io.Reader, protocol, family, state string) ([]collectors.Listener, error) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 512), 64<<10)
+	var out []collectors.Listener
+	header := true
+	for sc.Scan() {
+		if header {
+			header = false
+			continue
+		}
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 {
+			continue
+		}
+		if !strings.EqualFold(f[3], state) {
+			continue
+		}
+		addr, port, err := parseHexAddrPort(f[1])
+		if err != nil {
+			return out, fmt.Errorf("line %q: %w", sc.Text(), err)
+		}
+		out = append(out, collectors.Listener{Protocol: protocol, Address: addr.Unmap().String(), Port: port, Family: family})
+	}
+	return out, sc.Err()
+}
+
+// parseHexAddrPort decodes "0100007F:1F90" (IPv4) or a 32-digit IPv6 address:
+// the kernel prints each 32-bit word of the address as a number in host byte
+// order, and the port in network order already converted.
+func parseHexAddrPort(s string) (netip.Addr, uint16, error) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return netip.Addr{}, 0, fmt.Errorf("no port in %q", s)
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return netip.Addr{}, 0, fmt.Errorf("port %q: %w", hexPort, err)
+	}
+	raw, err := hex.DecodeString(hexAddr)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return netip.Addr{}, 0, fmt.Errorf("address %q: want 8 or 32 hex digits", hexAddr)
+	}
+	b := make([]byte, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.NativeEndian.PutUint32(b[i:], binary.BigEndian.Uint32(raw[i:]))
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a, uint16(port), nil
+}
+
+func readComm(pidDir string) string {
+	b, err := os.ReadFile(filepath.Join(pidDir, "comm"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
