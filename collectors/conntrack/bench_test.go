@@ -43,11 +43,11 @@ func BenchmarkServiceFlows(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
-						flows, _, err := r.dumpFlows(conn, r.netlinkConfig(), req)
+						flows, _, err := r.dumpFlows(conn, r.netlinkConfig(), req, nil)
 						if err != nil {
 							b.Fatal(err)
 						}
-						g := GroupFlows(flows, req, DefaultFlowCap)
+						g := GroupFlows(flows, req, nil, DefaultFlowCap)
 						if len(g.Frontends) != 1 || g.Frontends[0].Total != 3 {
 							b.Fatalf("service flows %+v", g.Frontends)
 						}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/mdlayher/netlink"
 	ct "github.com/ti-mo/conntrack"
+	vnl "github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
@@ -64,6 +66,8 @@ func Read(ctx context.Context, req *collectors.Request, flowCap int) (*collector
 }
 
 // Read samples statistics twice, reads the table's size and the Service's flows.
+// NodePort flows count only when their destination is one of the node's own
+// addresses or the Service's externalIPs/loadBalancer IPs (nodePortAddresses).
 // Each part records its own error; the returned error is set only when no
 // part could be read at all.
 func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.ConntrackObservation, error) {
@@ -93,12 +97,19 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 	// The flow dump runs between the samples, so it costs no extra wall time.
 	start := time.Now()
 	if conn != nil {
-		flows, filter, err := r.dumpFlows(conn, cfg, req)
+		npAddrs, npErr := r.nodePortAddresses(req)
+		flows, filter, err := r.dumpFlows(conn, cfg, req, npAddrs)
 		if err != nil {
 			obs.FlowsError = err.Error()
 		} else {
-			obs.Flows = GroupFlows(flows, req, r.flowCap())
+			obs.Flows = GroupFlows(flows, req, npAddrs, r.flowCap())
 			obs.Flows.DumpFilter = filter
+			if hasNodePort(req) {
+				obs.Flows.NodePortAddresses = addrStrings(npAddrs)
+				if npErr != nil {
+					obs.Flows.NodePortAddressesError = npErr.Error()
+				}
+			}
 		}
 	}
 	select {
@@ -167,14 +178,98 @@ func (r *Reader) flowCap() int {
 	return r.FlowCap
 }
 
-// dumpFlows gets the Service's candidate flows with the reader's method.
-func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectors.Request) ([]ct.Flow, string, error) {
+// nodePortAddresses is where a flow to one of the Service's NodePorts may be
+// addressed: the node's own addresses (every interface's, as `ip addr` lists
+// them, in the reader's namespace: kube-proxy's default nodePortAddresses is
+// every local address, and --nodeport-addresses picks a subset of them, so
+// this is the upper bound), plus the Service's externalIPs and loadBalancer
+// ingress IPs from the request. Flows to the NodePort's number on any other
+// address (a Pod's own port, another Service's ClusterIP port) are not this
+// Service's. On error the node's addresses are missing from the list, so
+// NodePort flows to them are not counted; the error says so.
+func (r *Reader) nodePortAddresses(req *collectors.Request) ([]netip.Addr, error) {
+	if !hasNodePort(req) {
+		return nil, nil
+	}
+	local, err := localAddrs(r.NetNS)
+	set := map[netip.Addr]bool{}
+	for _, a := range local {
+		set[a] = true
+	}
+	for _, list := range [][]string{req.Service.ExternalIPs, req.Service.LoadBalancerIPs} {
+		for _, ip := range list {
+			if a, perr := netip.ParseAddr(ip); perr == nil {
+				set[a.Unmap()] = true
+			}
+		}
+	}
+	out := make([]netip.Addr, 0, len(set))
+	for a := range set {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	if err != nil {
+		return out, fmt.Errorf("node addresses unreadable, NodePort flows to them not counted: %w", err)
+	}
+	return out, nil
+}
+
+// localAddrs lists every address on every interface of the namespace netns
+// (a file descriptor; 0: the calling thread's namespace).
+func localAddrs(ns int) ([]netip.Addr, error) {
+	var h *vnl.Handle
+	var err error
+	if ns == 0 {
+		h, err = vnl.NewHandle(unix.NETLINK_ROUTE)
+	} else {
+		h, err = vnl.NewHandleAt(vnetns.NsHandle(ns), unix.NETLINK_ROUTE)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	defer h.Close()
+	list, err := h.AddrList(nil, vnl.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(list))
+	for _, a := range list {
+		if a.IPNet == nil {
+			continue
+		}
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out, nil
+}
+
+func hasNodePort(req *collectors.Request) bool {
+	for _, p := range req.Service.Ports {
+		if p.NodePort > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func addrStrings(addrs []netip.Addr) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// dumpFlows gets the Service's candidate flows with the reader's method;
+// nodePortAddrs are the NodePorts' possible destinations (nodePortAddresses).
+func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectors.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, string, error) {
 	var tupleErr error
 	if r.Method == MethodAuto || r.Method == MethodTupleFilter {
 		nl, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
 		if err == nil {
 			var flows []ct.Flow
-			flows, err = dumpServiceFlowsFiltered(nl, req)
+			flows, err = dumpServiceFlowsFiltered(nl, req, nodePortAddrs)
 			nl.Close()
 			if err == nil {
 				return flows, "original destination per frontend (CTA_FILTER, in kernel)", nil
@@ -223,22 +318,27 @@ func dumpServiceFlows(conn *ct.Conn) ([]ct.Flow, string, error) {
 }
 
 // GroupFlows keeps the flows whose original destination is one of the
-// Service's frontends (ClusterIP/externalIP/LB IP and port, or any address
-// with a NodePort) and counts them per backend: the reply tuple's source is
-// the address the flow was NATed to.
-func GroupFlows(flows []ct.Flow, req *collectors.Request, flowCap int) *collectors.ServiceFlows {
+// Service's frontends (ClusterIP/externalIP/LB IP and port, or a NodePort on
+// one of nodePortAddrs, see Reader.nodePortAddresses) and counts them per
+// backend: the reply tuple's source is the address the flow was NATed to.
+func GroupFlows(flows []ct.Flow, req *collectors.Request, nodePortAddrs []netip.Addr, flowCap int) *collectors.ServiceFlows {
 	type key struct {
 		addr  netip.AddrPort
 		proto uint8
 	}
 	frontends := map[key]string{} // exact frontends
-	nodePorts := map[key]string{} // port-only match, addr zero
 	for _, fe := range req.Service.Frontends() {
 		frontends[key{fe.Addr, collectors.IPProtoNumber(fe.Protocol)}] = fe.PortName
 	}
 	for _, p := range req.Service.Ports {
-		if p.NodePort > 0 {
-			nodePorts[key{netip.AddrPortFrom(netip.Addr{}, uint16(p.NodePort)), collectors.IPProtoNumber(p.Protocol)}] = p.Name
+		if p.NodePort <= 0 {
+			continue
+		}
+		for _, a := range nodePortAddrs {
+			k := key{netip.AddrPortFrom(a, uint16(p.NodePort)), collectors.IPProtoNumber(p.Protocol)}
+			if _, ok := frontends[k]; !ok {
+				frontends[k] = p.Name
+			}
 		}
 	}
 	expected := map[string]bool{}
@@ -261,9 +361,7 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, flowCap int) *collecto
 		dst := netip.AddrPortFrom(o.IP.DestinationAddress.Unmap(), o.Proto.DestinationPort)
 		k := key{dst, o.Proto.Protocol}
 		if _, ok := frontends[k]; !ok {
-			if _, ok := nodePorts[key{netip.AddrPortFrom(netip.Addr{}, dst.Port()), k.proto}]; !ok {
-				continue
-			}
+			continue
 		}
 		feName := dst.String() + "/" + collectors.IPProtoName(k.proto)
 		fe := byFrontend[feName]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,14 +77,15 @@ func TestGroupFlows(t *testing.T) {
 		flow(6, "10.0.0.11:40001", "10.96.0.50:80", "10.244.1.5:8080", 7),
 		flow(6, "10.0.0.11:40002", "10.96.0.50:80", "10.244.9.9:8080", 3), // stale backend
 		flow(17, "10.0.0.11:5000", "10.96.0.50:53", "10.244.2.7:5353", 0),
-		flow(6, "192.0.2.1:5555", "10.0.0.11:30080", "10.244.2.7:8080", 3), // NodePort
-		flow(6, "10.0.0.11:40003", "10.96.0.99:80", "10.244.1.5:8080", 3),  // another Service
-		flow(17, "10.0.0.11:5001", "10.96.0.50:80", "10.244.1.5:8080", 0),  // wrong protocol
+		flow(6, "192.0.2.1:5555", "10.0.0.11:30080", "10.244.2.7:8080", 3),    // NodePort on the node's address
+		flow(6, "10.0.0.11:40010", "10.244.3.3:30080", "10.244.3.3:30080", 3), // a Pod's own port 30080: not a NodePort
+		flow(6, "10.0.0.11:40003", "10.96.0.99:80", "10.244.1.5:8080", 3),     // another Service
+		flow(17, "10.0.0.11:5001", "10.96.0.50:80", "10.244.1.5:8080", 0),     // wrong protocol
 	}
 	for i := 0; i < 5; i++ { // more stale flows than the cap
 		flows = append(flows, flow(6, fmt.Sprintf("10.0.0.12:%d", 41000+i), "10.96.0.50:80", "10.244.9.9:8080", 3))
 	}
-	got := GroupFlows(flows, webRequest(), 3)
+	got := GroupFlows(flows, webRequest(), []netip.Addr{netip.MustParseAddr("10.0.0.11")}, 3)
 	if got.DumpedEntries != len(flows) {
 		t.Errorf("dumped %d", got.DumpedEntries)
 	}
@@ -112,11 +115,82 @@ func TestGroupFlows(t *testing.T) {
 	if np := byName["10.0.0.11:30080/TCP"]; np.Total != 1 || !np.Backends[0].Expected {
 		t.Errorf("nodeport frontend %+v", np)
 	}
+	if _, ok := byName["10.244.3.3:30080/TCP"]; ok {
+		t.Errorf("a flow to port 30080 of a non-node address counted as the NodePort's: %+v", got.Frontends)
+	}
 	if got.UnexpectedTotal != 6 || len(got.Unexpected) != 3 || !got.Truncated {
 		t.Errorf("unexpected: total %d listed %d truncated %v", got.UnexpectedTotal, len(got.Unexpected), got.Truncated)
 	}
 	if u := got.Unexpected[0]; u.Original != "10.0.0.11:40002 -> 10.96.0.50:80" || u.Reply != "10.244.9.9:8080 -> 10.0.0.11:40002" || u.TCPState != "ESTABLISHED" {
 		t.Errorf("unexpected flow %+v", u)
+	}
+}
+
+// TestGroupFlowsNodePortAddresses: a NodePort counts on the addresses it is
+// given (the node's and the Service's externalIPs/LB IPs), in either family,
+// with the NodePort's protocol, and nowhere else.
+func TestGroupFlowsNodePortAddresses(t *testing.T) {
+	req := webRequest()
+	req.Service.Ports = append(req.Service.Ports, collectors.ServicePort{Name: "dns", Protocol: "UDP", Port: 53, NodePort: 30053})
+	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("fd00::11"), netip.MustParseAddr("203.0.113.9")}
+	flows := []ct.Flow{
+		flow(6, "192.0.2.1:5555", "10.0.0.11:30080", "10.244.2.7:8080", 3),    // node address
+		flow(6, "127.0.0.1:5556", "127.0.0.1:30080", "10.244.1.5:8080", 3),    // localhost NodePort
+		flow(6, "[fd00::99]:5557", "[fd00::11]:30080", "[fd00::5]:8080", 3),   // IPv6 node address
+		flow(6, "192.0.2.1:5558", "203.0.113.9:30080", "10.244.1.5:8080", 3),  // externalIP / LB IP
+		flow(17, "192.0.2.1:5559", "10.0.0.11:30053", "10.244.1.5:5353", 0),   // UDP NodePort
+		flow(6, "10.0.0.11:40010", "10.244.3.3:30080", "10.244.3.3:30080", 3), // a Pod's own port
+		flow(6, "10.0.0.11:40011", "10.96.0.77:30080", "10.244.9.9:80", 3),    // another Service's ClusterIP:30080
+		flow(6, "192.0.2.1:5560", "10.0.0.12:30080", "10.244.1.5:8080", 3),    // another node's address
+		flow(17, "192.0.2.1:5561", "10.0.0.11:30080", "10.244.1.5:8080", 0),   // right address, wrong protocol
+		flow(6, "192.0.2.1:5562", "10.0.0.11:30053", "10.244.1.5:5353", 3),    // right address, wrong protocol
+	}
+	got := GroupFlows(flows, req, addrs, 10)
+	var names []string
+	for _, fe := range got.Frontends {
+		names = append(names, fe.Frontend)
+		if fe.Total != 1 {
+			t.Errorf("%s: %d flows, want 1", fe.Frontend, fe.Total)
+		}
+	}
+	want := []string{"10.0.0.11:30053/UDP", "10.0.0.11:30080/TCP", "127.0.0.1:30080/TCP", "203.0.113.9:30080/TCP", "[fd00::11]:30080/TCP"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("frontends %v, want %v", names, want)
+	}
+	// The IPv6 flow's backend is not in the (IPv4) endpoint set.
+	if got.UnexpectedTotal != 1 || got.Unexpected[0].Backend != "[fd00::5]:8080" {
+		t.Errorf("unexpected %d %+v", got.UnexpectedTotal, got.Unexpected)
+	}
+	// No addresses (unreadable): no NodePort flow counts.
+	if none := GroupFlows(flows, req, nil, 10); len(none.Frontends) != 0 {
+		t.Errorf("NodePort flows counted without addresses: %+v", none.Frontends)
+	}
+}
+
+// TestServiceDestinations: the kernel filter asks for each frontend exactly,
+// and for each NodePort by port and protocol only in the families that have
+// a NodePort address.
+func TestServiceDestinations(t *testing.T) {
+	req := webRequest()
+	req.Service.ExternalIPs = []string{"203.0.113.9"}
+	str := func(ds []origDst) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, fmt.Sprintf("%v/%d/%d/%d", d.addr, d.family, d.port, d.proto))
+		}
+		return strings.Join(out, " ")
+	}
+	v4 := []netip.Addr{netip.MustParseAddr("10.0.0.11")}
+	if got, want := str(serviceDestinations(req, v4)),
+		"10.96.0.50/2/80/6 10.96.0.50/2/53/17 203.0.113.9/2/80/6 203.0.113.9/2/53/17 invalid IP/2/30080/6"; got != want {
+		t.Errorf("IPv4 node:\n got %s\nwant %s", got, want)
+	}
+	both := append(v4, netip.MustParseAddr("fd00::11"))
+	if got := str(serviceDestinations(req, both)); !strings.HasSuffix(got, "invalid IP/2/30080/6 invalid IP/10/30080/6") {
+		t.Errorf("dual-stack node: %s", got)
+	}
+	if got := str(serviceDestinations(req, nil)); strings.Contains(got, "30080") {
+		t.Errorf("NodePort dumped without NodePort addresses: %s", got)
 	}
 }
 
@@ -208,5 +282,96 @@ func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Reque
 	}
 	if obs.Flows.UnexpectedTotal != 1 || len(obs.Flows.Unexpected) != 1 || obs.Flows.Unexpected[0].Backend != stale {
 		t.Errorf("unexpected flows %+v", obs.Flows.Unexpected)
+	}
+}
+
+// TestNodePortFlowsInNetns makes real flows to port 30080 in a test
+// namespace: through the Service's NodePort on the node's address and on its
+// externalIP, and, with the same port number, to another Service's ClusterIP
+// (DNATed elsewhere) and to a Pod's own listener (not NATed). Only the first
+// two are the Service's; the observation names the addresses it used.
+func TestNodePortFlowsInNetns(t *testing.T) {
+	s := testnetns.NewScenario(t)
+	const nodePort, externalIP, otherClusterIP = 30080, "10.96.0.88", "10.96.0.77"
+	// A NodePort rule the way kube-proxy matches it (destination local),
+	// an externalIP:NodePort rule, and another Service whose ClusterIP port
+	// is the same number, DNATed to the stale listener.
+	ruleset := fmt.Sprintf(`table ip svctrace-np-test {
+	chain out {
+		type nat hook output priority -110; policy accept;
+		fib daddr type local tcp dport %[1]d dnat to %[2]s:%[3]d
+		ip daddr %[4]s tcp dport %[1]d dnat to %[2]s:%[3]d
+		ip daddr %[5]s tcp dport %[1]d dnat to %[2]s:%[6]d
+	}
+}
+`, nodePort, s.PodIP, s.BackendPort, externalIP, otherClusterIP, s.StalePort)
+	cmd := exec.Command("ip", "netns", "exec", s.Node.Name, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v\n%s", err, out)
+	}
+	// The Pod's own port 30080.
+	s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", nodePort, s.PodIP), "OPEN:/dev/null")
+	testnetns.WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
+
+	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
+	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
+	s.Connect(t, fmt.Sprintf("%s:%d", externalIP, nodePort))
+	s.Connect(t, fmt.Sprintf("%s:%d", otherClusterIP, nodePort))
+	s.Connect(t, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
+
+	req := &collectors.Request{
+		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "NodePort", ClusterIPs: []string{s.ClusterIP},
+			ExternalIPs: []string{externalIP},
+			Ports:       []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: nodePort}}},
+		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+		ConntrackSampleMillis: 50,
+	}
+	live := fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort)
+	for _, method := range []string{MethodAuto, MethodTupleFilter, MethodStatusFilter} {
+		t.Run("method="+method, func(t *testing.T) {
+			var obs *collectors.ConntrackObservation
+			var err error
+			testnetns.Do(t, s.Node, func() {
+				obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), Method: method}).Read(context.Background(), req)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := obs.Flows
+			if obs.FlowsError != "" || f == nil {
+				t.Fatalf("flows %+v err %q", f, obs.FlowsError)
+			}
+			t.Logf("dump filter %q, %d entries dumped, NodePort addresses %v", f.DumpFilter, f.DumpedEntries, f.NodePortAddresses)
+			// What the kernel returned before the address filter: the five
+			// flows to port 30080 (tuple filter: port and protocol), or
+			// every NATed entry (the four of them).
+			wantDumped := map[string]int{MethodAuto: 5, MethodTupleFilter: 5, MethodStatusFilter: 4}[method]
+			if f.DumpedEntries != wantDumped {
+				t.Errorf("dumped %d entries, want %d", f.DumpedEntries, wantDumped)
+			}
+			if f.NodePortAddressesError != "" || !slices.Contains(f.NodePortAddresses, s.NodeIP) || !slices.Contains(f.NodePortAddresses, "127.0.0.1") ||
+				!slices.Contains(f.NodePortAddresses, externalIP) || slices.Contains(f.NodePortAddresses, s.PodIP) || slices.Contains(f.NodePortAddresses, otherClusterIP) {
+				t.Errorf("NodePort addresses %v (%s)", f.NodePortAddresses, f.NodePortAddressesError)
+			}
+			got := map[string]string{}
+			for _, fe := range f.Frontends {
+				var bs []string
+				for _, b := range fe.Backends {
+					bs = append(bs, fmt.Sprintf("%s=%d", b.Backend, b.Count))
+				}
+				got[fe.Frontend] = fmt.Sprintf("%d %s", fe.Total, strings.Join(bs, ","))
+			}
+			want := map[string]string{
+				fmt.Sprintf("%s:%d/TCP", s.NodeIP, nodePort):   "2 " + live + "=2",
+				fmt.Sprintf("%s:%d/TCP", externalIP, nodePort): "1 " + live + "=1",
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("frontends\n got %v\nwant %v", got, want)
+			}
+			if f.UnexpectedTotal != 0 {
+				t.Errorf("flows to port %d of other addresses counted as stale: %+v", nodePort, f.Unexpected)
+			}
+		})
 	}
 }

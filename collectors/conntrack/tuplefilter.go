@@ -44,8 +44,12 @@ type origDst struct {
 }
 
 // serviceDestinations lists what to ask the kernel for: each frontend's
-// address:port/proto, and each NodePort on any address in both families.
-func serviceDestinations(req *collectors.Request) []origDst {
+// address:port/proto, and each NodePort by port and protocol in each family
+// that has a NodePort address. CTA_FILTER takes one address per dump, and
+// every dump walks the whole table in the kernel, so NodePorts are not dumped
+// once per node address (an IPVS node holds every ClusterIP on kube-ipvs0);
+// GroupFlows keeps only those whose destination is a NodePort address.
+func serviceDestinations(req *collectors.Request, nodePortAddrs []netip.Addr) []origDst {
 	var out []origDst
 	seen := map[origDst]bool{}
 	add := func(d origDst) {
@@ -61,9 +65,18 @@ func serviceDestinations(req *collectors.Request) []origDst {
 		}
 		add(origDst{fe.Addr.Addr(), fam, fe.Addr.Port(), collectors.IPProtoNumber(fe.Protocol)})
 	}
+	var has4, has6 bool
+	for _, a := range nodePortAddrs {
+		has4, has6 = has4 || a.Is4(), has6 || a.Is6()
+	}
 	for _, p := range req.Service.Ports {
-		if p.NodePort > 0 {
+		if p.NodePort <= 0 {
+			continue
+		}
+		if has4 {
 			add(origDst{netip.Addr{}, unix.AF_INET, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
+		}
+		if has6 {
 			add(origDst{netip.Addr{}, unix.AF_INET6, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
 		}
 	}
@@ -122,9 +135,9 @@ func dumpByOrigDst(nl *netlink.Conn, d origDst) ([]ct.Flow, error) {
 }
 
 // dumpServiceFlowsFiltered runs one kernel-filtered dump per destination.
-func dumpServiceFlowsFiltered(nl *netlink.Conn, req *collectors.Request) ([]ct.Flow, error) {
+func dumpServiceFlowsFiltered(nl *netlink.Conn, req *collectors.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, error) {
 	var all []ct.Flow
-	for _, d := range serviceDestinations(req) {
+	for _, d := range serviceDestinations(req, nodePortAddrs) {
 		flows, err := dumpByOrigDst(nl, d)
 		if err != nil {
 			return nil, err
