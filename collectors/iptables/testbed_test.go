@@ -1,13 +1,11 @@
 package iptables
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from the
@@ -15,76 +13,8 @@ import (
 // way the plugin would: Service spec plus the union of its EndpointSlices.
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/iptables/testbed-api.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Items []struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string            `json:"name"`
-				Namespace string            `json:"namespace"`
-				Labels    map[string]string `json:"labels"`
-			} `json:"metadata"`
-			Spec struct {
-				Type                  string   `json:"type"`
-				ClusterIPs            []string `json:"clusterIPs"`
-				ExternalIPs           []string `json:"externalIPs"`
-				SessionAffinity       string   `json:"sessionAffinity"`
-				ExternalTrafficPolicy string   `json:"externalTrafficPolicy"`
-				InternalTrafficPolicy string   `json:"internalTrafficPolicy"`
-				HealthCheckNodePort   int32    `json:"healthCheckNodePort"`
-				Ports                 []struct {
-					Name     string `json:"name"`
-					Protocol string `json:"protocol"`
-					Port     int32  `json:"port"`
-					NodePort int32  `json:"nodePort"`
-				} `json:"ports"`
-			} `json:"spec"`
-			Ports []struct {
-				Name string `json:"name"`
-				Port int32  `json:"port"`
-			} `json:"ports"`
-			Endpoints []struct {
-				Addresses  []string `json:"addresses"`
-				NodeName   string   `json:"nodeName"`
-				Conditions struct {
-					Ready, Serving, Terminating *bool
-				} `json:"conditions"`
-			} `json:"endpoints"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
-		t.Fatal(err)
-	}
-	var q Query
-	for _, it := range list.Items {
-		switch {
-		case it.Kind == "Service" && it.Metadata.Name == name:
-			s := it.Spec
-			q.Service = collectors.ServiceSpec{Namespace: it.Metadata.Namespace, Name: name, Type: s.Type, ClusterIPs: s.ClusterIPs,
-				ExternalIPs: s.ExternalIPs, SessionAffinity: s.SessionAffinity, ExternalTrafficPolicy: s.ExternalTrafficPolicy,
-				InternalTrafficPolicy: s.InternalTrafficPolicy, HealthCheckNodePort: s.HealthCheckNodePort}
-			for _, p := range s.Ports {
-				q.Service.Ports = append(q.Service.Ports, collectors.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
-			}
-		case it.Kind == "EndpointSlice" && it.Metadata.Labels["kubernetes.io/service-name"] == name:
-			ports := map[string]int32{}
-			for _, p := range it.Ports {
-				ports[p.Name] = p.Port
-			}
-			for _, e := range it.Endpoints {
-				c := e.Conditions
-				q.Endpoints = append(q.Endpoints, collectors.Endpoint{IP: e.Addresses[0], Ports: ports, NodeName: e.NodeName,
-					Ready: c.Ready == nil || *c.Ready, Serving: c.Serving == nil || *c.Serving, Terminating: c.Terminating != nil && *c.Terminating})
-			}
-		}
-	}
-	if q.Service.Name == "" {
-		t.Fatalf("no Service %s in testbed-api.json", name)
-	}
-	return q
+	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 
 // Real kube-proxy v1.37.2 (iptables mode, node svtb-node1) in the project

@@ -8,24 +8,18 @@ import (
 	"testing"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallNFTablesRules
 // (collectors/testdata/PROVENANCE.md).
 func overallQueries() map[string]Query {
-	port := []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}
-	return map[string]Query{
-		"svc2": {Service: collectors.ServiceSpec{Namespace: "ns2", Name: "svc2", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.42"},
-			ExternalIPs: []string{"192.168.99.22"}, LoadBalancerIPs: []string{"1.2.3.4"}, ExternalTrafficPolicy: "Local",
-			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3001}}}},
-		"svc4": {Service: collectors.ServiceSpec{Namespace: "ns4", Name: "svc4", ClusterIPs: []string{"172.30.0.44"}, Ports: port}},
-		"svc5": {Service: collectors.ServiceSpec{Namespace: "ns5", Name: "svc5", Type: "LoadBalancer", ClusterIPs: []string{"172.30.0.45"},
-			LoadBalancerIPs: []string{"5.6.7.8"}, SessionAffinity: "ClientIP",
-			Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80, NodePort: 3002}}},
-			Endpoints: []collectors.Endpoint{ep("10.180.0.3", 80, "p80")}},
-		"svc6": {Service: collectors.ServiceSpec{Namespace: "ns6", Name: "svc6", ClusterIPs: []string{"172.30.0.46"}, Ports: port}},
+	out := map[string]Query{}
+	for name, s := range fixture.KubeProxyOverall() {
+		out[name] = Query{Service: s.Spec, Endpoints: s.Endpoints}
 	}
+	return out
 }
 
 func checkOverall(t *testing.T, name string, obs *Observation) {

@@ -2,13 +2,12 @@ package nftables
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
@@ -16,61 +15,8 @@ import (
 // the recorded API objects (testdata/iptables/testbed-api.json).
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	b, err := os.ReadFile("../testdata/iptables/testbed-api.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Items []struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string            `json:"name"`
-				Namespace string            `json:"namespace"`
-				Labels    map[string]string `json:"labels"`
-			} `json:"metadata"`
-			Spec struct {
-				ClusterIPs      []string `json:"clusterIPs"`
-				ExternalIPs     []string `json:"externalIPs"`
-				SessionAffinity string   `json:"sessionAffinity"`
-				Ports           []struct {
-					Name     string `json:"name"`
-					Protocol string `json:"protocol"`
-					Port     int32  `json:"port"`
-					NodePort int32  `json:"nodePort"`
-				} `json:"ports"`
-			} `json:"spec"`
-			Ports []struct {
-				Name string `json:"name"`
-				Port int32  `json:"port"`
-			} `json:"ports"`
-			Endpoints []struct {
-				Addresses []string `json:"addresses"`
-			} `json:"endpoints"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
-		t.Fatal(err)
-	}
-	var q Query
-	for _, it := range list.Items {
-		switch {
-		case it.Kind == "Service" && it.Metadata.Name == name:
-			q.Service = collectors.ServiceSpec{Namespace: it.Metadata.Namespace, Name: name, ClusterIPs: it.Spec.ClusterIPs,
-				ExternalIPs: it.Spec.ExternalIPs, SessionAffinity: it.Spec.SessionAffinity}
-			for _, p := range it.Spec.Ports {
-				q.Service.Ports = append(q.Service.Ports, collectors.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
-			}
-		case it.Kind == "EndpointSlice" && it.Metadata.Labels["kubernetes.io/service-name"] == name:
-			ports := map[string]int32{}
-			for _, p := range it.Ports {
-				ports[p.Name] = p.Port
-			}
-			for _, e := range it.Endpoints {
-				q.Endpoints = append(q.Endpoints, collectors.Endpoint{IP: e.Addresses[0], Ports: ports, Ready: true, Serving: true})
-			}
-		}
-	}
-	return q
+	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 
 // Real kube-proxy v1.37.2 in nftables mode (node svtb-node2 of the testbed).
