@@ -115,6 +115,8 @@ type wantedPod struct {
 	// markers are the strings a cgroup path of the Pod contains: pod<uid>
 	// (cgroupfs driver) and pod<uid with _> (systemd driver).
 	markers []string
+	// settled is true once a non-pause process of the Pod was found.
+	settled bool
 	out     *collectors.PodSockets
 }
 
@@ -144,7 +146,10 @@ func localPods(req *collectors.Request) []*wantedPod {
 }
 
 // findProcesses reads /proc/<pid>/cgroup of each process until every Pod has
-// a process, and returns how many processes it looked at.
+// a process other than the sandbox's pause (any process shares the Pod's
+// network namespace; the app's name is the better evidence), and returns how
+// many processes it looked at. A Pod with only its pause process left keeps
+// that one.
 func findProcesses(ctx context.Context, root string, pods []*wantedPod) (int, error) {
 	d, err := os.Open(root)
 	if err != nil {
@@ -166,11 +171,18 @@ func findProcesses(ctx context.Context, root string, pods []*wantedPod) (int, er
 				continue // exited meanwhile, or a kernel thread we may not read
 			}
 			for _, p := range pods {
-				if p.out.PID == 0 && containsAny(string(cg), p.markers) {
-					p.out.PID = pid
-					p.out.Command = readComm(filepath.Join(root, name))
+				if p.settled || !containsAny(string(cg), p.markers) {
+					continue
+				}
+				comm := readComm(filepath.Join(root, name))
+				if p.out.PID == 0 || comm != "pause" {
+					p.out.PID, p.out.Command = pid, comm
+				}
+				if comm != "pause" {
+					p.settled = true
 					pending--
 				}
+				break
 			}
 			if pending == 0 {
 				break

@@ -96,6 +96,10 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "10", "net"), filepath.Join(root, "11", "net")); err != nil {
 		t.Fatal(err)
 	}
+	// 10 is the sandbox's pause process, 11 the app: the app is named
+	// whichever comes first in the directory.
+	write(t, filepath.Join(root, "10", "comm"), "pause\n")
+	write(t, filepath.Join(root, "11", "comm"), "app\n")
 	// A second Pod on the host network shares a namespace with the first:
 	// same netns identity, read once.
 	write(t, filepath.Join(root, "20", "cgroup"), "0::/kubepods.slice/kubepods-pod"+strings.ReplaceAll("9d1c0a3e-52b3-4d7e-9a55-0123456789ab", "-", "_")+".slice/x.scope\n")
@@ -114,8 +118,8 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 		t.Fatalf("pods: %+v", obs.Pods)
 	}
 	a, b := obs.Pods[0], obs.Pods[1]
-	if !a.Found || (a.PID != 10 && a.PID != 11) {
-		t.Fatalf("systemd-driver Pod not found through its cgroup: %+v", a)
+	if !a.Found || a.PID != 11 || a.Command != "app" {
+		t.Fatalf("systemd-driver Pod not found through its cgroup, or its pause process preferred over the app: %+v", a)
 	}
 	if len(a.Listeners) != 1 || !a.Truncated || a.Listeners[0] != (collectors.Listener{Protocol: "TCP", Address: "127.0.0.1", Port: 8080, Family: "IPv4"}) {
 		t.Errorf("listeners capped at 1: %+v truncated=%v", a.Listeners, a.Truncated)
