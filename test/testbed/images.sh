@@ -8,7 +8,8 @@
 #   images.sh --no-import           only build the tarballs
 #
 # Images: svctrace.local/pause:v1, svctrace.local/echo:v1, svctrace.local/coredns:v1.15.0,
-#         svctrace.local/collector:dev (collector binary + iptables/nft/conntrack/ip from Debian .debs).
+#         svctrace.local/collector:dev (collector binary + the Debian packages listed in
+#         build/collector/packages.txt, the release Dockerfile's list, unpacked from .debs).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -73,12 +74,12 @@ build_collector_tools() { # rootfs
 		echo "$f"
 	}
 	local p deb tools
-	# One package list for both collector image builds (Dockerfile and this one), if the release area ships it.
-	if [[ -f $REPO_ROOT/build/collector/packages.txt ]]; then
-		tools=$(grep -v '^[[:space:]]*#' "$REPO_ROOT/build/collector/packages.txt" | awk 'NF{print $1}' | tr '\n' ' ')
-	else
-		tools="iptables nftables conntrack iproute2"
-	fi
+	# One package list for both collector image builds: build/collector/packages.txt,
+	# read the way the release Dockerfile reads it (sed 's/#.*//': comments and blank
+	# lines ignored, every remaining word a package).
+	[[ -f $COLLECTOR_PACKAGES ]] || die "$COLLECTOR_PACKAGES is missing: it is the collector image's package list"
+	tools=$(sed -e 's/#.*//' "$COLLECTOR_PACKAGES" | xargs)
+	[[ -n $tools ]] || die "$COLLECTOR_PACKAGES lists no package"
 	for p in $tools; do deb=$(fetch "$p"); dpkg-deb -x "$deb" "$stage"; done
 	rm -rf "$stage"/usr/share/{doc,man,lintian,bash-completion,zsh} "$stage"/etc/init.d "$stage"/usr/include
 	# Which shared libraries do the ELF files need? Resolve them on this machine,
@@ -131,6 +132,7 @@ build_collector_tools() { # rootfs
 	log "collector tools: ${pkgs//$'\n'/ } + packages $tools"
 }
 
+COLLECTOR_PACKAGES=$REPO_ROOT/build/collector/packages.txt
 collector_pkg=${SVTB_COLLECTOR_PKG:-./cmd/svctrace-collector}
 if [[ -d $REPO_ROOT/$collector_pkg ]]; then
 	root=$work/collector
