@@ -32,6 +32,7 @@ const (
 	CodeAPIForbidden = "API001"
 	CodeAPIError     = "API002"
 	CodeAPINodes     = "API003"
+	CodeAPIEvents    = "API004"
 
 	CodeSvcNotFound         = "SVC001"
 	CodeSvcType             = "SVC002"
@@ -99,8 +100,11 @@ var apiSideCatalog = []CheckSpec{
 		Message:  "cannot {verb} {resource} in {scope}: {error}; {impact}",
 		NextStep: "kubectl get {resource} {scopeFlag}"},
 	{Code: CodeAPINodes, Severity: SeverityInfo, Title: "Nodes not readable",
-		Message:  "cannot list nodes ({error}): node readiness and per-node traffic-policy checks were skipped",
-		NextStep: "kubectl auth can-i list nodes"},
+		Message:  "cannot {verb} nodes ({error}): node readiness and per-node traffic-policy checks were skipped",
+		NextStep: "kubectl auth can-i {verb} nodes"},
+	{Code: CodeAPIEvents, Severity: SeverityInfo, Title: "Events not readable",
+		Message:  "cannot list events in namespace {namespace} ({error}): the kubelet's probe failure messages are not shown",
+		NextStep: "kubectl auth can-i list events -n {namespace}"},
 
 	// SVC: the Service object.
 	{Code: CodeSvcNotFound, Layer: LayerService, Severity: SeverityError, Title: "Service not found",

@@ -46,8 +46,13 @@ func (j *judge) podChecks() {
 		for _, cs := range pod.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
 				crashing = true
+				detail := lastTermination(cs)
+				if ev, ok := j.in.ProbeEvents[pod.Name]; ok && !strings.HasPrefix(ev.Message, "Readiness") {
+					// A failing liveness or startup probe is what restarts it.
+					detail += "; " + probeEventText(ev)
+				}
 				emit(CodePodCrashLoop, pod.Name, Args{"container": cs.Name, "restarts": strconv.Itoa(int(cs.RestartCount)),
-					"detail": lastTermination(cs)})
+					"detail": detail})
 			}
 		}
 		if node := j.nodeNotReady(pod.Spec.NodeName); node != "" {
@@ -60,7 +65,7 @@ func (j *judge) podChecks() {
 			emit(CodePodReadinessGates, pod.Name, Args{"gates": strings.Join(gates, ", ")})
 			continue
 		}
-		emit(CodePodNotReady, pod.Name, Args{"detail": notReadyDetail(pod)})
+		emit(CodePodNotReady, pod.Name, Args{"detail": notReadyDetail(pod, j.in.ProbeEvents)})
 	}
 	// Pods over the per-code limit go into the last check of that code.
 	for code, names := range extra {
@@ -114,7 +119,7 @@ func unmetGates(pod *corev1.Pod) []string {
 
 // notReadyDetail explains a Running Pod that is not Ready: containers that
 // run but fail their readiness probe, containers waiting, the condition text.
-func notReadyDetail(pod *corev1.Pod) string {
+func notReadyDetail(pod *corev1.Pod, events map[string]ProbeEvent) string {
 	probes := map[string]bool{}
 	for _, c := range pod.Spec.Containers {
 		probes[c.Name] = c.ReadinessProbe != nil
@@ -140,10 +145,29 @@ func notReadyDetail(pod *corev1.Pod) string {
 			parts = append(parts, c.Message)
 		}
 	}
+	if ev, ok := events[pod.Name]; ok {
+		parts = append(parts, probeEventText(ev))
+	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return ": " + strings.Join(parts, "; ")
+}
+
+// probeEventText quotes the kubelet's newest probe failure.
+func probeEventText(ev ProbeEvent) string {
+	msg := strings.TrimSpace(ev.Message)
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	text := "kubelet: " + strconv.Quote(msg)
+	switch {
+	case ev.Count > 1 && !ev.Last.IsZero():
+		text += fmt.Sprintf(" (%d times, last at %s)", ev.Count, ev.Last.UTC().Format(time.RFC3339))
+	case !ev.Last.IsZero():
+		text += " (at " + ev.Last.UTC().Format(time.RFC3339) + ")"
+	}
+	return text
 }
 
 func phaseDetail(pod *corev1.Pod) string {

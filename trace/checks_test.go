@@ -166,6 +166,26 @@ func TestChecks(t *testing.T) {
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
 			layer: LayerEndpoints, want: CodePodNotReady, status: StatusWarn, verdict: StatusWarn, contains: "fails its readiness probe"},
+		{name: "readiness probe failure quoted from the kubelet's Event", objs: append(replace(healthy(),
+			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
+				p.UID = "uid-web-2"
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+			}),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
+			probeEvent("e1", "web-2", "uid-web-2", "Readiness probe failed: HTTP probe failed with statuscode: 503", 14, 10),
+			probeEvent("e0", "web-2", "uid-web-2", "Readiness probe failed: older", 3, 5),
+			probeEvent("e2", "web-2", "uid-old", "Readiness probe failed: an earlier Pod of the same name", 9, 20),
+			probeEvent("e3", "web-1", "", "Readiness probe failed: a ready Pod", 1, 20)),
+			layer: LayerEndpoints, want: CodePodNotReady, status: StatusWarn, verdict: StatusWarn,
+			contains: `fails its readiness probe; kubelet: "Readiness probe failed: HTTP probe failed with statuscode: 503" (14 times, last at`},
+		{name: "events forbidden → skipped check, layer still judged", objs: replace(healthy(),
+			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+			}),
+			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
+			reactors: []reactor{forbidden("list", "events")}, layer: LayerEndpoints, want: CodeAPIEvents, status: StatusWarn},
 		{name: "terminating fallback", objs: replace(without(healthy(), "pod", "web-2"),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", terminating: true})),
 			layer: LayerEndpoints, want: CodeEpsTerminatingOnly, status: StatusWarn, absent: []string{CodeEpsNoReady}},

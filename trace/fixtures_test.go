@@ -7,6 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -118,4 +119,13 @@ func healthy() []runtime.Object {
 		node("node-a", true), node("node-b", true),
 	}
 	return append(objs, clusterDNS()...)
+}
+
+// probeEvent is a kubelet "Unhealthy" Event for a Pod, minutes after fixedNow's hour.
+func probeEvent(name, pod string, uid types.UID, msg string, count int32, minute int) *corev1.Event {
+	at := metav1.NewTime(time.Date(2026, 11, 29, 3, minute, 0, 0, time.UTC))
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: uid},
+		Reason:         "Unhealthy", Message: msg, Count: count, Type: corev1.EventTypeWarning,
+		FirstTimestamp: at, LastTimestamp: at}
 }

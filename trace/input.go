@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,12 @@ type Input struct {
 	DNSNotFound bool
 	DNSSlices   []discoveryv1.EndpointSlice
 
+	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
+	// readiness, liveness or startup probe) of each selected Pod, by Pod
+	// name. They are read, with one request, only when a Pod runs but is
+	// not ready: the probe's own error is the evidence the Pod status lacks.
+	ProbeEvents map[string]ProbeEvent
+
 	// NetworkPolicies are the policies of the Service's namespace (and of the
 	// --from Pod's); UnreadPolicyNamespaces the namespaces whose list failed.
 	NetworkPolicies        []networkingv1.NetworkPolicy
@@ -66,6 +73,13 @@ type Input struct {
 
 	// Gaps are the reads that failed; each turns its layer unknown.
 	Gaps []Gap
+}
+
+// ProbeEvent is the newest probe failure the kubelet reported for a Pod.
+type ProbeEvent struct {
+	Message string
+	Count   int32
+	Last    time.Time
 }
 
 // Gap is one failed read: what could not be read, why, and which layer it blinds.
@@ -102,6 +116,7 @@ const (
 	resEndpointSlices = "endpointslices.discovery.k8s.io"
 	resPods           = "pods"
 	resNodes          = "nodes"
+	resEvents         = "events"
 )
 
 // Fetch reads the Service and everything its checks need. It returns an error
@@ -244,6 +259,7 @@ func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Inp
 	if in.hasGap(LayerEndpoints, resPods) {
 		return
 	}
+	fetchProbeEvents(ctx, client, in)
 	known := make(map[string]bool, len(in.Pods))
 	for i := range in.Pods {
 		known[in.Pods[i].Name] = true
@@ -327,6 +343,51 @@ func listPods(ctx context.Context, client kubernetes.Interface, namespace, selec
 			return out, nil
 		}
 		opts.Continue = list.Continue
+	}
+}
+
+// fetchProbeEvents reads the kubelet's probe failures when a selected Pod
+// runs but is not ready: one page of the namespace's Unhealthy Pod Events.
+func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Input) {
+	pods := map[string]*corev1.Pod{}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !podReady(p) {
+			pods[p.Name] = p
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	list, err := client.CoreV1().Events(in.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,reason=Unhealthy", Limit: PageSize})
+	if err != nil {
+		in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
+		return
+	}
+	for i := range list.Items {
+		ev := &list.Items[i]
+		p := pods[ev.InvolvedObject.Name]
+		if p == nil || ev.Reason != "Unhealthy" || (ev.InvolvedObject.UID != "" && ev.InvolvedObject.UID != p.UID) {
+			continue // another Pod, or an earlier Pod of the same name
+		}
+		pe := ProbeEvent{Message: ev.Message, Count: ev.Count, Last: ev.LastTimestamp.Time}
+		if !ev.EventTime.IsZero() && ev.EventTime.After(pe.Last) {
+			pe.Last = ev.EventTime.Time
+		}
+		if s := ev.Series; s != nil {
+			pe.Count = s.Count
+			if s.LastObservedTime.After(pe.Last) {
+				pe.Last = s.LastObservedTime.Time
+			}
+		}
+		if old, ok := in.ProbeEvents[p.Name]; ok && !pe.Last.After(old.Last) {
+			continue
+		}
+		if in.ProbeEvents == nil {
+			in.ProbeEvents = map[string]ProbeEvent{}
+		}
+		in.ProbeEvents[p.Name] = pe
 	}
 }
 

@@ -304,8 +304,13 @@ func (j *judge) selectPorts() {
 // skipped (API003) for the optional node list.
 func (j *judge) gapChecks() {
 	for _, g := range j.in.Gaps {
-		if g.Resource == resNodes {
-			c := NewCheck(CodeAPINodes, Args{"error": shortErr(g)})
+		if g.Resource == resNodes || g.Resource == resEvents {
+			// Optional reads: the layer is still judged without them.
+			code := CodeAPINodes
+			if g.Resource == resEvents {
+				code = CodeAPIEvents
+			}
+			c := NewCheck(code, Args{"error": shortErr(g), "verb": g.Verb, "namespace": g.Namespace})
 			c.Status = StatusSkipped
 			j.add(LayerEndpoints, c)
 			continue

@@ -169,11 +169,16 @@ func TestOnePodNotReady(t *testing.T) {
 	pods := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
 	tb.SetEchoReady(t, ns, pods[0].Name, false)
 	tb.WaitReadyEndpoints(t, ns, "web", 1)
-	r := svctrace(t, tb, "web", "-n", ns, "--no-node")
+	// The kubelet's Event reaches the API shortly after the probe fails.
+	const probeText = `kubelet: "Readiness probe failed: HTTP probe failed with statuscode: 503"`
+	r := svctraceUntil(t, tb, func(r result) bool {
+		c := check(r.Trace, trace.LayerEndpoints, trace.CodePodNotReady, "")
+		return c != nil && strings.Contains(c.Message, probeText)
+	}, "web", "-n", ns, "--no-node")
 	requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotReady, "")
 	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodePodNotReady, "")
-	if !strings.Contains(c.Message, pods[0].Name) {
-		t.Errorf("not-ready Pod check does not name %s: %q", pods[0].Name, c.Message)
+	if !strings.Contains(c.Message, pods[0].Name) || !strings.Contains(c.Message, probeText) {
+		t.Errorf("not-ready Pod check does not name %s and quote the probe failure: %q", pods[0].Name, c.Message)
 	}
 }
 
