@@ -44,7 +44,11 @@ const (
 	CodeRTPodTimeout  = "RT007"
 	CodeRTPodsReached = "RT008"
 
-	CodeEpsRefused = "EPS012"
+	CodeEpsRefused       = "EPS012"
+	CodeEpsListening     = "EPS013"
+	CodeEpsLoopbackOnly  = "EPS014"
+	CodeEpsNotListening  = "EPS015"
+	CodeEpsSocketsUnread = "EPS016"
 
 	CodeDNSLiveOK       = "DNS010"
 	CodeDNSLiveWrong    = "DNS011"
@@ -176,6 +180,21 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
 		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",
 		NextStep: "kubectl get pods -n {namespace} -o wide"},
+	// EPS013–EPS016 come from the endpoint Pods' own socket tables, read on
+	// their node by the collector (sockets section, hostPID). When they
+	// explain a refused probe, they stand for it and EPS012 is not repeated.
+	{Code: CodeEpsListening, Layer: LayerEndpoints, Severity: SeverityInfo, Title: "Endpoints listen",
+		Message:  "{count} endpoint port(s) have a listener on the Pod IP or a wildcard address: {targets}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeEpsLoopbackOnly, Layer: LayerEndpoints, Severity: SeverityError, Title: "Listens only on loopback",
+		Message:  "pod {pod} listens on {port}/{protocol} only on {addresses}, so connections to its Pod IP {ip} are refused{probe}; the app must listen on 0.0.0.0 (or the Pod IP)",
+		NextStep: "kubectl describe pod {pod} -n {namespace}"},
+	{Code: CodeEpsNotListening, Layer: LayerEndpoints, Severity: SeverityError, Title: "Nothing listens on the target port",
+		Message:  "nothing in pod {pod} listens on {target}, the EndpointSlice port{portName}{probe}; it listens on {listening}: the Service's targetPort and the app's port differ",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ports}'"},
+	{Code: CodeEpsSocketsUnread, Layer: LayerEndpoints, Severity: SeverityInfo, Title: "Sockets not read",
+		Message:  "the listening sockets of {pods} were not read: {reason}",
+		NextStep: nodeSvcCmd},
 
 	{Code: CodeDNSLiveOK, Layer: LayerDNS, Severity: SeverityInfo, Title: "DNS answers",
 		Message:  "{server} answers {name} {type} with {answers} over {transports} from {nodes} ({latency} ms)",

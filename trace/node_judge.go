@@ -35,6 +35,14 @@ func JudgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, t.Metadata.ClusterDomain)
 	nj := &nodeJudge{in: in, t: t, fqdn: fqdn}
+	nj.sockets = nj.buildSocketIndex(views)
+	if c := t.Metadata.Collector; c != nil {
+		for _, v := range views {
+			if o := v.Observation; o != nil && o.Sections.Sockets != nil && o.Sections.Sockets.Data != nil && o.Sections.Sockets.Data.HostPID {
+				c.HostPID = true
+			}
+		}
+	}
 	for i := range views {
 		nj.judge(&views[i])
 	}
@@ -42,10 +50,11 @@ func JudgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 }
 
 type nodeJudge struct {
-	in   *Input
-	t    *ServiceTrace
-	fqdn string
-	eps  *endpointIndex
+	in      *Input
+	t       *ServiceTrace
+	fqdn    string
+	eps     *endpointIndex
+	sockets *socketIndex
 }
 
 func (nj *nodeJudge) args(node string, a Args) Args {
@@ -124,6 +133,9 @@ func (nj *nodeJudge) judge(v *NodeView) {
 	}
 	if !nj.skipped(LayerRoute) || !nj.skipped(LayerEndpoints) {
 		nj.judgeRouteAndProbes(v.Node, obs)
+	}
+	if !nj.skipped(LayerEndpoints) {
+		nj.judgeSockets(v.Node)
 	}
 	for _, l := range NodeLayers {
 		nj.nodeResult(l, v.Node, "", "")
@@ -376,6 +388,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 	var okEndpoints int
 	var refused, timeouts, frontendFails []string
 	refusedPods := map[string]string{} // pod → refused ip:port
+	var refusedKeys []string
 	var raw []string
 	for _, p := range s.Data.Probes {
 		ip := p.Address
@@ -394,6 +407,16 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 			// A not-ready endpoint is expected not to answer; the endpoints
 			// layer already says why it is not ready.
 		case p.Target == "endpoint" && p.ErrorClass == "refused":
+			key := p.Address + "/" + p.Protocol
+			if ap, err := netip.ParseAddrPort(p.Address); err == nil {
+				key = endpointKey(ap.Addr(), ap.Port(), p.Protocol)
+			}
+			if nj.sockets != nil && nj.sockets.explainsRefusal(key) {
+				// The Pod's own sockets say why (EPS014/EPS015 on its node,
+				// with this probe as evidence): one finding, not two.
+				continue
+			}
+			refusedKeys = append(refusedKeys, key)
 			name := p.Address
 			if pod := podOf[ip]; pod != "" {
 				name = "pod " + pod + " (" + p.Address + ")"
@@ -409,7 +432,11 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 		}
 	}
 	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
-		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", "), "hint": nj.declaredPortsHint(refusedPods)}, raw)
+		hint := nj.declaredPortsHint(refusedPods)
+		if nj.sockets != nil {
+			hint += nj.sockets.refusalHint(refusedKeys)
+		}
+		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", "), "hint": hint}, raw)
 	}
 	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
 		nj.emit(CodeRTPodTimeout, node, Args{"targets": strings.Join(timeouts, ", ")}, raw)

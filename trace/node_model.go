@@ -8,9 +8,14 @@ type CollectorRun struct {
 	Image     string `json:"image"`
 	Namespace string `json:"namespace"`
 	// Profile is netadmin (NET_ADMIN+NET_RAW), netadmin+bpf or privileged.
-	Profile      string          `json:"profile"`
-	Capabilities []string        `json:"capabilities,omitempty"`
-	Nodes        []CollectorNode `json:"nodes,omitempty"`
+	Profile      string   `json:"profile"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	// HostPID is true when the collectors shared the node's PID namespace
+	// (hostPID: true, no extra capability): it lets them read the endpoint
+	// Pods' listening sockets through /proc/<pid>/net. Set from what the
+	// collectors saw.
+	HostPID bool            `json:"hostPID,omitempty"`
+	Nodes   []CollectorNode `json:"nodes,omitempty"`
 }
 
 // CollectorNode is one node the trace wanted to inspect.

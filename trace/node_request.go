@@ -58,6 +58,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 	}
 	req.Service = spec
 
+	podUID := podUIDs(in)
 	seen := map[string]bool{}
 	addIP := func(ip string) {
 		if ip != "" && !seen[ip] {
@@ -97,6 +98,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			}
 			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
 				ep.PodName = e.TargetRef.Name
+				ep.PodUID = podUID[ep.PodName]
 			}
 			req.Endpoints = append(req.Endpoints, ep)
 			addIP(ep.IP)
@@ -114,4 +116,21 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 		}
 	}
 	return req
+}
+
+// podUIDs maps the name of every Pod the trace already read (the selector's
+// Pods and the endpoints' targetRef Pods) to its UID, so a collector can find
+// the Pod's processes on its node without another API request. A targetRef
+// whose Pod was not read gets no UID: its name alone could be a recreated Pod's.
+func podUIDs(in *Input) map[string]string {
+	out := make(map[string]string, len(in.Pods)+len(in.ExtraPods))
+	for i := range in.Pods {
+		out[in.Pods[i].Name] = string(in.Pods[i].UID)
+	}
+	for name, p := range in.ExtraPods {
+		if p != nil {
+			out[name] = string(p.UID)
+		}
+	}
+	return out
 }
