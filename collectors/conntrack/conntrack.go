@@ -215,7 +215,9 @@ func (r *Reader) nodePortAddresses(req *collectors.Request) ([]netip.Addr, error
 }
 
 // localAddrs lists every address on every interface of the namespace netns
-// (a file descriptor; 0: the calling thread's namespace).
+// (a file descriptor; 0: the calling thread's namespace), except those of
+// kube-proxy's IPVS dummy device: it holds every ClusterIP, and kube-proxy
+// itself leaves it out of the NodePort addresses.
 func localAddrs(ns int) ([]netip.Addr, error) {
 	var h *vnl.Handle
 	var err error
@@ -232,9 +234,13 @@ func localAddrs(ns int) ([]netip.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
+	ipvsDummy := -1
+	if l, err := h.LinkByName("kube-ipvs0"); err == nil {
+		ipvsDummy = l.Attrs().Index
+	}
 	out := make([]netip.Addr, 0, len(list))
 	for _, a := range list {
-		if a.IPNet == nil {
+		if a.IPNet == nil || a.LinkIndex == ipvsDummy {
 			continue
 		}
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {

@@ -375,3 +375,22 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalAddrsSkipIPVSDummy: kube-ipvs0 holds every ClusterIP in IPVS
+// mode; its addresses are not NodePort destinations.
+func TestLocalAddrsSkipIPVSDummy(t *testing.T) {
+	s := testnetns.NewScenario(t)
+	s.Node.MustRun(t, "ip", "link", "add", "kube-ipvs0", "type", "bridge") // no dummy driver on every kernel; only the name matters
+	s.Node.MustRun(t, "ip", "addr", "add", "10.96.0.77/32", "dev", "kube-ipvs0")
+	h := s.Node.Handle(t)
+	addrs, err := localAddrs(int(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(addrs, netip.MustParseAddr(s.NodeIP)) {
+		t.Errorf("node address %s missing from %v", s.NodeIP, addrs)
+	}
+	if slices.Contains(addrs, netip.MustParseAddr("10.96.0.77")) {
+		t.Errorf("kube-ipvs0's ClusterIP counted as a node address: %v", addrs)
+	}
+}
