@@ -2,7 +2,13 @@
 # Install the Debian packages the testbed and the e2e tests need. Idempotent and
 # quick when everything is already installed (no apt-get update then).
 set -euo pipefail
-pkgs=(iptables nftables conntrack iproute2 containerd runc containernetworking-plugins openssl socat ethtool curl ca-certificates)
+pkgs=(containerd runc containernetworking-plugins openssl socat ethtool curl ca-certificates)
+# The collector image's packages are unpacked from the host's .debs by
+# images.sh, so they are host dependencies too: one list, the image's.
+list="$(dirname "$0")/../../build/collector/packages.txt"
+mapfile -t image_pkgs < <(sed 's/#.*//' "$list" | tr -s ' \t' '\n' | grep -v '^$')
+((${#image_pkgs[@]} > 0)) || { echo "deps: no packages in $list" >&2; exit 1; }
+pkgs=("${image_pkgs[@]}" "${pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
