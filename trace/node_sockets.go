@@ -291,7 +291,7 @@ func (nj *nodeJudge) probeAgreement(f *socketFact) (string, []string) {
 	if len(nodes) == 0 {
 		return "", nil
 	}
-	return "; the direct connection from " + strings.Join(nodes, ", ") + " was refused, as this explains", nj.sockets.refusedRaw[f.key()]
+	return "; this is why the direct connection from " + strings.Join(nodes, ", ") + " was refused", nj.sockets.refusedRaw[f.key()]
 }
 
 func socketLines(f *socketFact) []string {

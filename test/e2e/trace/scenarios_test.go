@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +161,21 @@ func TestAppOnWrongPort(t *testing.T) {
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3", r.Exit)
 	}
-	requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsRefused, n.Name)
+	// The collector on the endpoint's node read the Pod's sockets: nothing
+	// on 8080, the app is on 8081. That finding stands for the refused probe.
+	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotListening, n.Name)
+	if l := evidenceItems(c, "listeners"); !slices.Contains(l, "[::]:8081/TCP") && !slices.Contains(l, "0.0.0.0:8081/TCP") {
+		t.Errorf("listeners in evidence %v, want the app's real port 8081", l)
+	}
+	if !strings.Contains(c.Message, ":8080/TCP") || !strings.Contains(c.Message, ":8081/TCP") {
+		t.Errorf("message does not name the target port and the one the app listens on: %q", c.Message)
+	}
+	if d := check(r.Trace, trace.LayerEndpoints, trace.CodeEpsRefused, ""); d != nil {
+		t.Errorf("the refusal the sockets explain is reported twice: %s", d.Message)
+	}
+	if col := r.Trace.Metadata.Collector; col == nil || !col.HostPID {
+		t.Errorf("collector metadata does not say hostPID was used: %+v", col)
+	}
 }
 
 func TestOnePodNotReady(t *testing.T) {
