@@ -252,3 +252,19 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkScanWholeProc is the worst case: a Pod with no process on this
+// node makes the reader look at every /proc/<pid>/cgroup once.
+func BenchmarkScanWholeProc(b *testing.B) {
+	req := &collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.9.9", PodUID: "00000000-dead-beef-0000-000000000000"}}}
+	r := &Reader{SelfPID: 99}
+	var scanned int
+	for b.Loop() {
+		obs, err := r.Read(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scanned = obs.ProcessesScanned
+	}
+	b.ReportMetric(float64(scanned), "procs")
+}

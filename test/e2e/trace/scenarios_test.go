@@ -95,6 +95,10 @@ func TestHealthyIPTablesAndNFTables(t *testing.T) {
 			requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
 			requireCheck(t, r, trace.LayerRoute, trace.CodeRTHealthy, n.Name)
 			requireCheck(t, r, trace.LayerConntrack, trace.CodeCTHealthy, n.Name)
+			// The collector read both Pods' sockets: each listens on 8080.
+			if c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsListening, n.Name); !strings.HasPrefix(c.Message, "2 endpoint port(s)") {
+				t.Errorf("want both endpoints seen listening: %s", c.Message)
+			}
 			if c := r.Trace.Metadata.Collector; c == nil || c.Profile != "netadmin" || len(c.Nodes) != 1 || !c.Nodes[0].Inspected {
 				t.Errorf("collector metadata = %+v, want one inspected node with the netadmin profile", c)
 			}
