@@ -543,7 +543,8 @@ type PodSockets struct {
 	// Listeners are TCP sockets in LISTEN and unconnected bound UDP
 	// sockets, one entry per protocol, address and port.
 	Listeners []Listener `json:"listeners,omitempty"`
-	// Truncated is true when Listeners was capped.
+	// Truncated is true when Listeners was capped. Listeners on a target
+	// port of the request are always kept; only others are dropped.
 	Truncated bool `json:"truncated,omitempty"`
 	// Errors are tables that could not be read (e.g. no tcp6 without IPv6).
 	Errors []string `json:"errors,omitempty"`

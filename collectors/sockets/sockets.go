@@ -29,8 +29,9 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors"
 )
 
-// DefaultMaxListeners caps the listeners kept per Pod; a Pod with more is
-// marked Truncated (a proxy bound to thousands of UDP ports, say).
+// DefaultMaxListeners caps the listeners kept per Pod on ports that are not
+// a target port of the request; a Pod with more is marked Truncated (a
+// hostNetwork Pod sees the whole node's sockets, a proxy may bind thousands).
 const DefaultMaxListeners = 256
 
 // Reader reads the listening sockets of the request's local endpoint Pods.
@@ -102,7 +103,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 				ps.Found, ps.Listeners, ps.Truncated, ps.Errors, ps.Reason = prev.Found, prev.Listeners, prev.Truncated, prev.Errors, prev.Reason
 				break
 			}
-			r.readTables(pidDir, ps)
+			r.readTables(pidDir, ps, targetPorts(req))
 			byNetNS[ps.NetNS] = ps
 		}
 		obs.Pods = append(obs.Pods, *ps)
@@ -217,12 +218,28 @@ func netnsID(pidDir string) string {
 	return ""
 }
 
-func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets) {
+// targetPorts are the port numbers of every endpoint in the request: the
+// listeners on them are kept whatever the cap, so a capped list never hides
+// the one socket the judgment needs.
+func targetPorts(req *collectors.Request) map[uint16]bool {
+	out := map[uint16]bool{}
+	for _, ep := range req.Endpoints {
+		for _, p := range ep.Ports {
+			out[uint16(p)] = true
+		}
+	}
+	return out
+}
+
+// readTables reads the four socket tables of pidDir's namespace into ps:
+// every listener on a target port, and up to MaxListeners others.
+func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets, target map[uint16]bool) {
 	limit := r.MaxListeners
 	if limit <= 0 {
 		limit = DefaultMaxListeners
 	}
 	seen := map[collectors.Listener]bool{}
+	others := 0
 	read := 0
 	var failures []string
 	for _, tb := range tables {
@@ -245,9 +262,12 @@ func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets) {
 			if seen[l] {
 				continue
 			}
-			if len(seen) >= limit {
-				ps.Truncated = true
-				break
+			if !target[l.Port] {
+				if others >= limit {
+					ps.Truncated = true
+					continue
+				}
+				others++
 			}
 			seen[l] = true
 			ps.Listeners = append(ps.Listeners, l)

@@ -87,7 +87,8 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 	tcp := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
 		"   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n" +
 		"   1: 0501F40A:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1 0 100 0 0 10 0\n" +
-		"   2: 0501F40A:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1 0 100 0 0 10 0\n"
+		"   2: 0501F40A:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3 1 0 100 0 0 10 0\n" +
+		"   3: 00000000:270F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4 1 0 100 0 0 10 0\n"
 	write(t, filepath.Join(root, "10", "net", "tcp"), tcp)
 	write(t, filepath.Join(root, "10", "net", "udp"), "  sl  local_address rem_address   st\n")
 	for _, pid := range []string{"10", "11"} {
@@ -107,8 +108,8 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &collectors.Request{Endpoints: []collectors.Endpoint{
-		{IP: "10.244.1.5", PodUID: uid},
-		{IP: "10.244.1.6", PodUID: "9d1c0a3e-52b3-4d7e-9a55-0123456789ab"},
+		{IP: "10.244.1.5", PodUID: uid, Ports: map[string]int32{"http": 8081}},
+		{IP: "10.244.1.6", PodUID: "9d1c0a3e-52b3-4d7e-9a55-0123456789ab", Ports: map[string]int32{"http": 8081}},
 	}}
 	obs, err := (&Reader{ProcRoot: root, SelfPID: 99, MaxListeners: 1}).Read(context.Background(), req)
 	if err != nil {
@@ -121,16 +122,19 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 	if !a.Found || a.PID != 11 || a.Command != "app" {
 		t.Fatalf("systemd-driver Pod not found through its cgroup, or its pause process preferred over the app: %+v", a)
 	}
-	if len(a.Listeners) != 1 || !a.Truncated || a.Listeners[0] != (collectors.Listener{Protocol: "TCP", Address: "127.0.0.1", Port: 8080, Family: "IPv4"}) {
-		t.Errorf("listeners capped at 1: %+v truncated=%v", a.Listeners, a.Truncated)
+	// Capped at one listener besides those on the target port 8081, which
+	// are always kept: 127.0.0.1:8080 (first in the table) stays, :9999 goes.
+	if len(a.Listeners) != 2 || !a.Truncated || a.Listeners[0] != (collectors.Listener{Protocol: "TCP", Address: "127.0.0.1", Port: 8080, Family: "IPv4"}) ||
+		a.Listeners[1].Port != 8081 {
+		t.Errorf("listeners capped at 1 + target port: %+v truncated=%v", a.Listeners, a.Truncated)
 	}
-	if a.NetNS == "" || a.NetNS != b.NetNS || !b.Found || len(b.Listeners) != 1 {
+	if a.NetNS == "" || a.NetNS != b.NetNS || !b.Found || len(b.Listeners) != 2 {
 		t.Errorf("Pods sharing a namespace: %+v / %+v", a, b)
 	}
 	// Without a cap: 10.244.1.5:8081 once (the duplicate SO_REUSEPORT line
 	// is folded).
 	obs, _ = (&Reader{ProcRoot: root, SelfPID: 99}).Read(context.Background(), req)
-	if l := obs.Pods[0].Listeners; len(l) != 2 || l[1].Address != "10.244.1.5" || l[1].Port != 8081 {
+	if l := obs.Pods[0].Listeners; len(l) != 3 || l[1].Address != "10.244.1.5" || l[1].Port != 8081 || obs.Pods[0].Truncated {
 		t.Errorf("listeners: %+v", l)
 	}
 	if obs.ProcessesScanned < 2 {
