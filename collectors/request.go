@@ -93,8 +93,9 @@ type Endpoint struct {
 	NodeName    string           `json:"nodeName,omitempty"`
 	Zone        string           `json:"zone,omitempty"`
 	PodName     string           `json:"podName,omitempty"`
-	// PodUID is the UID of the endpoint's Pod, when the plugin knows it: the
-	// sockets section finds the Pod's processes by it (their cgroup path).
+	// PodUID is the UID of the endpoint's Pod, for endpoints on the
+	// request's node whose Pod the plugin read: the sockets section finds
+	// the Pod's processes by it (their cgroup path).
 	PodUID string `json:"podUID,omitempty"`
 }
 

@@ -98,6 +98,10 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			}
 			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
 				ep.PodName = e.TargetRef.Name
+			}
+			if ep.NodeName == node && ep.PodName != "" {
+				// Only this node's endpoints: the sockets section reads
+				// local Pods, and the request travels as one Pod argument.
 				ep.PodUID = podUID[ep.PodName]
 			}
 			req.Endpoints = append(req.Endpoints, ep)

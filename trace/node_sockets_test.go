@@ -183,12 +183,18 @@ func TestCollectRequestCarriesPodUIDs(t *testing.T) {
 	in.Pods[0].UID = types.UID("11111111-aaaa")
 	in.Pods = in.Pods[:1]
 	in.ExtraPods = map[string]*corev1.Pod{"web-2": pod("web-2", "web", "10.244.2.7", "n2", func(p *corev1.Pod) { p.UID = "22222222-bbbb" })}
-	req := CollectRequest(in, "n1", "cluster.local")
-	got := map[string]string{}
-	for _, ep := range req.Endpoints {
-		got[ep.PodName] = ep.PodUID
+	uids := func(node string) map[string]string {
+		got := map[string]string{}
+		for _, ep := range CollectRequest(in, node, "cluster.local").Endpoints {
+			got[ep.PodName] = ep.PodUID
+		}
+		return got
 	}
-	if got["web-1"] != "11111111-aaaa" || got["web-2"] != "22222222-bbbb" {
-		t.Errorf("endpoint Pod UIDs %v", got)
+	// Each node's request carries the UIDs of its own endpoint Pods only.
+	if got := uids("n1"); got["web-1"] != "11111111-aaaa" || got["web-2"] != "" {
+		t.Errorf("n1 endpoint Pod UIDs %v", got)
+	}
+	if got := uids("n2"); got["web-1"] != "" || got["web-2"] != "22222222-bbbb" {
+		t.Errorf("n2 endpoint Pod UIDs %v", got)
 	}
 }
