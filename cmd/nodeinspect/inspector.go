@@ -121,7 +121,7 @@ func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.S
 		Service:         input.Namespace + "/" + input.Name,
 	}
 	views := notInspected
-	t.Metadata.Collector = &trace.CollectorRun{Image: opts.Image, Namespace: opts.Namespace, Profile: string(profile),
+	t.Metadata.Collector = &trace.CollectorRun{Image: opts.Image, Namespace: opts.Namespace, Profile: string(profile), HostPID: podrunner.HostPID,
 		Capabilities: capNames(profile)}
 	if len(nodes) > 0 {
 		if err := podrunner.Preflight(ctx, in.Client, opts, nodes[0].name); err != nil {

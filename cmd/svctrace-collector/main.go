@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,10 +47,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var (
 		reqJSON = fs.String("request", "", "the CollectRequest as JSON")
 		reqFile = fs.String("request-file", "", "read the CollectRequest from this file (- for stdin)")
+		reqGz   chunks
 		opts    Options
 		pretty  bool
 		showVer bool
 	)
+	fs.Var(&reqGz, "request-gz", "the CollectRequest gzipped and base64-encoded, split over repeated flags (large requests; see collectors.RequestArgs)")
 	fs.StringVar(&opts.ProxyMetricsAddress, "proxy-metrics-address", "127.0.0.1:10249", "kube-proxy metrics address (/proxyMode, /metrics)")
 	fs.StringVar(&opts.ProxyHealthzAddress, "proxy-healthz-address", "127.0.0.1:10256", "kube-proxy healthz address (/healthz)")
 	fs.StringVar(&opts.BPFFSRoot, "bpffs", "/sys/fs/bpf", "root of the BPF filesystem holding pinned maps")
@@ -69,7 +72,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, version)
 		return 0
 	}
-	req, err := readRequest(*reqJSON, *reqFile, stdin)
+	inline := *reqJSON
+	if len(reqGz) > 0 {
+		if inline != "" {
+			fmt.Fprintln(stderr, "error: give --request or --request-gz, not both")
+			return exitBadRequest
+		}
+		raw, err := collectors.DecodeRequestChunks(reqGz)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return exitBadRequest
+		}
+		inline = string(raw)
+	}
+	req, err := readRequest(inline, *reqFile, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitBadRequest
@@ -91,6 +107,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return 0
 }
+
+// chunks collects a repeated flag's values in order.
+type chunks []string
+
+func (c *chunks) String() string     { return strings.Join(*c, "") }
+func (c *chunks) Set(v string) error { *c = append(*c, v); return nil }
 
 // readRequest takes the request from --request, --request-file, or stdin,
 // in that order, and validates it.

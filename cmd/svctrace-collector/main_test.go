@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -58,6 +60,7 @@ func TestRunSelectsSections(t *testing.T) {
 		"inline": {[]string{"--request", req(`"route"`)}, ""},
 		"file":   {[]string{"--request-file", file}, ""},
 		"stdin":  {nil, req(`"route"`)},
+		"gz":     {gzArgs(t, req(`"route"`)), ""},
 	}
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {
@@ -116,4 +119,20 @@ func TestFailingSectionDoesNotHideOthers(t *testing.T) {
 	if unavailable.Status != collectors.StatusUnavailable || unavailable.Error != "ipvs not available in this kernel" {
 		t.Fatalf("unavailable section: %+v", unavailable)
 	}
+}
+
+// gzArgs encodes a request as collectors.RequestArgs does for large ones,
+// split into two --request-gz chunks to check they are joined in order.
+func gzArgs(t *testing.T, request string) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write([]byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.StdEncoding.EncodeToString(buf.Bytes())
+	return []string{"--request-gz", enc[:len(enc)/2], "--request-gz", enc[len(enc)/2:]}
 }

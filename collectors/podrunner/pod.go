@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
 )
 
 // Labels put on every collector Pod. `kubectl svctrace cleanup` finds
@@ -91,9 +93,15 @@ func labelValue(s string) string {
 	return strings.Trim(s, "-_.")
 }
 
-// NewPod builds the collector Pod for one node. The request travels as an
-// argument so the Pod needs no ConfigMap (and the plugin no RBAC for one).
-func NewPod(node string, requestJSON []byte, o PodSpecOptions) *corev1.Pod {
+// NewPod builds the collector Pod for one node. The request travels as
+// arguments (collectors.RequestArgs) so the Pod needs no ConfigMap (and the
+// plugin no RBAC for one). It fails only when the request is too large for
+// a Pod to carry.
+func NewPod(node string, requestJSON []byte, o PodSpecOptions) (*corev1.Pod, error) {
+	args, err := collectors.RequestArgs(requestJSON)
+	if err != nil {
+		return nil, err
+	}
 	pull := o.ImagePullPolicy
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
@@ -157,7 +165,7 @@ func NewPod(node string, requestJSON []byte, o PodSpecOptions) *corev1.Pod {
 				Name:            ContainerName,
 				Image:           o.Image,
 				ImagePullPolicy: pull,
-				Args:            []string{"--request", string(requestJSON)},
+				Args:            args,
 				Env:             []corev1.EnvVar{{Name: "XTABLES_LOCKFILE", Value: "/run/xtables.lock"}},
 				SecurityContext: sc,
 				VolumeMounts:    mounts,
@@ -169,7 +177,7 @@ func NewPod(node string, requestJSON []byte, o PodSpecOptions) *corev1.Pod {
 			}},
 			Volumes: volumes,
 		},
-	}
+	}, nil
 }
 
 // describe names a Pod for messages.

@@ -56,7 +56,10 @@ func Preflight(ctx context.Context, c kubernetes.Interface, o PodSpecOptions, no
 				Fix:    psaFix(o.Namespace)}
 		}
 	}
-	pod := NewPod(node, []byte(`{}`), o)
+	pod, err := NewPod(node, []byte(`{}`), o)
+	if err != nil {
+		return err
+	}
 	_, err = c.CoreV1().Pods(o.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil {
 		return nil

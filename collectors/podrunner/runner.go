@@ -142,7 +142,11 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 	}
 
 	r.progress(node, StageCreating, "")
-	created, err := pods.Create(ctx, NewPod(node, requestJSON, r.Options), metav1.CreateOptions{})
+	pod, err := NewPod(node, requestJSON, r.Options)
+	if err != nil {
+		return nil, fail(FailCreate, StageCreating, "", err.Error()+"; trace one port with --port to shrink it", err)
+	}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
 			// The create may have reached the server before the

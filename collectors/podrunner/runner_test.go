@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/collectors"
 )
 
 const testNS = "svctrace-system"
@@ -307,7 +309,10 @@ func TestCleanupDeletesOnlyCollectorPods(t *testing.T) {
 }
 
 func TestNewPodLeastPrivilege(t *testing.T) {
-	p := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i"})
+	p, err := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc := p.Spec.Containers[0].SecurityContext
 	if sc.Privileged != nil || fmt.Sprint(sc.Capabilities.Add) != "[NET_ADMIN NET_RAW]" || fmt.Sprint(sc.Capabilities.Drop) != "[ALL]" || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("default profile not least privilege: %+v", sc)
@@ -322,13 +327,59 @@ func TestNewPodLeastPrivilege(t *testing.T) {
 	if len(p.Spec.Tolerations) != 1 || p.Spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("does not tolerate every taint: %+v", p.Spec.Tolerations)
 	}
-	pp := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: ProfilePrivileged})
+	pp, _ := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: ProfilePrivileged})
 	if !*pp.Spec.Containers[0].SecurityContext.Privileged {
 		t.Errorf("privileged profile not privileged")
 	}
 	for _, prof := range []Profile{ProfileBPF, ProfilePrivileged} {
-		if !NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: prof}).Spec.HostPID {
+		if p, _ := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: prof}); !p.Spec.HostPID {
 			t.Errorf("profile %s without hostPID", prof)
 		}
+	}
+}
+
+// TestRunLargeAndOversizedRequests: a request over one argument's 128 KiB
+// travels gzipped in --request-gz chunks; one no Pod could carry fails
+// before anything is created.
+func TestRunLargeAndOversizedRequests(t *testing.T) {
+	var big strings.Builder
+	big.WriteString(`{"kind":"CollectRequest","endpoints":[`)
+	for i := range 6000 {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		fmt.Fprintf(&big, `{"ip":"10.%d.%d.%d","ready":true,"nodeName":"node-%02d"}`, 1+i/65536, (i/256)%256, i%256, i%50)
+	}
+	big.WriteString(`]}`)
+	fc := newFakeCluster(t, running(), exited(0, "Completed"))
+	if _, err := newRunner(fc, `{"kind":"NodeObservation"}`).Run(context.Background(), "node1", []byte(big.String())); err != nil {
+		t.Fatal(err)
+	}
+	args := fc.created[0].Spec.Containers[0].Args
+	var chunks []string
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] != "--request-gz" || len(args[i+1]) >= 128<<10 {
+			t.Fatalf("arg %d: %q (%d bytes)", i, args[i], len(args[i+1]))
+		}
+		chunks = append(chunks, args[i+1])
+	}
+	if got, err := collectors.DecodeRequestChunks(chunks); err != nil || string(got) != big.String() {
+		t.Fatalf("request does not survive the Pod's arguments: %v", err)
+	}
+
+	noise := make([]byte, 3*collectors.RequestArgsMax/2)
+	x := uint32(7)
+	for i := range noise {
+		x = x*1664525 + 1013904223
+		noise[i] = byte(x >> 24)
+	}
+	fc = newFakeCluster(t, running())
+	_, err := newRunner(fc, "").Run(context.Background(), "node1", noise)
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != FailCreate || !strings.Contains(f.Message, "--port") {
+		t.Fatalf("oversized request: %v", err)
+	}
+	if len(fc.created) != 0 {
+		t.Fatal("a Pod was created for a request it cannot carry")
 	}
 }

@@ -1,0 +1,73 @@
+package collectors
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// A request travels to the collector Pod as container arguments (no
+// ConfigMap, so no RBAC for one). Linux caps one argument at 128 KiB
+// (MAX_ARG_STRLEN), which a Service with about 900 endpoints already
+// exceeds as plain JSON. Larger requests are therefore gzipped, base64
+// encoded and split over repeated --request-gz arguments.
+const (
+	// RequestInlineMax is the largest request sent as plain JSON
+	// (--request), readable in `kubectl get pod -o yaml`.
+	RequestInlineMax = 32 << 10
+	// requestChunk is the size of one --request-gz argument.
+	requestChunk = 96 << 10
+	// RequestArgsMax bounds the encoded request: the Pod object must stay
+	// well under the API server's 1.5 MiB request limit, and all arguments
+	// together under the kernel's (a quarter of the 8 MiB stack limit).
+	RequestArgsMax = 1 << 20
+)
+
+// RequestArgs returns the container arguments that carry requestJSON.
+func RequestArgs(requestJSON []byte) ([]string, error) {
+	if len(requestJSON) <= RequestInlineMax {
+		return []string{"--request", string(requestJSON)}, nil
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(requestJSON); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	enc := base64.StdEncoding.EncodeToString(buf.Bytes())
+	if len(enc) > RequestArgsMax {
+		return nil, fmt.Errorf("the collector request is %d KiB compressed (%d KiB of JSON), over the %d KiB a collector Pod can carry",
+			len(enc)>>10, len(requestJSON)>>10, RequestArgsMax>>10)
+	}
+	var args []string
+	for len(enc) > 0 {
+		n := min(requestChunk, len(enc))
+		args = append(args, "--request-gz", enc[:n])
+		enc = enc[n:]
+	}
+	return args, nil
+}
+
+// DecodeRequestChunks joins the --request-gz arguments, in order, back into
+// the request's JSON.
+func DecodeRequestChunks(chunks []string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.Join(chunks, ""))
+	if err != nil {
+		return nil, fmt.Errorf("--request-gz: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("--request-gz: %w", err)
+	}
+	// 64 MiB of JSON is far beyond any request RequestArgs accepts.
+	out, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("--request-gz: %w", err)
+	}
+	return out, nil
+}
