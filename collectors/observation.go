@@ -485,9 +485,14 @@ type DNSQuery struct {
 // ProbeObservation is the result of connecting from the node to each
 // frontend and each endpoint.
 type ProbeObservation struct {
-	TimeoutMillis int     `json:"timeoutMillis"`
-	Concurrency   int     `json:"concurrency"`
-	Probes        []Probe `json:"probes"`
+	TimeoutMillis int `json:"timeoutMillis"`
+	Concurrency   int `json:"concurrency"`
+	// EndpointsTotal and EndpointsProbed count endpoint targets (summed over
+	// the Service's ports); fewer are probed than exist above the request's
+	// EndpointProbeLimit.
+	EndpointsTotal  int     `json:"endpointsTotal"`
+	EndpointsProbed int     `json:"endpointsProbed"`
+	Probes          []Probe `json:"probes"`
 }
 
 // Probe is one connection attempt.

@@ -52,6 +52,10 @@ type Request struct {
 
 	// ProbeTimeoutMillis bounds every TCP/UDP probe. Zero means the default.
 	ProbeTimeoutMillis int `json:"probeTimeoutMillis,omitempty"`
+
+	// EndpointProbeLimit is how many endpoints are probed per Service port
+	// (this node's first, then ready ones); zero means the default.
+	EndpointProbeLimit int `json:"endpointProbeLimit,omitempty"`
 }
 
 // ServiceSpec is the part of a Service a node datapath is derived from.
@@ -106,7 +110,11 @@ const RequestKind = "CollectRequest"
 const (
 	DefaultConntrackSampleMillis = 1000
 	DefaultProbeTimeoutMillis    = 1000
-	DefaultClusterDomain         = "cluster.local"
+	// DefaultEndpointProbeLimit keeps a large Service's probes inside the
+	// collector's time budget: 64 unanswered probes at the default
+	// concurrency (8) and timeout take 8 s; 5,000 would take over 10 min.
+	DefaultEndpointProbeLimit = 64
+	DefaultClusterDomain      = "cluster.local"
 )
 
 // Validate rejects a request the collector cannot act on: wrong
@@ -166,7 +174,7 @@ func (r *Request) Validate() error {
 			errs = append(errs, fmt.Errorf("unknown section %q (known: %s)", s, strings.Join(AllSections, ", ")))
 		}
 	}
-	if r.ConntrackSampleMillis < 0 || r.ProbeTimeoutMillis < 0 {
+	if r.ConntrackSampleMillis < 0 || r.ProbeTimeoutMillis < 0 || r.EndpointProbeLimit < 0 {
 		errs = append(errs, errors.New("conntrackSampleMillis and probeTimeoutMillis must not be negative"))
 	}
 	return errors.Join(errs...)

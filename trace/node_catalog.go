@@ -174,7 +174,7 @@ var nodeCatalog = []CheckSpec{
 		Message:  "connections to {targets} time out or are unreachable; the packets do not get to the Pod or back",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
-		Message:  "{count} endpoint(s) answered a direct connection",
+		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
 
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",

@@ -446,7 +446,11 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 			"okCount": strconv.Itoa(okEndpoints)}, raw)
 	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
-		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints)}, nil)
+		sample := ""
+		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
+			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
+		}
+		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
 	}
 }
 

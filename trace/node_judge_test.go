@@ -402,3 +402,27 @@ func TestConntrackSkewExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeProbesSampled: when the collector probed only some endpoints,
+// the reachability finding says so.
+func TestJudgeProbesSampled(t *testing.T) {
+	for _, tt := range []struct {
+		total, probed int
+		want          string
+	}{
+		{2, 2, "2 endpoint(s) answered a direct connection"},
+		{5000, 64, "2 endpoint(s) answered a direct connection (probed 64 of 5000 endpoints: this node's first, then ready ones)"},
+	} {
+		obs := observation(t, "iptables", healthyIPT(), nil)
+		obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{
+			EndpointsTotal: tt.total, EndpointsProbed: tt.probed, Probes: []collectors.Probe{
+				{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
+				{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "connected"},
+			}}}
+		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+		c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodsReached]
+		if !ok || c.Message != tt.want {
+			t.Errorf("%d/%d: %q, want %q", tt.probed, tt.total, c.Message, tt.want)
+		}
+	}
+}

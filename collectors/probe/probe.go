@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,26 +41,61 @@ type Target struct {
 	Protocol string
 }
 
-// Targets lists the frontends and endpoints of the request, without duplicates.
-func Targets(req *collectors.Request) []Target {
-	var out []Target
+// Targets lists the frontends and endpoints of the request, without
+// duplicates, and how many endpoint targets there were in all. Endpoints
+// are limited to the request's EndpointProbeLimit per port, this node's
+// first (the ones its datapath must reach locally), then ready ones, each
+// group in request order.
+func Targets(req *collectors.Request) (targets []Target, endpointsTotal int) {
 	seen := map[string]bool{}
-	add := func(t Target) {
+	add := func(t Target) bool {
 		k := t.Addr.String() + "/" + t.Protocol
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, t)
+		if seen[k] {
+			return false
 		}
+		seen[k] = true
+		targets = append(targets, t)
+		return true
 	}
 	for _, fe := range req.Service.Frontends() {
 		add(Target{Kind: fe.Kind, PortName: fe.PortName, Addr: fe.Addr, Protocol: fe.Protocol})
 	}
+	limit := req.EndpointProbeLimit
+	if limit <= 0 {
+		limit = collectors.DefaultEndpointProbeLimit
+	}
+	eps := slices.Clone(req.Endpoints)
+	rank := func(e collectors.Endpoint) int {
+		r := 2
+		if req.NodeName != "" && e.NodeName == req.NodeName {
+			r = 0
+		} else if e.Ready {
+			r = 1
+		}
+		return r
+	}
+	slices.SortStableFunc(eps, func(a, b collectors.Endpoint) int { return rank(a) - rank(b) })
 	for _, p := range req.Service.Ports {
-		for _, ep := range req.EndpointAddrs(p.Name) {
-			add(Target{Kind: "endpoint", PortName: p.Name, Addr: ep, Protocol: p.Protocol})
+		taken := 0
+		counted := map[netip.AddrPort]bool{}
+		for _, ep := range eps {
+			port, ok := ep.Ports[p.Name]
+			a, err := netip.ParseAddr(ep.IP)
+			if !ok || err != nil {
+				continue
+			}
+			ap := netip.AddrPortFrom(a.Unmap(), uint16(port))
+			if counted[ap] {
+				continue
+			}
+			counted[ap] = true
+			endpointsTotal++
+			if taken < limit && add(Target{Kind: "endpoint", PortName: p.Name, Addr: ap, Protocol: p.Protocol}) {
+				taken++
+			}
 		}
 	}
-	return out
+	return targets, endpointsTotal
 }
 
 // Read probes every target with the request's timeout and the given concurrency.
@@ -71,11 +107,17 @@ func Read(ctx context.Context, req *collectors.Request, concurrency int) (*colle
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
-	targets := Targets(req)
+	targets, total := Targets(req)
 	obs := &collectors.ProbeObservation{
-		TimeoutMillis: int(timeout / time.Millisecond),
-		Concurrency:   concurrency,
-		Probes:        make([]collectors.Probe, len(targets)),
+		TimeoutMillis:  int(timeout / time.Millisecond),
+		Concurrency:    concurrency,
+		EndpointsTotal: total,
+		Probes:         make([]collectors.Probe, len(targets)),
+	}
+	for _, t := range targets {
+		if t.Kind == "endpoint" {
+			obs.EndpointsProbed++
+		}
 	}
 	var g errgroup.Group
 	g.SetLimit(concurrency)

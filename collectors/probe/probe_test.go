@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -21,8 +22,12 @@ func TestTargets(t *testing.T) {
 		},
 	}
 	var got []string
-	for _, tg := range Targets(req) {
+	targets, total := Targets(req)
+	for _, tg := range targets {
 		got = append(got, tg.Kind+" "+tg.Addr.String()+"/"+tg.Protocol)
+	}
+	if total != 2 {
+		t.Errorf("endpoints total %d, want 2 (one per port)", total)
 	}
 	want := []string{
 		"clusterIP 10.96.0.50:80/TCP", "clusterIP 10.96.0.50:53/UDP",
@@ -37,6 +42,43 @@ func TestTargets(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("[%d] %q want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// TestTargetsLimitEndpoints: above the limit, this node's endpoints come
+// first, then ready ones; the total still counts every endpoint.
+func TestTargetsLimitEndpoints(t *testing.T) {
+	req := &collectors.Request{NodeName: "n2", EndpointProbeLimit: 3,
+		Service: collectors.ServiceSpec{ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
+	for i := range 200 {
+		req.Endpoints = append(req.Endpoints, collectors.Endpoint{IP: "10.244.0." + strconv.Itoa(i),
+			Ports: map[string]int32{"http": 8080}, Ready: i%2 == 1, NodeName: map[bool]string{true: "n2", false: "n1"}[i%50 == 0]})
+	}
+	targets, total := Targets(req)
+	var got []string
+	for _, tg := range targets {
+		if tg.Kind == "endpoint" {
+			got = append(got, tg.Addr.Addr().String())
+		}
+	}
+	// n2 holds .0, .50, .100, .150 (not ready: local first anyway), then ready .1.
+	if want := []string{"10.244.0.0", "10.244.0.50", "10.244.0.100"}; !slices.Equal(got, want) {
+		t.Errorf("probed %v, want %v", got, want)
+	}
+	if total != 200 {
+		t.Errorf("total %d, want 200", total)
+	}
+	req.NodeName = "n3"
+	targets, _ = Targets(req)
+	got = got[:0]
+	for _, tg := range targets {
+		if tg.Kind == "endpoint" {
+			got = append(got, tg.Addr.Addr().String())
+		}
+	}
+	if want := []string{"10.244.0.1", "10.244.0.3", "10.244.0.5"}; !slices.Equal(got, want) {
+		t.Errorf("no local endpoint: probed %v, want the first ready ones %v", got, want)
 	}
 }
 
