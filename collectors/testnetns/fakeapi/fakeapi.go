@@ -159,8 +159,8 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 	return nodes, svcs, slices
 }
 
-// Handler serves the Cluster: GET lists and watches of nodes, services and
-// endpointslices (cluster-wide, the way kube-proxy asks); writes (events) are
+// Handler serves the Cluster: GET lists and watches of nodes, services,
+// endpointslices and (no) servicecidrs (cluster-wide, the way kube-proxy asks); writes (events) are
 // accepted and dropped; anything else is 404.
 func (c Cluster) Handler() http.Handler {
 	nodes, svcs, slices := c.objects()
@@ -172,6 +172,8 @@ func (c Cluster) Handler() http.Handler {
 		"/api/v1/nodes":    {"NodeList", "v1", nodes},
 		"/api/v1/services": {"ServiceList", "v1", svcs},
 		"/apis/discovery.k8s.io/v1/endpointslices": {"EndpointSliceList", "discovery.k8s.io/v1", slices},
+		// kube-proxy watches ServiceCIDRs (for its cluster-IP range rules); none.
+		"/apis/networking.k8s.io/v1/servicecidrs": {"ServiceCIDRList", "networking.k8s.io/v1", []any{}},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -6,13 +6,17 @@
 //   - iptables, legacy backend:    iptables.Read vs `iptables-legacy-save -t nat`
 //   - nftables:                    nftables.Read vs `nft list table ip kube-proxy`
 //
-// Rules come from kpgen (a generator reproducing kube-proxy v1.37's layout,
-// not kube-proxy itself), loaded into a network namespace per mode that the
-// tool creates and deletes. The reader runs as a child process inside that
+// Rules come from the real kube-proxy (-source kubeproxy, the default when
+// its binary is found): it runs in a network namespace per mode that the tool
+// creates and deletes, against a fake API (collectors/testnetns/fakeapi)
+// serving the n Services, with its iptables commands pointed at the mode's
+// backend; once all n Services are in the rules it is killed, so nothing
+// resyncs while we measure. -source kpgen loads rules from kpgen (a generator
+// reproducing kube-proxy v1.37's layout, not kube-proxy itself) instead. The reader runs as a child process inside that
 // namespace (as the collector runs in the node's), so its peak RSS is its
 // own; the iptables commands it starts are reported separately. Needs root.
 //
-//	nfbench [-sizes 1000,5000,10000] [-runs 5] [-modes nft,legacy,nftables]
+//	nfbench [-sizes 1000,5000,10000] [-runs 5] [-modes nft,legacy,nftables] [-source auto|kubeproxy|kpgen] [-kube-proxy path]
 package main
 
 import (
@@ -53,7 +57,27 @@ func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "Service counts")
 	runs := flag.Int("runs", 5, "runs per measurement (median reported)")
 	modes := flag.String("modes", "nft,legacy,nftables", "nft (iptables nf_tables backend), legacy, nftables")
+	source := flag.String("source", "auto", "rules from: kubeproxy (the real binary), kpgen (generator), auto (kubeproxy when found)")
+	kpFlag := flag.String("kube-proxy", "", "kube-proxy binary (default $SVCTRACE_KUBE_PROXY, else the testbed's cache)")
+	apiFlag := flag.String("fakeapi", "", "fake API binary (default: go build ./test/bench/netfilter/cmd/fakeapi)")
 	flag.Parse()
+	kp := kubeProxyPath(*kpFlag)
+	switch *source {
+	case "auto":
+		*source = "kpgen"
+		if kp != "" {
+			*source = "kubeproxy"
+		}
+	case "kubeproxy":
+		if kp == "" {
+			fmt.Fprintln(os.Stderr, "nfbench: -source kubeproxy but no kube-proxy binary (set -kube-proxy or SVCTRACE_KUBE_PROXY, or build the testbed)")
+			os.Exit(2)
+		}
+	case "kpgen":
+	default:
+		fmt.Fprintln(os.Stderr, "nfbench: -source must be auto, kubeproxy or kpgen")
+		os.Exit(2)
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "nfbench needs root (it creates network namespaces)")
 		os.Exit(2)
@@ -68,19 +92,31 @@ func main() {
 	}
 	defer os.RemoveAll(tmp)
 
-	fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator); 4 endpoints per Service\n", *runs)
-	fmt.Printf("%-9s %7s %10s %12s %8s %9s %9s %10s  %s\n", "mode", "svcs", "reader_s", "baseline_s", "ratio", "rss_MiB", "kids_MiB", "load_s", "baseline")
+	var api string
+	if *source == "kubeproxy" {
+		api = fakeAPIBinary(*apiFlag, tmp)
+		out, _ := exec.Command(kp, "--version").Output()
+		fmt.Printf("# nfbench: median of %d runs; rules programmed by the real kube-proxy (%s, %s) from a fake API; 4 endpoints per Service\n",
+			*runs, kp, strings.TrimSpace(string(out)))
+		fmt.Println("# load_s: kube-proxy start -> its sync that programmed all Services; kp_sync_s: its full-sync duration (sum of n_syncs)")
+	} else {
+		fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator, NOT kube-proxy); 4 endpoints per Service\n", *runs)
+		fmt.Println("# load_s: iptables-restore / nft -f of the generated rules")
+	}
+	fmt.Printf("%-9s %7s %10s %12s %8s %9s %9s %10s %10s  %s\n", "mode", "svcs", "reader_s", "baseline_s", "ratio", "rss_MiB", "kids_MiB", "load_s", "kp_sync_s", "baseline")
 	failed := false
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			fail(err)
 		}
-		svcs := kpgen.Bench(n)
 		iptFile := filepath.Join(tmp, fmt.Sprintf("ipt-%d", n))
 		nftFile := filepath.Join(tmp, fmt.Sprintf("nft-%d", n))
-		writeFile(iptFile, func(b *bytes.Buffer) error { return kpgen.IPTables(b, svcs, kpgen.Options{}) })
-		writeFile(nftFile, func(b *bytes.Buffer) error { return kpgen.NFTables(b, svcs, kpgen.Options{}) })
+		if *source == "kpgen" {
+			svcs := kpgen.Bench(n)
+			writeFile(iptFile, func(b *bytes.Buffer) error { return kpgen.IPTables(b, svcs, kpgen.Options{}) })
+			writeFile(nftFile, func(b *bytes.Buffer) error { return kpgen.NFTables(b, svcs, kpgen.Options{}) })
+		}
 		target := n / 2 // a Service in the middle
 		for _, mode := range strings.Split(*modes, ",") {
 			ns := fmt.Sprintf("svt-bench-%d-%s-%d", os.Getpid()%100000, mode, n)
@@ -103,9 +139,19 @@ func main() {
 			default:
 				fail(fmt.Errorf("unknown mode %s", mode))
 			}
-			t0 := time.Now()
-			run(append([]string{"nsenter", "--net=" + nsPath, "--"}, load...)...)
-			loadS := time.Since(t0).Seconds()
+			var loadS float64
+			syncS := "-"
+			if *source == "kubeproxy" {
+				p := programWithKubeProxy(api, kp, tmp, ns, mode, n)
+				loadS = p.Seconds
+				syncS = fmt.Sprintf("%.2f(%d)", p.FullSyncSum, p.FullSyncs)
+				fmt.Printf("# %s n=%d: kube-proxy programmed all %d Services %.2f s after start (seen by polling at %.2f s); %d full sync(s) took %.2f s\n",
+					mode, n, n, p.Seconds, p.Observed, p.FullSyncs, p.FullSyncSum)
+			} else {
+				t0 := time.Now()
+				run(append([]string{"nsenter", "--net=" + nsPath, "--"}, load...)...)
+				loadS = time.Since(t0).Seconds()
+			}
 
 			var readerT, baseT []float64
 			var rss, kids int64
@@ -122,7 +168,7 @@ func main() {
 				baseT = append(baseT, time.Since(t1).Seconds())
 			}
 			r, b := median(readerT), median(baseT)
-			fmt.Printf("%-9s %7d %10.4f %12.4f %8.2f %9.1f %9.1f %10.1f  %s\n", mode, n, r, b, b/r, float64(rss)/1024, float64(kids)/1024, loadS, baseName)
+			fmt.Printf("%-9s %7d %10.4f %12.4f %8.2f %9.1f %9.1f %10.2f %10s  %s\n", mode, n, r, b, b/r, float64(rss)/1024, float64(kids)/1024, loadS, syncS, baseName)
 			if n == 10000 {
 				failed = checkTargets(mode, r, b, rss) || failed
 			}
@@ -182,7 +228,7 @@ func readChild(args []string) int {
 	}
 	mode := args[0]
 	idx, _ := strconv.Atoi(args[1])
-	s := kpgen.BenchService(idx)
+	s := kpgen.BenchService(idx) // what cmd/fakeapi serves too (it checks)
 	svc := collectors.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
 		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
 	var eps []collectors.Endpoint
@@ -291,6 +337,11 @@ func run(args ...string) {
 var created []string
 
 func fail(err error) {
+	for _, b := range started {
+		if !b.exited() {
+			_ = b.cmd.Process.Kill()
+		}
+	}
 	for _, ns := range created {
 		_ = exec.Command("ip", "netns", "del", ns).Run()
 	}
