@@ -356,6 +356,47 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
 }
 
+// TestOverThousandEndpoints: 1,200 endpoints in 12 slices. Above 1,000
+// endpoints kube-proxy drops the endpoint chains' comments (iptables), the
+// collector request no longer fits one Pod argument as plain JSON (it
+// travels gzipped), and the probes are sampled. Both nodes must still be
+// read and judged as programmed.
+func TestOverThousandEndpoints(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	svc := framework.NewService("huge", "")
+	svc.Spec.Selector = nil
+	tb.CreateService(t, ns, svc)
+	for s := 0; s < 12; s++ {
+		var a []string
+		for i := 0; i < 100; i++ {
+			a = append(a, fmt.Sprintf("10.251.%d.%d", s, i+1))
+		}
+		tb.CreateManualEndpointSlice(t, ns, "huge", a, []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}})
+	}
+	tb.WaitReadyEndpoints(t, ns, "huge", 1200)
+	programmed := func(r result) bool {
+		for _, n := range tb.Nodes {
+			if check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) == nil {
+				return false
+			}
+		}
+		return true
+	}
+	r := svctraceUntil(t, tb, programmed, "huge", "-n", ns, "--all-nodes")
+	if got := r.Trace.Endpoints.Total; got != 1200 {
+		t.Errorf("endpoints total %d, want 1200", got)
+	}
+	for _, n := range tb.Nodes {
+		requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+	}
+	for _, cn := range r.Trace.Metadata.Collector.Nodes {
+		if !cn.Inspected {
+			t.Errorf("node %s not inspected: %s", cn.Node, cn.Failure)
+		}
+	}
+}
+
 // silence unused imports when a scenario is trimmed.
 var _ = context.Background
 
