@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -33,6 +34,9 @@ type fakeCluster struct {
 	reads    int
 	seq      int32
 	created  []*corev1.Pod
+	// watcher, when set, is what a watch on pods returns.
+	watcher *watch.FakeWatcher
+	watches int
 }
 
 func newFakeCluster(t *testing.T, statuses ...corev1.PodStatus) *fakeCluster {
@@ -48,6 +52,17 @@ func newFakeCluster(t *testing.T, statuses ...corev1.PodStatus) *fakeCluster {
 		fc.created = append(fc.created, p.DeepCopy())
 		fc.mu.Unlock()
 		return false, nil, nil
+	})
+	// Watching is forbidden unless a test scripts a watcher: the polling
+	// path is what the scripted statuses exercise.
+	fc.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		if fc.watcher != nil {
+			fc.watches++
+			return true, fc.watcher, nil
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no watch"))
 	})
 	fc.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.GetAction).GetName()
@@ -381,5 +396,45 @@ func TestRunLargeAndOversizedRequests(t *testing.T) {
 	}
 	if len(fc.created) != 0 {
 		t.Fatal("a Pod was created for a request it cannot carry")
+	}
+}
+
+// TestRunFollowsAWatch: with watch allowed, the Pod's states arrive as
+// events (no status reads); a Pod deleted under it is reported.
+func TestRunFollowsAWatch(t *testing.T) {
+	fc := newFakeCluster(t, running())
+	fc.watcher = watch.NewFakeWithChanSize(8, false)
+	pod := func(name string, st corev1.PodStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}, Status: st}
+	}
+	fc.watcher.Modify(pod("svctrace-collector-1", waiting("ContainerCreating", "")))
+	fc.watcher.Modify(pod("someone-else", exited(1, "Error"))) // another Pod: ignored
+	fc.watcher.Modify(pod("svctrace-collector-1", running()))
+	fc.watcher.Modify(pod("svctrace-collector-1", exited(0, "Completed")))
+	r := newRunner(fc, `{"kind":"NodeObservation"}`)
+	r.PollInterval = time.Hour // a status read would never come in time
+	out, err := r.Run(context.Background(), "node1", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Log) != `{"kind":"NodeObservation"}` || fc.watches != 1 || fc.reads != 0 {
+		t.Fatalf("log %q, watches %d, status reads %d", out.Log, fc.watches, fc.reads)
+	}
+
+	fc = newFakeCluster(t, running())
+	fc.watcher = watch.NewFakeWithChanSize(8, false)
+	fc.watcher.Delete(pod("svctrace-collector-1", running()))
+	_, err = newRunner(fc, "").Run(context.Background(), "node1", []byte(`{}`))
+	var f *Failure
+	if !errors.As(err, &f) || f.Kind != FailCrash || !strings.Contains(f.Message, "disappeared") {
+		t.Fatalf("deleted Pod: %v", err)
+	}
+
+	// A stream that ends falls back to polling.
+	fc = newFakeCluster(t, running(), exited(0, "Completed"))
+	fc.watcher = watch.NewFakeWithChanSize(8, false)
+	fc.watcher.Stop()
+	if _, err := newRunner(fc, `{"kind":"NodeObservation"}`).Run(context.Background(), "node1", []byte(`{}`)); err != nil || fc.reads == 0 {
+		t.Fatalf("after the stream ended: %v, status reads %d", err, fc.reads)
 	}
 }

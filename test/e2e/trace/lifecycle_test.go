@@ -15,22 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
 	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
-
-// collectorStage reads the stage of the first collector Pod, "" when none.
-func collectorStage(tb *framework.Testbed) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	list, err := tb.Client.CoreV1().Pods(collectorNS).List(ctx, metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
-	if err != nil || len(list.Items) == 0 {
-		return ""
-	}
-	return string(podrunner.Classify(&list.Items[0]).Stage)
-}
 
 // TestInterruptCleansUp interrupts a trace with SIGINT and SIGTERM at each
 // stage a collector Pod goes through and checks that no Pod is left.
@@ -78,10 +68,19 @@ func TestInterruptCleansUp(t *testing.T) {
 }
 
 // interruptOnce runs the binary and sends sig when ready(stage of the
-// collector Pod) first holds. It reports whether the signal was sent.
+// collector Pod) first holds. It reports whether the signal was sent. The
+// Pod is followed with a watch started before the binary: every state,
+// the brief one right after creation included, arrives in order.
 func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(string) bool) (sent bool, stderr string, err error) {
 	t.Helper()
 	tb := framework.Setup(t)
+	wctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := tb.Client.CoreV1().Pods(collectorNS).Watch(wctx, metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
+	if err != nil {
+		t.Fatalf("watch collector Pods: %v", err)
+	}
+	defer w.Stop()
 	cmd := exec.Command(binPath, args...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -90,14 +89,24 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.After(60 * time.Second)
+	events := w.ResultChan()
+	for {
 		select {
 		case err := <-done:
 			return false, errb.String(), err
-		default:
-		}
-		if s := collectorStage(tb); s != "" && ready(s) {
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("kubectl-svctrace neither finished nor reached the stage in 60s")
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // fall back to waiting for the end
+				continue
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted || !ready(string(podrunner.Classify(p).Stage)) {
+				continue
+			}
 			_ = cmd.Process.Signal(sig)
 			select {
 			case err := <-done:
@@ -107,11 +116,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 				t.Fatalf("kubectl-svctrace did not exit within 60s after %s", sig)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	_ = cmd.Process.Kill()
-	t.Fatalf("kubectl-svctrace neither finished nor reached the stage in 60s")
-	return false, "", nil
 }
 
 func TestUnpullableImageIsOneClearMessage(t *testing.T) {
