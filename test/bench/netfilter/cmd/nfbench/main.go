@@ -252,8 +252,15 @@ func readChild(args []string) int {
 			}
 			res.Commands += len(b.Commands)
 			if b.KubeProxyChains && len(b.Ports) > 0 {
+				want := map[string]bool{}
+				for _, e := range s.Endpoints {
+					want[fmt.Sprintf("%s:%d", e.IP, e.Port)] = true
+				}
 				for _, e := range b.Ports[0].Endpoints {
-					if e.Exists && e.DNAT != "" {
+					// Counted only when the KUBE-SEP chain exists and DNATs to
+					// an endpoint the API lists (kube-proxy drops the endpoint
+					// comments at this scale, so this is the chain's own rule).
+					if e.Exists && want[e.DNAT] {
 						res.Endpoints++
 					}
 				}
@@ -271,7 +278,15 @@ func readChild(args []string) int {
 			return 1
 		} else if len(t.Ports) > 0 && t.Ports[0].Service.Exists && len(t.Ports[0].Service.Rules) > 0 && t.Ports[0].Service.Rules[0].Numgen != nil &&
 			len(t.Ports[0].ServiceIPs) > 0 && t.Ports[0].ServiceIPs[0].Found {
-			res.Endpoints = len(t.Ports[0].Service.Rules[0].Numgen.Entries)
+			// Counted only when the numgen DNAT map sends to an endpoint the
+			// API lists.
+			for _, e := range t.Ports[0].Service.Rules[0].Numgen.Entries {
+				for _, w := range s.Endpoints {
+					if e.Address == fmt.Sprintf("%s:%d", w.IP, w.Port) {
+						res.Endpoints++
+					}
+				}
+			}
 		}
 	}
 	res.Seconds = time.Since(t0).Seconds()
