@@ -80,7 +80,6 @@ func (nj *nodeJudge) buildSocketIndex(views []NodeView) *socketIndex {
 		sectionErr: map[string]string{}, refusedFrom: map[string][]string{}, refusedRaw: map[string][]string{}}
 	// Ports of every non-terminating endpoint address, from its slice.
 	ports := map[netip.Addr][]slicePort{}
-	var order []netip.Addr
 	for _, sl := range nj.in.Slices {
 		for _, e := range sl.Endpoints {
 			if len(e.Addresses) == 0 || (e.Conditions.Terminating != nil && *e.Conditions.Terminating) {
@@ -91,9 +90,6 @@ func (nj *nodeJudge) buildSocketIndex(views []NodeView) *socketIndex {
 				continue
 			}
 			ip = ip.Unmap()
-			if _, ok := ports[ip]; !ok {
-				order = append(order, ip)
-			}
 			for _, p := range sl.Ports {
 				if p.Port == nil {
 					continue
