@@ -143,7 +143,7 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 	deadline := time.Now().Add(kpTimeout)
 	for {
 		if kpCmd.exited() {
-			fail(fmt.Errorf("kube-proxy exited; log %s", filepath.Join(dir, "kube-proxy.log")))
+			fail(fmt.Errorf("%s n=%d: kube-proxy exited; log tail:\n%s", mode, n, logTail(filepath.Join(dir, "kube-proxy.log"))))
 		}
 		m := metrics(nsPath)
 		if m["kubeproxy_sync_full_proxy_rules_duration_seconds_count"] >= 1 {
@@ -157,7 +157,7 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 			}
 		}
 		if time.Now().After(deadline) {
-			fail(fmt.Errorf("%s n=%d: kube-proxy programmed %d of %d Services in %v; log %s", mode, n, got, n, kpTimeout, filepath.Join(dir, "kube-proxy.log")))
+			fail(fmt.Errorf("%s n=%d: kube-proxy programmed %d of %d Services in %v; log tail:\n%s", mode, n, got, n, kpTimeout, logTail(filepath.Join(dir, "kube-proxy.log"))))
 		}
 		time.Sleep(pollInterval)
 	}
@@ -178,6 +178,15 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 		}
 	}
 	return res
+}
+
+// logTail is the end of a log file (the run's directory is removed on failure).
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
 }
 
 // metrics fetches kube-proxy's IPv4 samples: name{ip_family="IPv4"} (and

@@ -90,6 +90,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	tmpDir = tmp // removed by fail and before exiting (os.Exit skips defers)
 	defer os.RemoveAll(tmp)
 
 	var api string
@@ -97,7 +98,7 @@ func main() {
 		api = fakeAPIBinary(*apiFlag, tmp)
 		out, _ := exec.Command(kp, "--version").Output()
 		fmt.Printf("# nfbench: median of %d runs; rules programmed by the real kube-proxy (%s, %s) from a fake API; 4 endpoints per Service\n",
-			*runs, kp, strings.TrimSpace(string(out)))
+			*runs, kp, strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
 		fmt.Println("# load_s: kube-proxy start -> its sync that programmed all Services; kp_sync_s: its full-sync duration (sum of n_syncs)")
 	} else {
 		fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator, NOT kube-proxy); 4 endpoints per Service\n", *runs)
@@ -176,6 +177,7 @@ func main() {
 		}
 	}
 	if failed {
+		_ = os.RemoveAll(tmp)
 		os.Exit(1)
 	}
 }
@@ -348,8 +350,12 @@ func run(args ...string) {
 	}
 }
 
-// created are the namespaces to remove if the run fails half-way.
-var created []string
+// created are the namespaces to remove if the run fails half-way; tmpDir
+// the run's temporary directory.
+var (
+	created []string
+	tmpDir  string
+)
 
 func fail(err error) {
 	for _, b := range started {
@@ -359,6 +365,9 @@ func fail(err error) {
 	}
 	for _, ns := range created {
 		_ = exec.Command("ip", "netns", "del", ns).Run()
+	}
+	if tmpDir != "" {
+		_ = os.RemoveAll(tmpDir)
 	}
 	fmt.Fprintln(os.Stderr, "nfbench:", err)
 	os.Exit(1)
