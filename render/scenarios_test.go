@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +95,15 @@ type scenario struct {
 	name string
 	in   func() *trace.Input
 	opts trace.Options
+	// views, when set, are judged as the node inspector's results.
+	views func() (*trace.CollectorRun, []trace.NodeView)
 }
+
+// nodeInspector stands for the collector Pods: the scenario's views are
+// judged after Judge, as cmd/nodeinspect does.
+type nodeInspector struct{}
+
+func (nodeInspector) Inspect(context.Context, *trace.Input, *trace.ServiceTrace) error { return nil }
 
 var scenarios = []scenario{
 	{name: "healthy", in: baseInput, opts: trace.Options{NoNode: true}},
@@ -162,6 +171,20 @@ var scenarios = []scenario{
 	{name: "not-found", in: func() *trace.Input {
 		return &trace.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
+	{name: "collectors-failed", in: baseInput, opts: trace.Options{Inspector: nodeInspector{}},
+		views: func() (*trace.CollectorRun, []trace.NodeView) {
+			run := &trace.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
+				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}
+			views := []trace.NodeView{
+				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin",
+					Failure: `collector on node node-a (pod svctrace-collector-abcde) could not pull its image: Back-off pulling image "ghcr.io/svctrace/svctrace-collector:v0.1.0"`},
+				{Node: "node-b", Roles: []string{"endpoints", "client"}, Failure: "node is NotReady (Ready=Unknown, NodeStatusUnknown: Kubelet stopped posting node status.): not inspected"},
+			}
+			for _, v := range views {
+				run.Nodes = append(run.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles, Failure: v.Failure})
+			}
+			return run, views
+		}},
 	{name: "escape", in: func() *trace.Input {
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web\x1b[31mRED"} })
@@ -175,7 +198,13 @@ func (sc scenario) trace() *trace.ServiceTrace {
 	opts.Now = fixedNow
 	opts.Version = "v0.1.0-test"
 	opts.Context = "kind-svctrace"
-	t := trace.Judge(sc.in(), opts)
+	in := sc.in()
+	t := trace.Judge(in, opts)
+	if sc.views != nil {
+		run, views := sc.views()
+		t.Metadata.Collector = run
+		trace.JudgeNodes(in, t, views)
+	}
 	trace.Finish(t)
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,6 +115,9 @@ func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
 	}
 	meta = append(meta, "domain "+esc(t.Metadata.ClusterDomain), t.Metadata.Time.UTC().Format("2006-01-02T15:04:05Z"))
 	p("  %s\n", s.faint.Render(strings.Join(meta, "  ")))
+	if c := t.Metadata.Collector; c != nil {
+		p("  %s\n", s.faint.Render(collectorLine(c)))
+	}
 
 	if t.Service.Found {
 		p("\n")
@@ -312,4 +316,38 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// collectorLine says where the node facts came from and with which
+// privileges: which nodes ran a collector (and why they were chosen), which
+// could not, the profile and the image.
+func collectorLine(c *trace.CollectorRun) string {
+	var ran, not []string
+	for _, n := range c.Nodes {
+		name := esc(n.Node)
+		if len(n.Roles) > 0 {
+			name += " (" + esc(strings.Join(n.Roles, ", ")) + ")"
+		}
+		if n.Inspected {
+			ran = append(ran, name)
+		} else {
+			not = append(not, esc(n.Node))
+		}
+	}
+	privs := slices.Clone(c.Capabilities)
+	if c.HostPID {
+		privs = append(privs, "hostPID")
+	}
+	line := "no node inspected"
+	if len(ran) > 0 {
+		line = "collectors on " + strings.Join(ran, ", ")
+	}
+	if len(not) > 0 {
+		line += "; not inspected: " + strings.Join(not, ", ")
+	}
+	line += "  profile " + esc(c.Profile)
+	if len(privs) > 0 {
+		line += " (" + esc(strings.Join(privs, ", ")) + ")"
+	}
+	return line + "  image " + esc(c.Image) + " in " + esc(c.Namespace)
 }
