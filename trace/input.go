@@ -62,7 +62,7 @@ type Input struct {
 
 	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
 	// readiness, liveness or startup probe) of each selected Pod, by Pod
-	// name. They are read, with one request, only when a Pod runs but is
+	// name. They are read (one request, the Pod's own when only one is not ready) only when a Pod runs but is
 	// not ready: the probe's own error is the evidence the Pod status lacks.
 	ProbeEvents map[string]ProbeEvent
 
@@ -346,8 +346,11 @@ func listPods(ctx context.Context, client kubernetes.Interface, namespace, selec
 	}
 }
 
+// eventPages bounds the Event pages fetchProbeEvents reads.
+const eventPages = 4
+
 // fetchProbeEvents reads the kubelet's probe failures when a selected Pod
-// runs but is not ready: one page of the namespace's Unhealthy Pod Events.
+// runs but is not ready: the Unhealthy Pod Events of the namespace (of that Pod when it is the only one), at most eventPages pages.
 func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Input) {
 	pods := map[string]*corev1.Pod{}
 	for i := range in.Pods {
@@ -359,14 +362,30 @@ func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Inpu
 	if len(pods) == 0 {
 		return
 	}
-	list, err := client.CoreV1().Events(in.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,reason=Unhealthy", Limit: PageSize})
-	if err != nil {
-		in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
-		return
+	selector := "involvedObject.kind=Pod,reason=Unhealthy"
+	if len(pods) == 1 {
+		for name := range pods {
+			selector += ",involvedObject.name=" + name
+		}
 	}
-	for i := range list.Items {
-		ev := &list.Items[i]
+	// At most eventPages pages: Events live an hour, and a namespace full
+	// of failing probes must not turn one trace into an unbounded read.
+	var items []corev1.Event
+	opts := metav1.ListOptions{FieldSelector: selector, Limit: PageSize}
+	for page := 0; page < eventPages; page++ {
+		list, err := client.CoreV1().Events(in.Namespace).List(ctx, opts)
+		if err != nil {
+			in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
+			return
+		}
+		items = append(items, list.Items...)
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	for i := range items {
+		ev := &items[i]
 		p := pods[ev.InvolvedObject.Name]
 		if p == nil || ev.Reason != "Unhealthy" || (ev.InvolvedObject.UID != "" && ev.InvolvedObject.UID != p.UID) {
 			continue // another Pod, or an earlier Pod of the same name
