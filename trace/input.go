@@ -62,8 +62,9 @@ type Input struct {
 
 	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
 	// readiness, liveness or startup probe) of each selected Pod, by Pod
-	// name. They are read (one request, the Pod's own when only one is not ready) only when a Pod runs but is
-	// not ready: the probe's own error is the evidence the Pod status lacks.
+	// name. They are read only when a Pod runs but is not ready (one
+	// request; by name when only one is): the probe's own error is the
+	// evidence the Pod status lacks.
 	ProbeEvents map[string]ProbeEvent
 
 	// NetworkPolicies are the policies of the Service's namespace (and of the
@@ -350,7 +351,8 @@ func listPods(ctx context.Context, client kubernetes.Interface, namespace, selec
 const eventPages = 4
 
 // fetchProbeEvents reads the kubelet's probe failures when a selected Pod
-// runs but is not ready: the Unhealthy Pod Events of the namespace (of that Pod when it is the only one), at most eventPages pages.
+// runs but is not ready: the namespace's Unhealthy Pod Events (only that
+// Pod's when it is the only one), at most eventPages pages.
 func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Input) {
 	pods := map[string]*corev1.Pod{}
 	for i := range in.Pods {
