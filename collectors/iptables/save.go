@@ -24,9 +24,27 @@ type saveFilter struct {
 	kept   map[chainKey][]Rule
 	// declared holds "\n<table> <chain>" for every ":chain" line.
 	declared []byte
-	// orphans holds comment-less KUBE-SEP rule lines, each "<table> <line>\n".
-	orphans     []byte
-	orphanIndex map[chainKey][][2]int
+	// orphans holds comment-less KUBE-SEP rule lines, each "<table> <line>\n",
+	// in fixed-size chunks: at 10k Services they are 8 MB, and one growing
+	// slice would copy them again on every doubling.
+	orphans     [][]byte
+	orphanIndex map[chainKey][][3]int
+}
+
+// orphanChunk is the size of one orphans chunk.
+const orphanChunk = 1 << 20
+
+// keepOrphan appends "<table> <line>\n" to the orphans arena.
+func (f *saveFilter) keepOrphan(line []byte) {
+	n := len(f.table) + 1 + len(line) + 1
+	if len(f.orphans) == 0 || cap(f.orphans[len(f.orphans)-1])-len(f.orphans[len(f.orphans)-1]) < n {
+		f.orphans = append(f.orphans, make([]byte, 0, max(orphanChunk, n)))
+	}
+	c := &f.orphans[len(f.orphans)-1]
+	*c = append(*c, f.table...)
+	*c = append(*c, ' ')
+	*c = append(*c, line...)
+	*c = append(*c, '\n')
 }
 
 func isSharedChain(c []byte) bool {
@@ -101,10 +119,7 @@ func (f *saveFilter) consume(rd io.Reader) error {
 				f.keep(chainKey{f.table, string(chainB)}, line)
 				continue
 			}
-			f.orphans = append(f.orphans, f.table...)
-			f.orphans = append(f.orphans, ' ')
-			f.orphans = append(f.orphans, line...)
-			f.orphans = append(f.orphans, '\n')
+			f.keepOrphan(line)
 			continue
 		}
 		// Map lookups with string(bytes) keys do not allocate; the chain
@@ -195,7 +210,7 @@ func (f *saveFilter) merge(g *saveFilter) {
 	for k, v := range g.kept {
 		f.kept[k] = append(f.kept[k], v...)
 	}
-	f.orphans = append(f.orphans, g.orphans...)
+	f.orphans = append(f.orphans, g.orphans...) // chunks: nothing is copied
 }
 
 func (f *saveFilter) isDeclared(k chainKey) bool {
@@ -207,29 +222,31 @@ func (f *saveFilter) isDeclared(k chainKey) bool {
 // chain jumps to an endpoint chain the query did not predict.
 func (f *saveFilter) orphanRules(k chainKey) []Rule {
 	if f.orphanIndex == nil {
-		f.orphanIndex = map[chainKey][][2]int{}
-		for off := 0; off < len(f.orphans); {
-			end := bytes.IndexByte(f.orphans[off:], '\n')
-			if end < 0 {
-				break
-			}
-			line := f.orphans[off : off+end]
-			// "<table> -A <chain> ..."
-			if sp := bytes.IndexByte(line, ' '); sp > 0 && bytes.HasPrefix(line[sp+1:], ruleStart) {
-				rest := line[sp+1+len(ruleStart):]
-				ce := bytes.IndexByte(rest, ' ')
-				if ce < 0 {
-					ce = len(rest)
+		f.orphanIndex = map[chainKey][][3]int{}
+		for ci, chunk := range f.orphans {
+			for off := 0; off < len(chunk); {
+				end := bytes.IndexByte(chunk[off:], '\n')
+				if end < 0 {
+					break
 				}
-				key := chainKey{string(line[:sp]), string(rest[:ce])}
-				f.orphanIndex[key] = append(f.orphanIndex[key], [2]int{off + sp + 1, off + end})
+				line := chunk[off : off+end]
+				// "<table> -A <chain> ..."
+				if sp := bytes.IndexByte(line, ' '); sp > 0 && bytes.HasPrefix(line[sp+1:], ruleStart) {
+					rest := line[sp+1+len(ruleStart):]
+					ce := bytes.IndexByte(rest, ' ')
+					if ce < 0 {
+						ce = len(rest)
+					}
+					key := chainKey{string(line[:sp]), string(rest[:ce])}
+					f.orphanIndex[key] = append(f.orphanIndex[key], [3]int{ci, off + sp + 1, off + end})
+				}
+				off += end + 1
 			}
-			off += end + 1
 		}
 	}
 	var rules []Rule
 	for _, sp := range f.orphanIndex[k] {
-		if r, err := ParseRule(string(f.orphans[sp[0]:sp[1]])); err == nil && r.Chain == k.chain {
+		if r, err := ParseRule(string(f.orphans[sp[0]][sp[1]:sp[2]])); err == nil && r.Chain == k.chain {
 			rules = append(rules, r)
 		}
 	}
