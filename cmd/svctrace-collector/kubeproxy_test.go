@@ -91,13 +91,7 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 			if !found {
 				t.Errorf("fingerprint %q not found: %+v", fingerprint, p.Fingerprints)
 			}
-			var probed bool
-			for _, pr := range obs.Sections.Probe.Data.Probes {
-				if pr.Address == cluster && pr.Outcome == "connected" {
-					probed = true
-				}
-			}
-			if !probed {
+			if !connected(obs, cluster) {
 				t.Errorf("ClusterIP probe through kube-proxy's rules: %+v", obs.Sections.Probe.Data.Probes)
 			}
 			ct := obs.Sections.Conntrack.Data
@@ -173,13 +167,7 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 	if h := p.Healthz; h == nil || h.Fetch.StatusCode != 200 || h.Families["IPv6"].LastUpdated == "" {
 		t.Errorf("healthz %+v", h)
 	}
-	var probed bool
-	for _, pr := range obs.Sections.Probe.Data.Probes {
-		if pr.Address == cluster && pr.Outcome == "connected" {
-			probed = true
-		}
-	}
-	if !probed {
+	if !connected(obs, cluster) {
 		t.Errorf("IPv6 ClusterIP probe through kube-proxy's rules: %+v", obs.Sections.Probe.Data.Probes)
 	}
 
@@ -294,4 +282,14 @@ func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, l
 		b = b[len(b)-4000:]
 	}
 	t.Fatalf("kube-proxy (%s) did not program %s within 90 s; log tail:\n%s", mode, clusterIP, b)
+}
+
+// connected reports whether the collector's probe of addr connected.
+func connected(obs *collectors.Observation, addr string) bool {
+	for _, pr := range obs.Sections.Probe.Data.Probes {
+		if pr.Address == addr && pr.Outcome == "connected" {
+			return true
+		}
+	}
+	return false
 }

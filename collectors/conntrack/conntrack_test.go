@@ -220,8 +220,9 @@ func TestReadInNetns(t *testing.T) {
 	}
 }
 
-func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) {
-	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
+// readInNode reads the scenario node's conntrack state with one method.
+func readInNode(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) *collectors.ConntrackObservation {
+	t.Helper()
 	var obs *collectors.ConntrackObservation
 	var err error
 	testnetns.Do(t, s.Node, func() {
@@ -230,6 +231,12 @@ func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Reque
 	if err != nil {
 		t.Fatal(err)
 	}
+	return obs
+}
+
+func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) {
+	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
+	obs := readInNode(t, s, req, method)
 	if obs.Flows != nil {
 		t.Logf("dump filter %q, %d entries dumped", obs.Flows.DumpFilter, obs.Flows.DumpedEntries)
 		switch method {
@@ -330,14 +337,7 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 	live := fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort)
 	for _, method := range []string{MethodAuto, MethodTupleFilter, MethodStatusFilter} {
 		t.Run("method="+method, func(t *testing.T) {
-			var obs *collectors.ConntrackObservation
-			var err error
-			testnetns.Do(t, s.Node, func() {
-				obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), Method: method}).Read(context.Background(), req)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			obs := readInNode(t, s, req, method)
 			f := obs.Flows
 			if obs.FlowsError != "" || f == nil {
 				t.Fatalf("flows %+v err %q", f, obs.FlowsError)
