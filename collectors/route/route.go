@@ -52,12 +52,13 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		Routes:                []collectors.RouteLookup{},
 	}
 	seen := map[string]bool{}
+	links := map[int]*linkFacts{}
 	for _, ip := range RouteTargets(req) {
 		if seen[ip] || ctx.Err() != nil {
 			continue
 		}
 		seen[ip] = true
-		obs.Routes = append(obs.Routes, r.lookup(h, ip))
+		obs.Routes = append(obs.Routes, r.lookup(h, ip, links))
 	}
 	return obs, ctx.Err()
 }
@@ -74,7 +75,17 @@ func RouteTargets(req *collectors.Request) []string {
 	return out
 }
 
-func (r *Reader) lookup(h *netlink.Handle, ip string) collectors.RouteLookup {
+// linkFacts is what one lookup learns about the route's device. Thousands
+// of Pod IPs go out through a handful of devices: each is read once.
+type linkFacts struct {
+	name      string
+	info      *collectors.LinkInfo
+	rpFilter  string
+	rpFetched bool
+	err       error
+}
+
+func (r *Reader) lookup(h *netlink.Handle, ip string, links map[int]*linkFacts) collectors.RouteLookup {
 	out := collectors.RouteLookup{Destination: ip}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
@@ -104,15 +115,28 @@ func (r *Reader) lookup(h *netlink.Handle, ip string) collectors.RouteLookup {
 		out.Source = rt.Src.String()
 	}
 	if rt.LinkIndex > 0 {
-		link, err := h.LinkByIndex(rt.LinkIndex)
-		if err != nil {
-			out.Error = fmt.Sprintf("link %d: %v", rt.LinkIndex, err)
+		lf := links[rt.LinkIndex]
+		if lf == nil {
+			lf = &linkFacts{}
+			if link, err := h.LinkByIndex(rt.LinkIndex); err != nil {
+				lf.err = err
+			} else {
+				lf.name, lf.info = link.Attrs().Name, LinkInfoOf(h, link)
+			}
+			links[rt.LinkIndex] = lf
+		}
+		if lf.err != nil {
+			out.Error = fmt.Sprintf("link %d: %v", rt.LinkIndex, lf.err)
 			return out
 		}
-		out.Device = link.Attrs().Name
-		out.Link = LinkInfoOf(h, link)
+		out.Device = lf.name
+		info := *lf.info
+		out.Link = &info
 		if addr.Unmap().Is4() {
-			out.RPFilterDevice = r.sysctl("net/ipv4/conf/" + out.Device + "/rp_filter")
+			if !lf.rpFetched {
+				lf.rpFilter, lf.rpFetched = r.sysctl("net/ipv4/conf/"+lf.name+"/rp_filter"), true
+			}
+			out.RPFilterDevice = lf.rpFilter
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -106,4 +107,31 @@ func TestReadInNetns(t *testing.T) {
 	if obs.IPv4Forward != "0" {
 		t.Errorf("ip_forward in a fresh netns %q", obs.IPv4Forward)
 	}
+}
+
+// BenchmarkReadManyPodIPs: a 5,000-endpoint Service's Pod IPs, all routed
+// through one device, as on a node with one CNI bridge or tunnel.
+func BenchmarkReadManyPodIPs(b *testing.B) {
+	node := testnetns.New(b, "rtb")
+	pod := testnetns.New(b, "rtbpod")
+	testnetns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
+	node.MustRun(b, "ip", "route", "add", "10.240.0.0/12", "via", "10.250.0.2")
+	req := &collectors.Request{}
+	for i := range 5000 {
+		req.PodIPs = append(req.PodIPs, fmt.Sprintf("10.24%d.%d.%d", 1+i/65536, (i/256)%256, i%256))
+	}
+	h, err := netlink.NewHandleAt(node.Handle(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	b.ReportAllocs()
+	testnetns.Do(b, node, func() {
+		for b.Loop() {
+			obs, err := (&Reader{Handle: h}).Read(context.Background(), req)
+			if err != nil || len(obs.Routes) != 5000 || obs.Routes[4999].Device != "veth-pod" {
+				b.Fatalf("%v %d", err, len(obs.Routes))
+			}
+		}
+	})
 }
