@@ -183,12 +183,12 @@ func (nj *nodeJudge) comparePort(node string, obs *collectors.Observation, mode 
 	sort.Strings(missing)
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": strings.Join(missing, ", ")}), pp.Evidence,
+		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
 			fieldItems("missing", missing), fieldItems("expected", endpointStrings(want)))
 		problems++
 	}
 	if len(stale) > 0 {
-		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": strings.Join(stale, ", ")}), pp.Evidence,
+		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
 			fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
 		problems++
 	}
@@ -206,7 +206,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectors.Observation, mode 
 			shares = append(shares, fmt.Sprintf("unmatched %.1f%%", pp.Unmatched*100))
 		}
 		if uneven {
-			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": strings.Join(shares, ", ")}), pp.Evidence)
+			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": listNames(shares)}), pp.Evidence)
 			problems++
 		}
 	}

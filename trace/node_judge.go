@@ -217,7 +217,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collector
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
 				}
 			}
-			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": strings.Join(gone, ", ")}, raw,
+			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
 				fieldItems("goneBackends", gone))
 			problems++
 		}
@@ -362,11 +362,11 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectors.Section[collectors.R
 		}
 	}
 	if len(noRoute) > 0 {
-		nj.emit(CodeRTNoRoute, node, Args{"ips": strings.Join(noRoute, ", "), "detail": strings.Join(raw, "; ")}, raw)
+		nj.emit(CodeRTNoRoute, node, Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
 		problems++
 	}
 	for link, ips := range down {
-		nj.emit(CodeRTDeviceDown, node, Args{"ips": strings.Join(ips, ", "), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
+		nj.emit(CodeRTDeviceDown, node, Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
 		problems++
 	}
 	if strict != "" {
@@ -436,13 +436,13 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.P
 		if nj.sockets != nil {
 			hint += nj.sockets.refusalHint(refusedKeys)
 		}
-		nj.emit(CodeEpsRefused, node, Args{"targets": strings.Join(refused, ", "), "hint": hint}, raw)
+		nj.emit(CodeEpsRefused, node, Args{"targets": listNames(refused), "hint": hint}, raw)
 	}
 	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
-		nj.emit(CodeRTPodTimeout, node, Args{"targets": strings.Join(timeouts, ", ")}, raw)
+		nj.emit(CodeRTPodTimeout, node, Args{"targets": listNames(timeouts)}, raw)
 	}
 	if len(frontendFails) > 0 && okEndpoints > 0 && !nj.skipped(LayerDatapath) {
-		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": strings.Join(frontendFails, ", "), "error": "see evidence",
+		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(frontendFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okEndpoints)}, raw)
 	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {

@@ -426,3 +426,30 @@ func TestJudgeProbesSampled(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeProbesListAtMostTen: a large Service's probe failures are named
+// up to maxListed in the message; the evidence lists more, then counts the rest.
+func TestJudgeProbesListAtMostTen(t *testing.T) {
+	obs := observation(t, "iptables", healthyIPT(), nil)
+	var probes []collectors.Probe
+	for i := range 64 {
+		probes = append(probes, collectors.Probe{Target: "endpoint", Address: fmt.Sprintf("10.252.0.%d:8080", i+1), Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"})
+	}
+	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: probes}}
+	in := nodeInput()
+	for i := range 64 {
+		e := slice("x", "web", "http", 8080, ep{ip: fmt.Sprintf("10.252.0.%d", i+1), ready: true}).Endpoints[0]
+		in.Slices[0].Endpoints = append(in.Slices[0].Endpoints, e)
+	}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodTimeout]
+	if !ok {
+		t.Fatalf("no %s: %v", CodeRTPodTimeout, keysOf(nodeCodes(tr, LayerRoute, "n1")))
+	}
+	if strings.Count(c.Message, ":8080") != maxListed || !strings.Contains(c.Message, "and 54 more") {
+		t.Errorf("message %q", c.Message)
+	}
+	if c.Evidence == nil || len(c.Evidence.Raw) <= maxListed || !strings.HasSuffix(c.Evidence.Raw[len(c.Evidence.Raw)-1], " more") {
+		t.Errorf("evidence does not carry the probes (capped, with a count): %+v", c.Evidence)
+	}
+}

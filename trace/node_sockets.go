@@ -241,7 +241,7 @@ func (nj *nodeJudge) judgeSockets(node string) {
 		nj.emit(CodeEpsSocketsUnread, node, Args{"pods": "the endpoint Pods", "reason": "the sockets section failed: " + msg}, nil)
 	}
 	for _, u := range idx.unread[node] {
-		nj.emit(CodeEpsSocketsUnread, node, Args{"pods": "pod(s) " + strings.Join(u.pods, ", "), "reason": u.reason}, nil,
+		nj.emit(CodeEpsSocketsUnread, node, Args{"pods": "pod(s) " + listNames(u.pods), "reason": u.reason}, nil,
 			fieldItems("pods", u.pods))
 	}
 	var listening []string
