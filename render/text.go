@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -267,12 +268,16 @@ func writeLayer(w io.Writer, s *textStyle, l *trace.Layer) {
 			for _, f := range c.Evidence.Fields {
 				val := f.Value
 				if len(f.Items) > 0 {
-					val = strings.Join(f.Items, ", ")
+					items := f.Items
+					if len(items) > evidenceItems {
+						items = append(slices.Clone(items[:evidenceItems]), fmt.Sprintf("%s %d more in -o json", s.ellipsis(), len(f.Items)-evidenceItems))
+					}
+					val = strings.Join(items, ", ")
 				}
-				fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(val))
+				fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(clip(val, s)))
 			}
 			for _, r := range c.Evidence.Raw {
-				fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(r)))
+				fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(clip(r, s))))
 			}
 		}
 		if c.NextStep != "" && c.Status != trace.StatusPass {
@@ -350,4 +355,25 @@ func collectorLine(c *trace.CollectorRun) string {
 		line += " (" + esc(strings.Join(privs, ", ")) + ")"
 	}
 	return line + "  image " + esc(c.Image) + " in " + esc(c.Namespace)
+}
+
+// The terminal view shows a bounded part of large evidence: a 5,000-endpoint
+// Service would otherwise print 100 KB lines (its endpoint list, an nftables
+// map). -o json and -o yaml keep all of it.
+const (
+	evidenceItems   = 20
+	evidenceLineMax = 400
+)
+
+// clip shortens one evidence line to evidenceLineMax bytes (at a rune
+// boundary) and says how much was left out.
+func clip(v string, s *textStyle) string {
+	if len(v) <= evidenceLineMax {
+		return v
+	}
+	cut := evidenceLineMax
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s%s (%d more bytes in -o json)", v[:cut], s.ellipsis(), len(v)-cut)
 }
