@@ -140,14 +140,28 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, backend := range []string{iptables.BackendNFTables, iptables.BackendLegacy} {
+		t.Run(backend, func(t *testing.T) { testKubeProxyIPv6(t, kp, bin, self, backend) })
+	}
+}
+
+// testKubeProxyIPv6 runs kube-proxy in iptables mode for a single-stack
+// IPv6 Service with its commands on one backend, and checks that the
+// collector reads that backend's ip6tables rules (and only those).
+func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
 	s := testnetns.NewPlainScenario(t)
 	s.EnableIPv6(t)
 	nodeIP, clusterIP, podIP := testnetns.NodeIP6, testnetns.ClusterIP6, testnetns.PodIP6
-	_, log := startKubeProxy(t, s, self, kp, "iptables", fakeapi.Single("svct-node", nodeIP, clusterIP, podIP), nodeIP, "fd00:10:244::/56")
-	waitProgrammed(t, s.Node, "iptables", "IPv6", clusterIP, log)
+	var env []string
+	family := "IPv6"
+	if backend == iptables.BackendLegacy {
+		env, family = legacyEnv(t), "IPv6-legacy"
+	}
+	_, log := startKubeProxy(t, s, self, kp, "iptables", fakeapi.Single("svct-node", nodeIP, clusterIP, podIP), nodeIP, "fd00:10:244::/56", env...)
+	waitProgrammed(t, s.Node, "iptables", family, clusterIP, log)
 	cluster := fmt.Sprintf("[%s]:%d", clusterIP, s.ServicePort)
 	s.Connect(t, cluster)
-	if dump := os.Getenv("SVCTRACE_DUMP_DIR"); dump != "" {
+	if dump := os.Getenv("SVCTRACE_DUMP_DIR"); dump != "" && backend == iptables.BackendNFTables {
 		writeFile(t, filepath.Join(dump, "kubeproxy-ipv6.save"), s.Node.MustRun(t, "ip6tables-nft-save"))
 	}
 
@@ -181,19 +195,23 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 	}
 	var b *iptables.BackendObservation
 	for i := range ipt.Backends {
-		if ipt.Backends[i].Backend == iptables.BackendNFTables && ipt.Backends[i].Family == "IPv6" {
+		if ipt.Backends[i].Backend == backend && ipt.Backends[i].Family == "IPv6" {
 			b = &ipt.Backends[i]
 		} else if ipt.Backends[i].KubeProxyChains {
 			t.Errorf("kube-proxy chains reported in another backend/family: %+v", ipt.Backends[i])
 		}
 	}
 	if b == nil || b.Error != "" || !b.KubeProxyChains || len(b.Ports) != 1 {
-		t.Fatalf("no IPv6 nf_tables backend with the Service's port: %+v", ipt.Backends)
+		t.Fatalf("no IPv6 %s backend with the Service's port: %+v", backend, ipt.Backends)
 	}
+	wantCmd := map[string]string{iptables.BackendNFTables: "ip6tables-nft ", iptables.BackendLegacy: "ip6tables-legacy-save "}[backend]
 	for _, c := range b.Commands {
-		if !strings.HasPrefix(c, "ip6tables-nft ") {
-			t.Errorf("IPv6 read ran %q", c)
+		if !strings.HasPrefix(c, wantCmd) {
+			t.Errorf("IPv6 %s read ran %q", backend, c)
 		}
+	}
+	if len(b.Commands) == 0 {
+		t.Errorf("IPv6 %s read ran no command", backend)
 	}
 	port := b.Ports[0]
 	spn := kubeproxy.ServicePortName("default", "web", "http")
@@ -231,7 +249,7 @@ func writeFile(t *testing.T, path, content string) {
 // fakeapi_test.go) and starts the real kube-proxy in mode, both inside the
 // Scenario's Node namespace. Both are killed at cleanup; the returned command
 // may be killed earlier. The second result is kube-proxy's log file.
-func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string) (*exec.Cmd, string) {
+func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	s.Node.Start(t, []string{fakeAPISpec(cluster)}, self)
 	testnetns.WaitListen(t, s.Node, fakeAPIAddr)
@@ -248,6 +266,9 @@ func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, 
 	t.Cleanup(func() { logFile.Close() })
 	cmd := exec.Command("nsenter", "--net="+s.Node.Path(), "--", kp, "--config="+config, "-v=1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,16 +276,43 @@ func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, 
 	return cmd, log
 }
 
+// legacyEnv makes kube-proxy's iptables commands the legacy backend: a PATH
+// whose iptables*, ip6tables* are links to xtables-legacy-multi, and a lock
+// file of the test's own.
+func legacyEnv(t *testing.T) []string {
+	t.Helper()
+	multi, err := exec.LookPath("xtables-legacy-multi")
+	if err != nil {
+		t.Skipf("no legacy iptables: %v", err)
+	}
+	dir := t.TempDir()
+	for _, fam := range []string{"iptables", "ip6tables"} {
+		for _, suffix := range []string{"", "-save", "-restore"} {
+			if err := os.Symlink(multi, filepath.Join(dir, fam+suffix)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return []string{"PATH=" + dir + ":" + os.Getenv("PATH"), "XTABLES_LOCKFILE=" + filepath.Join(dir, "xtables.lock")}
+}
+
 // waitProgrammed waits until kube-proxy has written the ClusterIP's rules
 // (family "IPv4" or "IPv6") and answers /proxyMode.
 func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, log string) {
 	t.Helper()
+	legacy := strings.HasSuffix(family, "-legacy")
+	family = strings.TrimSuffix(family, "-legacy")
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		var out string
 		switch {
 		case mode == "nftables":
 			out, _ = node.Run("nft", "list", "map", map[string]string{"IPv4": "ip", "IPv6": "ip6"}[family], "kube-proxy", "service-ips")
+		case family == "IPv6" && legacy:
+			// Listing names an existing table only: kube-proxy created it.
+			if names, _ := node.Run("cat", "/proc/net/ip6_tables_names"); strings.Contains(names, "nat") {
+				out, _ = node.Run("ip6tables-legacy-save", "-t", "nat")
+			}
 		case family == "IPv6":
 			out, _ = node.Run("ip6tables-nft", "-t", "nat", "-S", "KUBE-SERVICES")
 		default:
