@@ -72,4 +72,18 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	if c := check(r.Trace, trace.LayerPolicy, trace.CodeNPDenied, ""); c != nil {
 		t.Errorf("allowed client judged denied: %s", c.Message)
 	}
+
+	// A node as the client: its node is inspected with role client, and
+	// the policy, which admits only Pods, does not admit it.
+	r = svctrace(t, tb, "web", "-n", ns, "--from", "node/"+clientNode.Name)
+	nodeRoles := map[string][]string{}
+	for _, n := range r.Trace.Metadata.Collector.Nodes {
+		nodeRoles[n.Node] = n.Roles
+	}
+	if !slices.Contains(nodeRoles[clientNode.Name], "client") {
+		t.Errorf("--from node/%s: collector roles %v", clientNode.Name, nodeRoles)
+	}
+	if c := requireCheck(t, r, trace.LayerPolicy, trace.CodeNPDenied, ""); !strings.Contains(c.Message, "node "+clientNode.Name) {
+		t.Errorf("NP003 does not name the client node: %q", c.Message)
+	}
 }
