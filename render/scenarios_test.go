@@ -183,6 +183,7 @@ var scenarios = []scenario{
 			for _, v := range views {
 				run.Nodes = append(run.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles, Failure: v.Failure})
 			}
+			run.Nodes = append(run.Nodes, trace.CollectorNode{Node: "node-c", Roles: []string{"all-nodes"}, Inspected: true, Cordoned: true})
 			return run, views
 		}},
 	{name: "escape", in: func() *trace.Input {

@@ -330,8 +330,12 @@ func collectorLine(c *trace.CollectorRun) string {
 	var ran, not []string
 	for _, n := range c.Nodes {
 		name := esc(n.Node)
-		if len(n.Roles) > 0 {
-			name += " (" + esc(strings.Join(n.Roles, ", ")) + ")"
+		notes := slices.Clone(n.Roles)
+		if n.Cordoned {
+			notes = append(notes, "cordoned")
+		}
+		if len(notes) > 0 {
+			name += " (" + esc(strings.Join(notes, ", ")) + ")"
 		}
 		if n.Inspected {
 			ran = append(ran, name)

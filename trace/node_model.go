@@ -25,4 +25,7 @@ type CollectorNode struct {
 	Roles     []string `json:"roles,omitempty"`
 	Inspected bool     `json:"inspected"`
 	Failure   string   `json:"failure,omitempty"`
+	// Cordoned: the node is marked unschedulable. The collector Pod names
+	// its node, so the scheduler is not asked and it runs anyway.
+	Cordoned bool `json:"cordoned,omitempty"`
 }

@@ -133,7 +133,11 @@ func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.S
 		}
 	}
 	for _, v := range views {
-		t.Metadata.Collector.Nodes = append(t.Metadata.Collector.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles, Inspected: v.Observation != nil, Failure: v.Failure})
+		cn := trace.CollectorNode{Node: v.Node, Roles: v.Roles, Inspected: v.Observation != nil, Failure: v.Failure}
+		if n, _ := input.Node(v.Node); n != nil {
+			cn.Cordoned = n.Spec.Unschedulable
+		}
+		t.Metadata.Collector.Nodes = append(t.Metadata.Collector.Nodes, cn)
 	}
 	trace.JudgeNodes(input, t, views)
 	return nil

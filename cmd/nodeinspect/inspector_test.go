@@ -183,7 +183,9 @@ func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
 	inp := input()
 	inp.Nodes, inp.NodesListed = nil, false
 	inp.Slices[0].Endpoints = append(inp.Slices[0].Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.9.5"}, NodeName: ptr.To("gone")})
-	client := fake.NewClientset(privilegedNS(), readyNode("n1", true), readyNode("n2", true), readyNode("n3", false))
+	cordoned := readyNode("n1", true)
+	cordoned.Spec.Unschedulable = true // inspected anyway, and said so
+	client := fake.NewClientset(privilegedNS(), cordoned, readyNode("n2", true), readyNode("n3", false))
 	var mu sync.Mutex
 	var ran []string
 	in := &Inspector{Client: client, Flags: *NewFlags("img"),
@@ -217,6 +219,9 @@ func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
 	failures := map[string]string{}
 	for _, n := range tr.Metadata.Collector.Nodes {
 		failures[n.Node] = n.Failure
+		if n.Cordoned != (n.Node == "n1") {
+			t.Errorf("node %s cordoned=%v", n.Node, n.Cordoned)
+		}
 	}
 	if failures["gone"] != "no such node" || !strings.Contains(failures["n3"], "NotReady") {
 		t.Errorf("skipped nodes %v", failures)
