@@ -60,7 +60,9 @@ func main() {
 	source := flag.String("source", "auto", "rules from: kubeproxy (the real binary), kpgen (generator), auto (kubeproxy when found)")
 	kpFlag := flag.String("kube-proxy", "", "kube-proxy binary (default $SVCTRACE_KUBE_PROXY, else the testbed's cache)")
 	apiFlag := flag.String("fakeapi", "", "fake API binary (default: go build ./test/bench/netfilter/cmd/fakeapi)")
+	follow := flag.Bool("no-api-endpoints", false, "give the reader no endpoints from the API: it finds them by following the rules' jumps (the reader still has to find all 4)")
 	flag.Parse()
+	noAPIEndpoints = *follow
 	kp := kubeProxyPath(*kpFlag)
 	switch *source {
 	case "auto":
@@ -103,6 +105,9 @@ func main() {
 	} else {
 		fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator, NOT kube-proxy); 4 endpoints per Service\n", *runs)
 		fmt.Println("# load_s: iptables-restore / nft -f of the generated rules")
+	}
+	if noAPIEndpoints {
+		fmt.Println("# -no-api-endpoints: the reader gets no endpoints from the API and follows the rules' jumps")
 	}
 	fmt.Printf("%-9s %7s %10s %12s %8s %9s %9s %10s %10s  %s\n", "mode", "svcs", "reader_s", "baseline_s", "ratio", "rss_MiB", "kids_MiB", "load_s", "kp_sync_s", "baseline")
 	failed := false
@@ -203,10 +208,19 @@ func checkTargets(mode string, r, b float64, rss int64) bool {
 	return !ok || !rssOK
 }
 
+// noAPIEndpoints (-no-api-endpoints) reaches the reader child through the
+// environment.
+var noAPIEndpoints bool
+
+const noAPIEndpointsEnv = "NFBENCH_NO_API_ENDPOINTS"
+
 // runReader runs this binary's "read" mode inside the namespace and returns
 // its report and wall time (process start to exit, as a caller sees it).
 func runReader(self, nsPath, mode string, target int) (readResult, float64) {
 	cmd := exec.Command("nsenter", "--net="+nsPath, "--", self, "read", mode, strconv.Itoa(target))
+	if noAPIEndpoints {
+		cmd.Env = append(os.Environ(), noAPIEndpointsEnv+"=1")
+	}
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	t0 := time.Now()
@@ -236,6 +250,9 @@ func readChild(args []string) int {
 	var eps []collectors.Endpoint
 	for _, e := range s.Endpoints {
 		eps = append(eps, collectors.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true, Serving: true})
+	}
+	if os.Getenv(noAPIEndpointsEnv) != "" {
+		eps = nil // found by following jumps; still checked against s.Endpoints below
 	}
 	ctx := context.Background()
 	var res readResult
