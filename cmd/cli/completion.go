@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -27,22 +29,12 @@ func completeServices(f *TraceFlags) cobra.CompletionFunc {
 		if kind, rest, ok := strings.Cut(toComplete, "/"); ok {
 			prefix, partial = kind+"/", rest
 		}
-		names := listNames(f, func(ctx context.Context, c kubernetes.Interface, ns string) ([]string, error) {
-			list, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{Limit: completionLimit})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]string, 0, len(list.Items))
-			for _, s := range list.Items {
-				out = append(out, s.Name)
-			}
-			return out, nil
+		names := listNames(f, func(ctx context.Context, c kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services(ns).List(ctx, opts)
 		})
 		var out []cobra.Completion
-		for _, n := range names {
-			if strings.HasPrefix(n, partial) {
-				out = append(out, prefix+n)
-			}
+		for _, n := range filterPrefix(names, partial) {
+			out = append(out, prefix+n)
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -50,51 +42,27 @@ func completeServices(f *TraceFlags) cobra.CompletionFunc {
 
 // completeNamespaces completes -n/--namespace.
 func completeNamespaces(f *TraceFlags) cobra.CompletionFunc {
-	return completeClusterNames(f, func(ctx context.Context, c kubernetes.Interface) ([]metav1.ObjectMeta, error) {
-		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: completionLimit})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.ObjectMeta, len(list.Items))
-		for i := range list.Items {
-			out[i] = list.Items[i].ObjectMeta
-		}
-		return out, nil
+	return completeNames(f, func(ctx context.Context, c kubernetes.Interface, _ string, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Namespaces().List(ctx, opts)
 	})
 }
 
 // CompleteNodeNames completes a node name (--node).
 func CompleteNodeNames(f *TraceFlags) cobra.CompletionFunc {
-	return completeClusterNames(f, func(ctx context.Context, c kubernetes.Interface) ([]metav1.ObjectMeta, error) {
-		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: completionLimit})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.ObjectMeta, len(list.Items))
-		for i := range list.Items {
-			out[i] = list.Items[i].ObjectMeta
-		}
-		return out, nil
+	return completeNames(f, func(ctx context.Context, c kubernetes.Interface, _ string, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Nodes().List(ctx, opts)
 	})
 }
 
-// completeClusterNames completes the names of one cluster-scoped list.
-func completeClusterNames(f *TraceFlags, list func(context.Context, kubernetes.Interface) ([]metav1.ObjectMeta, error)) cobra.CompletionFunc {
+// completeNames completes the names one list returns.
+func completeNames(f *TraceFlags, list lister) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		names := listNames(f, func(ctx context.Context, c kubernetes.Interface, _ string) ([]string, error) {
-			items, err := list(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]string, len(items))
-			for i := range items {
-				out[i] = items[i].Name
-			}
-			return out, nil
-		})
-		return filterPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
+		return filterPrefix(listNames(f, list), toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// lister lists one kind of object (ns is the namespace of -n or the context).
+type lister func(ctx context.Context, c kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error)
 
 func registerCompletions(cmd *cobra.Command, f *TraceFlags) {
 	// Errors only mean the flag does not exist, which AddFlags rules out.
@@ -105,9 +73,10 @@ func registerCompletions(cmd *cobra.Command, f *TraceFlags) {
 	_ = cmd.RegisterFlagCompletionFunc("collector-namespace", completeNamespaces(f))
 }
 
-// listNames runs one list for completion; any error yields no completions
-// (a shell completion must not print errors).
-func listNames(f *TraceFlags, list func(context.Context, kubernetes.Interface, string) ([]string, error)) []string {
+// listNames runs one list (one page) for completion and returns the
+// objects' names; any error yields no completions (a shell completion must
+// not print errors).
+func listNames(f *TraceFlags, list lister) []string {
 	getter := f.restClientGetter()
 	client, err := f.deps.client(getter)
 	if err != nil {
@@ -119,9 +88,19 @@ func listNames(f *TraceFlags, list func(context.Context, kubernetes.Interface, s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	names, err := list(ctx, client, ns)
+	obj, err := list(ctx, client, ns, metav1.ListOptions{Limit: completionLimit})
 	if err != nil {
 		return nil
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		if m, err := meta.Accessor(it); err == nil {
+			names = append(names, m.GetName())
+		}
 	}
 	return names
 }
