@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func localPods(req *collectors.Request) []*wantedPod {
 			byUID[ep.PodUID] = p
 			out = append(out, p)
 		}
-		if ep.IP != "" && !containsString(p.out.IPs, ep.IP) {
+		if ep.IP != "" && !slices.Contains(p.out.IPs, ep.IP) {
 			p.out.IPs = append(p.out.IPs, ep.IP)
 		}
 	}
@@ -171,8 +172,9 @@ func findProcesses(ctx context.Context, root string, pods []*wantedPod) (int, er
 			if cerr != nil {
 				continue // exited meanwhile, or a kernel thread we may not read
 			}
+			cgroup := string(cg)
 			for _, p := range pods {
-				if p.settled || !containsAny(string(cg), p.markers) {
+				if p.settled || !slices.ContainsFunc(p.markers, func(m string) bool { return strings.Contains(cgroup, m) }) {
 					continue
 				}
 				comm := readComm(filepath.Join(root, name))
@@ -350,22 +352,4 @@ func readComm(pidDir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
