@@ -32,7 +32,10 @@ func RequestArgs(requestJSON []byte) ([]string, error) {
 		return []string{"--request", string(requestJSON)}, nil
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	// The default level, not the best: 4.4 ms instead of 22 ms for a
+	// 5,000-endpoint request (46 KiB instead of 41), and a request is
+	// compressed once per inspected node.
+	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(requestJSON); err != nil {
 		return nil, err
 	}
