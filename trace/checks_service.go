@@ -126,10 +126,7 @@ func (j *judge) selectorChecks() {
 // internalTrafficPolicy Local, the nodes with no local ready endpoint.
 func (j *judge) trafficPolicyChecks() {
 	s := &j.t.Service
-	externallyReachable := s.Type == string(corev1.ServiceTypeNodePort) ||
-		s.Type == string(corev1.ServiceTypeLoadBalancer) || len(s.ExternalIPs) > 0
-	etpLocal := externallyReachable && s.ExternalTrafficPolicy == string(corev1.ServiceExternalTrafficPolicyLocal)
-	itpLocal := s.InternalTrafficPolicy == string(corev1.ServiceInternalTrafficPolicyLocal) && !s.Headless
+	etpLocal, itpLocal := localTrafficPolicies(j.in.Service)
 	if !etpLocal && !itpLocal {
 		return
 	}

@@ -157,7 +157,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			}
 			in.Slices = slices
 			if needsAllNodes(svc) {
-				return nil // listed in parallel above
+				return nil // every node is listed in parallel (below)
 			}
 			// Only an endpoint that is not ready needs its node (to say
 			// whether the node is the reason); a healthy Service needs none.
@@ -486,13 +486,21 @@ func (in *Input) ReadNodes(ctx context.Context, client kubernetes.Interface, nam
 // needsAllNodes: a Local traffic policy is judged against every node (which
 // nodes have no local endpoint), so those Services list the nodes.
 func needsAllNodes(svc *corev1.Service) bool {
+	etp, itp := localTrafficPolicies(svc)
+	return etp || itp
+}
+
+// localTrafficPolicies says which Local traffic policies take effect:
+// externalTrafficPolicy only where the Service is reachable from outside
+// (NodePort, LoadBalancer, externalIPs), internalTrafficPolicy only where
+// it has a ClusterIP.
+func localTrafficPolicies(svc *corev1.Service) (etpLocal, itpLocal bool) {
 	s := svc.Spec
 	external := s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer || len(s.ExternalIPs) > 0
-	if external && s.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-		return true
-	}
-	headless := s.ClusterIP == corev1.ClusterIPNone
-	return !headless && s.InternalTrafficPolicy != nil && *s.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	etpLocal = external && s.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	itpLocal = s.ClusterIP != corev1.ClusterIPNone && s.InternalTrafficPolicy != nil &&
+		*s.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	return etpLocal, itpLocal
 }
 
 // notReadyEndpointNodes are the nodes of the endpoints that are not ready.
