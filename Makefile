@@ -33,7 +33,7 @@ tools: ## build the pinned release tools (goreleaser, krew, staticcheck) into th
 .PHONY: deps testbed-up testbed-down testbed-status images e2e
 deps: ## apt-install what the testbed and tests need (idempotent)
 	bash test/testbed/deps.sh
-testbed-up: ## bring the local 2-node cluster up (idempotent; builds/caches binaries)
+testbed-up: deps ## bring the local cluster up (idempotent; installs deps, builds/caches binaries)
 	bash test/testbed/up.sh
 testbed-down: ## tear the testbed down completely (also after a crash)
 	bash test/testbed/down.sh
@@ -41,11 +41,11 @@ testbed-status: ## show testbed processes and nodes
 	bash test/testbed/status.sh
 images: ## build the testbed images (pause, echo, coredns, collector) and import them into running nodes
 	bash test/testbed/images.sh
-e2e: ## bring the testbed up if needed, then run the end-to-end suite against it
+e2e: deps ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
 
 .PHONY: bench-netfilter
-bench-netfilter: ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
+bench-netfilter: deps ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
 	$(GO) run ./test/bench/netfilter/cmd/nfbench
 
 # Renderer golden files (issue 2): regenerate after an intended output change, then review the diff.
@@ -55,7 +55,7 @@ golden: ## regenerate render/testdata goldens (go test ./render/... -update)
 
 # The two commands of the README.
 .PHONY: demo ci
-demo: ## newcomer's main job: local cluster up, demo app with a deliberate fault, kubectl svctrace on it
+demo: deps ## newcomer's main job: local cluster up, demo app with a deliberate fault, kubectl svctrace on it
 	bash test/demo/demo.sh
 ci: ## the whole test suite, as .ci/run runs it: deps, lint, unit tests, e2e on the testbed, release checks
 	bash test/ci.sh

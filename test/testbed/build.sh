@@ -22,47 +22,73 @@ for p in $pkg $cgv; do
 done
 LDFLAGS="-s -w$vflags"
 
+# A cold build takes minutes per binary: say so up front, then print a
+# heartbeat (elapsed time, packages compiled so far from `go build -v`) so a
+# newcomer sees progress instead of a silent terminal.
 timed() { # timed LABEL cmd...
-	local label=$1 t0 t1; shift
+	local label=$1 t0 t1 vlog hb; shift
 	t0=$(date +%s)
-	"$@"
+	vlog=$(mktemp "$SVCTRACE_CACHE/.vlog.XXXX")
+	( while sleep 30; do
+		log "  ... $label: $(( $(date +%s) - t0 ))s, $(grep -vc "^go: " "$vlog" 2>/dev/null || true) packages compiled"
+	done ) &
+	hb=$!
+	local rc=0
+	"$@" 2>"$vlog" || rc=$?
+	kill "$hb" 2>/dev/null; wait "$hb" 2>/dev/null || true
+	if ((rc)); then grep -v '^[a-zA-Z0-9_./~-]*$' "$vlog" >&2 || true; rm -f "$vlog"; return "$rc"; fi
+	rm -f "$vlog"
 	t1=$(date +%s)
 	log "built $label in $((t1 - t0))s"
 	printf '%s\t%s\t%ss\n' "$(date -u +%FT%TZ)" "$label" "$((t1 - t0))" >>"$SVCTRACE_CACHE/build-times.txt"
 }
 
-build_k8s_group() { # label bin...
-	local label=$1; shift
-	local missing=() b
-	for b in "$@"; do [[ -x $K8S_BIN/$b ]] || missing+=("$b"); done
-	((${#missing[@]})) || return 0
+# Cold build times measured on the 2-core machine with empty Go caches; shared
+# packages are compiled once, so the first binary of a group takes the longest.
+declare -A ESTIMATE=([kube-apiserver]=300 [kube-controller-manager]=60 [kube-scheduler]=20 [kube-proxy]=15
+	[kubelet]=25 [kubectl]=20 [etcd]=10 [coredns]=120)
+todo=() total=0
+for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; do
+	[[ -x $K8S_BIN/$b ]] || { todo+=("$b"); total=$((total + ESTIMATE[$b])); }
+done
+[[ -x $ETCD_BIN/etcd ]] || { todo+=(etcd); total=$((total + ESTIMATE[etcd])); }
+[[ -x $COREDNS_BIN/coredns ]] || { todo+=(coredns); total=$((total + ESTIMATE[coredns])); }
+if ((${#todo[@]})); then
+	log "building ${#todo[@]} pinned binaries from the Go module proxy: ${todo[*]}"
+	log "  roughly $((total / 60 + 1)) min on an idle 2-core machine with empty Go caches (more when loaded); cached in $SVCTRACE_CACHE afterwards"
+fi
+n_done=0
+
+build_k8s() { # bin
+	local b=$1
+	[[ -x $K8S_BIN/$b ]] && return 0
+	n_done=$((n_done + 1))
 	local tmp; tmp=$(mktemp -d "$SVCTRACE_CACHE/.tmp.XXXX")
-	local pkgs=(); for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-	log "building ${missing[*]} (Kubernetes $K8S_VERSION) ..."
-	timed "$label(${missing[*]})" bash -c 'cd "$1" && shift && go build -trimpath -ldflags "$LDFLAGS" -o "$@"' _ \
-		"$TESTBED_DIR/k8s" "$tmp/" "${pkgs[@]}"
+	log "[$n_done/${#todo[@]}] building $b (Kubernetes $K8S_VERSION, ~${ESTIMATE[$b]}s cold) ..."
+	timed "$b" bash -c 'cd "$1" && go build -v -trimpath -ldflags "$LDFLAGS" -o "$2" "$3"' _ \
+		"$TESTBED_DIR/k8s" "$tmp/$b" "k8s.io/kubernetes/cmd/$b"
 	mkdir -p "$K8S_BIN"
-	for b in "${missing[@]}"; do mv "$tmp/$b" "$K8S_BIN/$b"; done
+	mv "$tmp/$b" "$K8S_BIN/$b"
 	rmdir "$tmp"
 }
 
 export LDFLAGS
-build_k8s_group control-plane kube-apiserver kube-controller-manager kube-scheduler kube-proxy
-build_k8s_group kubelet kubelet
-build_k8s_group kubectl kubectl
+for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; do build_k8s "$b"; done
 
 if [[ ! -x $ETCD_BIN/etcd ]]; then
 	tmp=$(mktemp -d "$SVCTRACE_CACHE/.tmp.XXXX")
-	log "building etcd $ETCD_VERSION ..."
-	timed etcd bash -c 'cd "$1" && go build -trimpath -ldflags "-s -w" -o "$2/etcd" go.etcd.io/etcd/server/v3' _ "$TESTBED_DIR/k8s" "$tmp"
+	n_done=$((n_done + 1))
+	log "[$n_done/${#todo[@]}] building etcd $ETCD_VERSION (~${ESTIMATE[etcd]}s cold) ..."
+	timed etcd bash -c 'cd "$1" && go build -v -trimpath -ldflags "-s -w" -o "$2/etcd" go.etcd.io/etcd/server/v3' _ "$TESTBED_DIR/k8s" "$tmp"
 	mkdir -p "$ETCD_BIN"; mv "$tmp/etcd" "$ETCD_BIN/etcd"; rmdir "$tmp"
 fi
 
 if [[ ! -x $COREDNS_BIN/coredns ]]; then
 	tmp=$(mktemp -d "$SVCTRACE_CACHE/.tmp.XXXX")
-	log "building coredns $COREDNS_VERSION ..."
+	n_done=$((n_done + 1))
+	log "[$n_done/${#todo[@]}] building coredns $COREDNS_VERSION (~${ESTIMATE[coredns]}s cold) ..."
 	# `go install pkg@version` runs outside any module; -mod must not be set.
-	timed coredns env -u GOFLAGS GOFLAGS= GOBIN="$tmp" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+	timed coredns env -u GOFLAGS GOFLAGS= GOBIN="$tmp" go install -v -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 	mkdir -p "$COREDNS_BIN"; mv "$tmp/coredns" "$COREDNS_BIN/coredns"; rmdir "$tmp"
 fi
 

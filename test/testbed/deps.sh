@@ -19,6 +19,8 @@ if ((${#missing[@]} == 0)); then
 fi
 [[ $(id -u) == 0 ]] || { echo "deps: need root to install ${missing[*]}" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "deps: installing ${missing[*]}"
+apt-get update -q || { echo "deps: apt-get update failed; cannot install ${missing[*]}" >&2; exit 1; }
+apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+	{ echo "deps: apt-get could not install: ${missing[*]} (see above for which)" >&2; exit 1; }
 echo "deps: installed ${missing[*]}"

@@ -6,6 +6,8 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || die "must run as root"
+# Packages first: a missing one must stop us in seconds, not after the build.
+"$TESTBED_DIR/deps.sh"
 testbed_lock
 
 t_start=$(date +%s)
