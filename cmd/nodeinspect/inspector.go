@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -297,7 +297,7 @@ func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.Se
 				v.Failure = failureText(err)
 				return
 			}
-			var obs collectors.Observation
+			var obs collectorapi.Observation
 			if err := json.Unmarshal(out.Log, &obs); err != nil {
 				v.Failure = "the collector's output is not an observation: " + err.Error()
 				return

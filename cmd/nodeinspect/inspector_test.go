@@ -17,7 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -56,10 +56,10 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var ran []string
-	var requests []collectors.Request
+	var requests []collectorapi.Request
 	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
 		runner: func(_ *podrunner.Runner, _ context.Context, node string, req []byte) (*podrunner.Output, error) {
-			var r collectors.Request
+			var r collectorapi.Request
 			if err := json.Unmarshal(req, &r); err != nil {
 				t.Errorf("request: %v", err)
 			}

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -13,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
 	"github.com/svctrace/kubectl-svctrace/collectors/ebpf"
@@ -40,11 +38,11 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Collect runs every requested section concurrently and assembles the
 // observation. Sections never fail the run: each one records its own error.
-func Collect(ctx context.Context, req *collectors.Request, opts Options) *collectors.Observation {
+func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *collectorapi.Observation {
 	start := time.Now()
-	obs := &collectors.Observation{
-		APIVersion:  collectors.ObservationAPIVersion,
-		Kind:        collectors.ObservationKind,
+	obs := &collectorapi.Observation{
+		APIVersion:  collectorapi.ObservationAPIVersion,
+		Kind:        collectorapi.ObservationKind,
 		NodeName:    req.NodeName,
 		Service:     req.ServiceKey(),
 		CollectedAt: start.UTC(),
@@ -61,7 +59,7 @@ func Collect(ctx context.Context, req *collectors.Request, opts Options) *collec
 	wg.Wait()
 
 	obs.DurationMillis = collectors.Millis(time.Since(start))
-	obs.Collector = collectors.CollectorInfo{
+	obs.Collector = collectorapi.CollectorInfo{
 		Version:      version,
 		GoVersion:    runtime.Version(),
 		Capabilities: collectors.ReadCapabilities(),
@@ -74,12 +72,12 @@ func Collect(ctx context.Context, req *collectors.Request, opts Options) *collec
 // its own field of Sections, so concurrent runs do not race.
 type sectionReader struct {
 	name string
-	run  func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections)
+	run  func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections)
 }
 
 var sectionReaders = []sectionReader{
-	{collectors.SectionProxy, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProxyObservation, error) {
+	{collectorapi.SectionProxy, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ProxyObservation, error) {
 			return proxy.Read(ctx, proxy.Options{
 				MetricsAddress: opts.ProxyMetricsAddress,
 				HealthzAddress: opts.ProxyHealthzAddress,
@@ -87,68 +85,49 @@ var sectionReaders = []sectionReader{
 			})
 		})
 	}},
-	// iptables and nftables: their readers and result types live in
-	// collectors/iptables and collectors/nftables; embedded as JSON.
-	{collectors.SectionIPTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPTables = rawSection(ctx, func(ctx context.Context) (any, error) {
+	{collectorapi.SectionIPTables, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.IPTables = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPTablesObservation, error) {
 			return iptables.Read(ctx, iptables.Query{Service: req.Service, Endpoints: req.Endpoints})
 		})
 	}},
-	{collectors.SectionNFTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.NFTables = rawSection(ctx, func(ctx context.Context) (any, error) {
+	{collectorapi.SectionNFTables, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.NFTables = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.NFTablesObservation, error) {
 			return nftables.Read(ctx, nftables.Query{Service: req.Service, Endpoints: req.Endpoints})
 		})
 	}},
-	{collectors.SectionIPVS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.IPVSObservation, error) {
+	{collectorapi.SectionIPVS, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPVSObservation, error) {
 			return ipvs.Read(ctx, req)
 		})
 	}},
-	{collectors.SectionEBPF, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.EBPF = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.EBPFObservation, error) {
+	{collectorapi.SectionEBPF, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.EBPF = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.EBPFObservation, error) {
 			return ebpf.Read(ctx, req, opts.BPFFSRoot)
 		})
 	}},
-	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ConntrackObservation, error) {
+	{collectorapi.SectionConntrack, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ConntrackObservation, error) {
 			return (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read(ctx, req)
 		})
 	}},
-	{collectors.SectionRoute, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Route = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.RouteObservation, error) {
+	{collectorapi.SectionRoute, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.Route = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.RouteObservation, error) {
 			return route.Read(ctx, req)
 		})
 	}},
-	{collectors.SectionDNS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.DNS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.DNSObservation, error) {
+	{collectorapi.SectionDNS, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.DNS = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.DNSObservation, error) {
 			return dns.Read(ctx, req)
 		})
 	}},
-	{collectors.SectionProbe, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProbeObservation, error) {
+	{collectorapi.SectionProbe, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ProbeObservation, error) {
 			return probe.Read(ctx, req, opts.ProbeConcurrency)
 		})
 	}},
-	{collectors.SectionSockets, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Sockets = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.SocketsObservation, error) {
+	{collectorapi.SectionSockets, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
+		out.Sockets = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.SocketsObservation, error) {
 			return sockets.Read(ctx, req)
 		})
 	}},
-}
-
-// rawSection runs a reader whose result type lives in its own package
-// (iptables, nftables) and embeds the result as JSON.
-func rawSection(ctx context.Context, read func(context.Context) (any, error)) *collectors.Section[json.RawMessage] {
-	return collectors.RunSection(ctx, func(ctx context.Context) (*json.RawMessage, error) {
-		data, err := read(ctx)
-		if data == nil {
-			return nil, err
-		}
-		b, merr := json.Marshal(data)
-		if merr != nil {
-			return nil, errors.Join(err, fmt.Errorf("encode: %w", merr))
-		}
-		raw := json.RawMessage(b)
-		return &raw, err
-	})
 }

@@ -6,7 +6,7 @@ import (
 
 	ct "github.com/ti-mo/conntrack"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
@@ -25,10 +25,10 @@ func BenchmarkServiceFlows(b *testing.B) {
 			s.Connect(b, cluster)
 		}
 		s.Flood(b, n)
-		req := &collectors.Request{
-			Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
-				Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
-			Endpoints: []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}}},
+		req := &collectorapi.Request{
+			Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+				Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+			Endpoints: []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}}},
 		}
 		for _, method := range []string{MethodTupleFilter, MethodStatusFilter} {
 			b.Run(fmt.Sprintf("entries=%d/method=%s", n, method), func(b *testing.B) {

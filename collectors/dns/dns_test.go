@@ -9,7 +9,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // serveLoopback runs a miekg/dns server on 127.0.0.1 (UDP and TCP on the same
@@ -55,10 +55,10 @@ func serveLoopback(t *testing.T) uint16 {
 	return uint16(port)
 }
 
-func webRequest() *collectors.Request {
-	return &collectors.Request{
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web",
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}, {Name: "", Protocol: "TCP", Port: 81}}},
+func webRequest() *collectorapi.Request {
+	return &collectorapi.Request{
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web",
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}, {Name: "", Protocol: "TCP", Port: 81}}},
 		ClusterDNS: []string{"127.0.0.1"},
 	}
 }
@@ -81,7 +81,7 @@ func TestReadAgainstLoopbackServer(t *testing.T) {
 	if len(obs.Queries) != 6 {
 		t.Fatalf("want 3 questions x 2 transports, got %d", len(obs.Queries))
 	}
-	seen := map[string]collectors.DNSQuery{}
+	seen := map[string]collectorapi.DNSQuery{}
 	for _, q := range obs.Queries {
 		seen[q.Transport+" "+q.Type] = q
 		if q.Error != "" || q.Rcode != "NOERROR" || !q.Authoritative {
@@ -116,14 +116,14 @@ func TestNXDOMAINAndDeadServer(t *testing.T) {
 	}
 	// Nothing listens on this loopback port: UDP gets ICMP port unreachable, TCP a RST.
 	dead := Ask(context.Background(), "127.0.0.1", 1, "tcp", Question{"web.default.svc.cluster.local.", mdns.TypeA}, 300*time.Millisecond)
-	if dead.ErrorClass != collectors.ErrClassRefused || dead.Rcode != "" {
+	if dead.ErrorClass != collectorapi.ErrClassRefused || dead.Rcode != "" {
 		t.Errorf("dead tcp server %+v", dead)
 	}
 	deadUDP := Ask(context.Background(), "127.0.0.1", 1, "udp", Question{"web.default.svc.cluster.local.", mdns.TypeA}, 300*time.Millisecond)
-	if deadUDP.ErrorClass != collectors.ErrClassRefused {
+	if deadUDP.ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("dead udp server %+v", deadUDP)
 	}
-	if _, err := Read(context.Background(), &collectors.Request{}); err == nil {
+	if _, err := Read(context.Background(), &collectorapi.Request{}); err == nil {
 		t.Error("no servers should be an error")
 	}
 }

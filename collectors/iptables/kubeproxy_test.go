@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
@@ -19,7 +20,7 @@ func overallQueries() map[string]Query {
 	return out
 }
 
-func checkOverall(t *testing.T, name string, b BackendObservation) {
+func checkOverall(t *testing.T, name string, b collectorapi.IPTablesBackendObservation) {
 	t.Helper()
 	if !b.KubeProxyChains || len(b.Ports) != 1 {
 		t.Fatalf("backend: %+v", b)
@@ -83,8 +84,8 @@ func TestReadKubeProxyOverall(t *testing.T) {
 	d := parseDump(t, readFixture(t, "kubeproxy-overall.save"))
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
-			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables))
-			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{legacy: d}), BackendLegacy))
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables))
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{legacy: d}), collectorapi.IPTablesBackendLegacy))
 		})
 	}
 }
@@ -100,7 +101,7 @@ func TestReadKubeProxyOverallInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkOverall(t, name, backend(t, obs, BackendNFTables))
+			checkOverall(t, name, backend(t, obs, collectorapi.IPTablesBackendNFTables))
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
@@ -19,7 +20,7 @@ func needTools(t *testing.T, tools ...string) {
 	}
 }
 
-func portsJSON(t *testing.T, b BackendObservation) string {
+func portsJSON(t *testing.T, b collectorapi.IPTablesBackendObservation) string {
 	t.Helper()
 	out, err := json.MarshalIndent(b.Ports, "", " ")
 	if err != nil {
@@ -53,18 +54,18 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 	d := parseDump(t, readFixture(t, "scenarios.save"))
 	for name, q := range scenarioQueries() {
 		t.Run(name, func(t *testing.T) {
-			want := backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables)
+			want := backend(t, readWith(t, q, &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 
 			q.NetNS = nftNS.Path()
 			obs, err := Read(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := backend(t, obs, BackendNFTables)
+			n := backend(t, obs, collectorapi.IPTablesBackendNFTables)
 			if !n.KubeProxyChains || portsJSON(t, n) != portsJSON(t, want) {
 				t.Errorf("real nf_tables read differs from the recorded dump:\nreal: %s\nrecorded: %s", portsJSON(t, n), portsJSON(t, want))
 			}
-			if l := backend(t, obs, BackendLegacy); l.KubeProxyChains || len(l.Commands) != 0 {
+			if l := backend(t, obs, collectorapi.IPTablesBackendLegacy); l.KubeProxyChains || len(l.Commands) != 0 {
 				t.Errorf("legacy on an nf_tables node: %+v", l)
 			}
 			// The reader must not create legacy tables as a side effect.
@@ -77,11 +78,11 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := backend(t, obs, BackendLegacy)
+			l := backend(t, obs, collectorapi.IPTablesBackendLegacy)
 			if !l.KubeProxyChains || portsJSON(t, l) != portsJSON(t, want) {
 				t.Errorf("real legacy read differs:\nreal: %s\nrecorded: %s", portsJSON(t, l), portsJSON(t, want))
 			}
-			if n := backend(t, obs, BackendNFTables); n.KubeProxyChains {
+			if n := backend(t, obs, collectorapi.IPTablesBackendNFTables); n.KubeProxyChains {
 				t.Errorf("nf_tables reported chains on a legacy node")
 			}
 
@@ -90,7 +91,7 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !backend(t, obs, BackendNFTables).KubeProxyChains || !backend(t, obs, BackendLegacy).KubeProxyChains {
+			if !backend(t, obs, collectorapi.IPTablesBackendNFTables).KubeProxyChains || !backend(t, obs, collectorapi.IPTablesBackendLegacy).KubeProxyChains {
 				t.Errorf("both backends hold chains but were not both reported")
 			}
 		})
@@ -126,14 +127,14 @@ func TestReadLargeLegacyInNetNS(t *testing.T) {
 	needTools(t, "iptables-legacy-restore", "nsenter")
 	ns := testnetns.New(t, "ipt")
 	ns.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/large.restore")
-	q := Query{NetNS: ns.Path(), Backends: []string{BackendLegacy}}
+	q := Query{NetNS: ns.Path(), Backends: []string{collectorapi.IPTablesBackendLegacy}}
 	q.Service.Namespace, q.Service.Name, q.Service.ClusterIPs = "default", "big", []string{"10.96.1.1"}
 	q.Service.Ports = scenarioQueries()["web"].Service.Ports
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := backend(t, obs, BackendLegacy)
+	l := backend(t, obs, collectorapi.IPTablesBackendLegacy)
 	p := l.Ports[0]
 	if len(p.Endpoints) != 1001 || len(p.Service.Selection) != 1001 {
 		t.Fatalf("endpoints %d selection %d", len(p.Endpoints), len(p.Service.Selection))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 )
 
@@ -26,9 +27,9 @@ func TestReadTestbedNode1(t *testing.T) {
 		name   string
 		runner func() *fakeRunner
 		be     string
-	}{{"nf_tables", func() *fakeRunner { return &fakeRunner{nft: d} }, BackendNFTables}, {"legacy", func() *fakeRunner { return &fakeRunner{legacy: d} }, BackendLegacy}} {
+	}{{"nf_tables", func() *fakeRunner { return &fakeRunner{nft: d} }, collectorapi.IPTablesBackendNFTables}, {"legacy", func() *fakeRunner { return &fakeRunner{legacy: d} }, collectorapi.IPTablesBackendLegacy}} {
 		t.Run(r.name, func(t *testing.T) {
-			get := func(name string) PortObservation {
+			get := func(name string) collectorapi.IPTablesPortObservation {
 				t.Helper()
 				b := backend(t, readWith(t, apiQuery(t, name), r.runner()), r.be)
 				if !b.KubeProxyChains || b.MasqMark != "0x4000/0x4000" {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // TestReadLiveTestbed reads default/kubernetes from the testbed's
@@ -19,13 +19,13 @@ func TestReadLiveTestbed(t *testing.T) {
 	if _, err := os.Stat(ns); err != nil {
 		t.Skip("testbed node svtb-node2 not up")
 	}
-	q := Query{NetNS: ns, Service: collectors.ServiceSpec{Namespace: "default", Name: "kubernetes", ClusterIPs: []string{"10.96.0.1"},
-		Ports: []collectors.ServicePort{{Name: "https", Protocol: "TCP", Port: 443}}}}
+	q := Query{NetNS: ns, Service: collectorapi.ServiceSpec{Namespace: "default", Name: "kubernetes", ClusterIPs: []string{"10.96.0.1"},
+		Ports: []collectorapi.ServicePort{{Name: "https", Protocol: "TCP", Port: 443}}}}
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Source != SourceNetlink {
+	if obs.Source != collectorapi.NFTablesSourceNetlink {
 		t.Fatalf("source %s: %s", obs.Source, obs.NetlinkError)
 	}
 	tb := obs.Tables[0]

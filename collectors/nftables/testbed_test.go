@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
@@ -20,9 +21,9 @@ func apiQuery(t *testing.T, name string) Query {
 }
 
 // Real kube-proxy v1.37.2 in nftables mode (node svtb-node2 of the testbed).
-func checkTestbedNode2(t *testing.T, read func(Query) *Observation) {
+func checkTestbedNode2(t *testing.T, read func(Query) *collectorapi.NFTablesObservation) {
 	t.Helper()
-	port := func(name string) PortObservation {
+	port := func(name string) collectorapi.NFTablesPortObservation {
 		t.Helper()
 		o := read(apiQuery(t, name))
 		if len(o.Tables) != 1 || !o.Tables[0].Present || o.Tables[0].Error != "" || !o.Tables[0].ClusterIPs[0].Member {
@@ -65,7 +66,7 @@ func checkTestbedNode2(t *testing.T, read func(Query) *Observation) {
 }
 
 func TestReadTestbedNode2CLI(t *testing.T) {
-	checkTestbedNode2(t, func(q Query) *Observation {
+	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.ForceCLI = true
 		q.Runner = runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
 			if !strings.Contains(strings.Join(args, " "), "table ip kube-proxy") {
@@ -86,13 +87,13 @@ func TestReadTestbedNode2CLI(t *testing.T) {
 func TestReadTestbedNode2Netlink(t *testing.T) {
 	ns := testnetns.New(t, "nft")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/testbed-node2.list")
-	checkTestbedNode2(t, func(q Query) *Observation {
+	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.NetNS = ns.Path()
 		o, err := Read(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Source != SourceNetlink {
+		if o.Source != collectorapi.NFTablesSourceNetlink {
 			t.Fatalf("source %s %s", o.Source, o.NetlinkError)
 		}
 		q.ForceCLI = true

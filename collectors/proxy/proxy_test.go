@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
@@ -40,7 +40,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]collectors.MetricSample{}
+	byKey := map[string]collectorapi.MetricSample{}
 	for _, s := range got {
 		byKey[s.Name+"|"+s.Labels["code"]+s.Labels["ip_family"]] = s
 	}
@@ -84,7 +84,7 @@ func fakeKubeProxy(t *testing.T, mode string) (metrics, healthz string) {
 	return strings.TrimPrefix(m.URL, "http://"), strings.TrimPrefix(h.URL, "http://")
 }
 
-func noFingerprints(context.Context) []collectors.Fingerprint { return nil }
+func noFingerprints(context.Context) []collectorapi.Fingerprint { return nil }
 
 func TestReadFakeKubeProxy(t *testing.T) {
 	metrics, healthz := fakeKubeProxy(t, "nftables")
@@ -92,7 +92,7 @@ func TestReadFakeKubeProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Mode != "nftables" || obs.ProxyMode.StatusCode != 200 {
+	if obs.Mode != collectorapi.ModeNFTables || obs.ProxyMode.StatusCode != 200 {
 		t.Errorf("mode %q fetch %+v", obs.Mode, obs.ProxyMode)
 	}
 	h := obs.Healthz
@@ -115,7 +115,7 @@ func TestReadUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Mode != "" || obs.ProxyMode.ErrorClass != collectors.ErrClassRefused || obs.Healthz.Fetch.ErrorClass != collectors.ErrClassRefused {
+	if obs.Mode != "" || obs.ProxyMode.ErrorClass != collectorapi.ErrClassRefused || obs.Healthz.Fetch.ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("%+v %+v", obs.ProxyMode, obs.Healthz.Fetch)
 	}
 }
@@ -162,7 +162,7 @@ func TestNodeFingerprintsInNetns(t *testing.T) {
 		legacyCanary = true
 	}
 	t.Logf("planted: iptables-nft canary %v, iptables-legacy canary %v", nftCanary, legacyCanary)
-	var fps []collectors.Fingerprint
+	var fps []collectorapi.Fingerprint
 	testnetns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
 	found := map[string]bool{}
 	for _, fp := range fps {

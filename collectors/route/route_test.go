@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
 )
 
@@ -42,7 +42,7 @@ func TestSysctlsFromRecordedProc(t *testing.T) {
 	if got := r.sysctl("net/bridge/bridge-nf-call-iptables"); got != "absent" {
 		t.Errorf("bridge-nf-call-iptables %q", got)
 	}
-	if got := RouteTargets(&collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.1.5"}}}); len(got) != 1 || got[0] != "10.244.1.5" {
+	if got := RouteTargets(&collectorapi.Request{Endpoints: []collectorapi.Endpoint{{IP: "10.244.1.5"}}}); len(got) != 1 || got[0] != "10.244.1.5" {
 		t.Errorf("endpoint IPs as route targets: %v", got)
 	}
 	if RouteTypeName(unix.RTN_BLACKHOLE) != "blackhole" || RouteTypeName(99) != "type-99" {
@@ -68,9 +68,9 @@ func TestReadInNetns(t *testing.T) {
 	}
 	defer h.Close()
 	// Sysctls are per netns too: read them from a thread inside the namespace.
-	var obs *collectors.RouteObservation
+	var obs *collectorapi.RouteObservation
 	testnetns.Do(t, node, func() {
-		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectors.Request{
+		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectorapi.Request{
 			PodIPs: []string{"10.250.0.2", "10.251.3.4", "10.252.0.7", "10.250.0.2", "fd00:250::2", "fd00:999::1"},
 		})
 	})
@@ -116,7 +116,7 @@ func BenchmarkReadManyPodIPs(b *testing.B) {
 	pod := testnetns.New(b, "rtbpod")
 	testnetns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(b, "ip", "route", "add", "10.240.0.0/12", "via", "10.250.0.2")
-	req := &collectors.Request{}
+	req := &collectorapi.Request{}
 	for i := range 5000 {
 		req.PodIPs = append(req.PodIPs, fmt.Sprintf("10.24%d.%d.%d", 1+i/65536, (i/256)%256, i%256))
 	}
