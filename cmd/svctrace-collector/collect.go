@@ -50,11 +50,11 @@ func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *coll
 	obs.Hostname, _ = os.Hostname()
 
 	var wg sync.WaitGroup
-	for _, s := range sectionReaders {
+	for _, s := range sections(req, opts, &obs.Sections) {
 		if !req.Wants(s.name) {
 			continue
 		}
-		wg.Go(func() { s.run(ctx, req, opts, &obs.Sections) })
+		wg.Go(func() { s.run(ctx) })
 	}
 	wg.Wait()
 
@@ -68,66 +68,42 @@ func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *coll
 	return obs
 }
 
-// sectionReader wires one section name to its reader. Each run writes only
-// its own field of Sections, so concurrent runs do not race.
-type sectionReader struct {
+// section is one section of the observation and the run that fills it.
+type section struct {
 	name string
-	run  func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections)
+	run  func(context.Context)
 }
 
-var sectionReaders = []sectionReader{
-	{collectorapi.SectionProxy, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ProxyObservation, error) {
-			return proxy.Read(ctx, proxy.Options{
-				MetricsAddress: opts.ProxyMetricsAddress,
-				HealthzAddress: opts.ProxyHealthzAddress,
-				BPFFSRoot:      opts.BPFFSRoot,
-			})
-		})
-	}},
-	{collectorapi.SectionIPTables, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.IPTables = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPTablesObservation, error) {
-			return iptables.Read(ctx, iptables.Query{Service: req.Service, Endpoints: req.Endpoints})
-		})
-	}},
-	{collectorapi.SectionNFTables, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.NFTables = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.NFTablesObservation, error) {
-			return nftables.Read(ctx, nftables.Query{Service: req.Service, Endpoints: req.Endpoints})
-		})
-	}},
-	{collectorapi.SectionIPVS, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPVSObservation, error) {
-			return ipvs.Read(ctx, req)
-		})
-	}},
-	{collectorapi.SectionEBPF, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.EBPF = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.EBPFObservation, error) {
-			return ebpf.Read(ctx, req, opts.BPFFSRoot)
-		})
-	}},
-	{collectorapi.SectionConntrack, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ConntrackObservation, error) {
-			return (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read(ctx, req)
-		})
-	}},
-	{collectorapi.SectionRoute, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.Route = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.RouteObservation, error) {
-			return route.Read(ctx, req)
-		})
-	}},
-	{collectorapi.SectionDNS, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.DNS = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.DNSObservation, error) {
-			return dns.Read(ctx, req)
-		})
-	}},
-	{collectorapi.SectionProbe, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.ProbeObservation, error) {
-			return probe.Read(ctx, req, opts.ProbeConcurrency)
-		})
-	}},
-	{collectorapi.SectionSockets, func(ctx context.Context, req *collectorapi.Request, opts Options, out *collectorapi.Sections) {
-		out.Sockets = collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.SocketsObservation, error) {
-			return sockets.Read(ctx, req)
-		})
-	}},
+// newSection reads one section with read(ctx, arg) into *slot, the section's
+// own field of Sections, so that concurrent runs do not race. RunSection
+// times the read and records its error or panic in the section.
+func newSection[T, A any](name string, slot **collectorapi.Section[T], read func(context.Context, A) (*T, error), arg A) section {
+	return section{name: name, run: func(ctx context.Context) {
+		*slot = collectors.RunSection(ctx, func(ctx context.Context) (*T, error) { return read(ctx, arg) })
+	}}
+}
+
+// sections wires every section name to its reader and its field of out, in
+// the order of collectorapi.AllSections.
+func sections(req *collectorapi.Request, opts Options, out *collectorapi.Sections) []section {
+	return []section{
+		newSection(collectorapi.SectionProxy, &out.Proxy, proxy.Read, proxy.Options{
+			MetricsAddress: opts.ProxyMetricsAddress,
+			HealthzAddress: opts.ProxyHealthzAddress,
+			BPFFSRoot:      opts.BPFFSRoot,
+		}),
+		newSection(collectorapi.SectionIPTables, &out.IPTables, iptables.Read, iptables.Query{Service: req.Service, Endpoints: req.Endpoints}),
+		newSection(collectorapi.SectionNFTables, &out.NFTables, nftables.Read, nftables.Query{Service: req.Service, Endpoints: req.Endpoints}),
+		newSection(collectorapi.SectionIPVS, &out.IPVS, ipvs.Read, req),
+		newSection(collectorapi.SectionEBPF, &out.EBPF, func(ctx context.Context, root string) (*collectorapi.EBPFObservation, error) {
+			return ebpf.Read(ctx, req, root)
+		}, opts.BPFFSRoot),
+		newSection(collectorapi.SectionConntrack, &out.Conntrack, (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read, req),
+		newSection(collectorapi.SectionRoute, &out.Route, route.Read, req),
+		newSection(collectorapi.SectionDNS, &out.DNS, dns.Read, req),
+		newSection(collectorapi.SectionProbe, &out.Probe, func(ctx context.Context, concurrency int) (*collectorapi.ProbeObservation, error) {
+			return probe.Read(ctx, req, concurrency)
+		}, opts.ProbeConcurrency),
+		newSection(collectorapi.SectionSockets, &out.Sockets, sockets.Read, req),
+	}
 }
