@@ -13,7 +13,7 @@ import (
 	mdns "github.com/miekg/dns"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // helperDNSEnv makes the test binary serve DNS instead of running tests; the
@@ -76,7 +76,7 @@ func buildCollector(t *testing.T) string {
 // a conntrack flow pinned to it, a closed and a dropped endpoint port, a DNS
 // server in the Pod namespace, and no kube-proxy listening.
 func TestCollectorInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	bin := buildCollector(t)
 
 	self, err := os.Executable()
@@ -198,7 +198,7 @@ func TestCollectorInNetns(t *testing.T) {
 	}
 }
 
-func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectorapi.Request) *collectorapi.Observation {
+func runIn(t *testing.T, ns *netns.NS, bin string, req collectorapi.Request) *collectorapi.Observation {
 	t.Helper()
 	raw, err := json.Marshal(req)
 	if err != nil {
@@ -222,7 +222,7 @@ func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectorapi.Request)
 	return &obs
 }
 
-func waitDNS(t *testing.T, s *testnetns.Scenario) {
+func waitDNS(t *testing.T, s *netns.Scenario) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -241,7 +241,7 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
 	}
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	bin := buildCollector(t)
 	s.Connect(t, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
 	req := collectorapi.Request{
@@ -291,7 +291,7 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 //
 //	go test -run '^$' -bench CollectorPeakRSS -benchtime 1x ./cmd/svctrace-collector
 func BenchmarkCollectorPeakRSS(b *testing.B) {
-	s := testnetns.NewScenario(b)
+	s := netns.NewScenario(b)
 	bin := filepath.Join(b.TempDir(), "svctrace-collector")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")

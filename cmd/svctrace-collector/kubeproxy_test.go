@@ -12,8 +12,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // kubeProxyBinary finds a real kube-proxy: $SVCTRACE_KUBE_PROXY, or the one
@@ -45,7 +45,7 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 	}
 	for _, mode := range []string{"nftables", "iptables"} {
 		t.Run(mode, func(t *testing.T) {
-			s := testnetns.NewPlainScenario(t)
+			s := netns.NewPlainScenario(t)
 			cmd, log := startKubeProxy(t, s, self, kp, mode, fakeapi.Single("svct-node", s.NodeIP, s.ClusterIP, s.PodIP), s.NodeIP, "10.244.0.0/16")
 			waitProgrammed(t, s.Node, mode, "IPv4", s.ClusterIP, log)
 			cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
@@ -174,9 +174,9 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 // IPv6 Service with its commands on one backend, and checks that the
 // collector reads that backend's ip6tables rules (and only those).
 func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
-	s := testnetns.NewPlainScenario(t)
+	s := netns.NewPlainScenario(t)
 	s.EnableIPv6(t)
-	nodeIP, clusterIP, podIP := testnetns.NodeIP6, testnetns.ClusterIP6, testnetns.PodIP6
+	nodeIP, clusterIP, podIP := netns.NodeIP6, netns.ClusterIP6, netns.PodIP6
 	var env []string
 	family := "IPv6"
 	if backend == collectorapi.IPTablesBackendLegacy {
@@ -271,10 +271,10 @@ func writeFile(t *testing.T, path, content string) {
 // fakeapi_test.go) and starts the real kube-proxy in mode, both inside the
 // Scenario's Node namespace. Both are killed at cleanup; the returned command
 // may be killed earlier. The second result is kube-proxy's log file.
-func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string, env ...string) (*exec.Cmd, string) {
+func startKubeProxy(t *testing.T, s *netns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	s.Node.Start(t, []string{fakeAPISpec(cluster)}, self)
-	testnetns.WaitListen(t, s.Node, fakeAPIAddr)
+	netns.WaitListen(t, s.Node, fakeAPIAddr)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeFile(t, kubeconfig, fakeapi.Kubeconfig(fakeAPIAddr))
@@ -320,7 +320,7 @@ func legacyEnv(t *testing.T) []string {
 
 // waitProgrammed waits until kube-proxy has written the ClusterIP's rules
 // (family "IPv4" or "IPv6") and answers /proxyMode.
-func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, log string) {
+func waitProgrammed(t *testing.T, node *netns.NS, mode, family, clusterIP, log string) {
 	t.Helper()
 	legacy := strings.HasSuffix(family, "-legacy")
 	family = strings.TrimSuffix(family, "-legacy")

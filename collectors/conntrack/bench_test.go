@@ -7,7 +7,7 @@ import (
 	ct "github.com/ti-mo/conntrack"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // BenchmarkServiceFlows reads one Service's flows from a table that also
@@ -19,7 +19,7 @@ import (
 // grows with n (time and bytes allocated).
 func BenchmarkServiceFlows(b *testing.B) {
 	for _, n := range []int{1000, 10000, 50000} {
-		s := testnetns.NewScenario(b)
+		s := netns.NewScenario(b)
 		cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 		for i := 0; i < 3; i++ {
 			s.Connect(b, cluster)
@@ -34,7 +34,7 @@ func BenchmarkServiceFlows(b *testing.B) {
 			b.Run(fmt.Sprintf("entries=%d/method=%s", n, method), func(b *testing.B) {
 				r := &Reader{NetNS: int(s.Node.Handle(b)), Method: method}
 				var dumped int
-				testnetns.Do(b, s.Node, func() {
+				netns.Do(b, s.Node, func() {
 					conn, err := ct.Dial(r.netlinkConfig())
 					if err != nil {
 						b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	ct "github.com/ti-mo/conntrack"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // procStatRecorded is /proc/net/stat/nf_conntrack from a 2-CPU 6.x kernel
@@ -197,7 +197,7 @@ func TestServiceDestinations(t *testing.T) {
 // TestReadInNetns makes real NATed flows in a test namespace: one to a
 // backend that is not in the endpoint set, then three to the live one.
 func TestReadInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 	s.SetBackend(t, s.StalePort)
 	s.Connect(t, cluster)
@@ -221,11 +221,11 @@ func TestReadInNetns(t *testing.T) {
 }
 
 // readInNode reads the scenario node's conntrack state with one method.
-func readInNode(t *testing.T, s *testnetns.Scenario, req *collectorapi.Request, method string) *collectorapi.ConntrackObservation {
+func readInNode(t *testing.T, s *netns.Scenario, req *collectorapi.Request, method string) *collectorapi.ConntrackObservation {
 	t.Helper()
 	var obs *collectorapi.ConntrackObservation
 	var err error
-	testnetns.Do(t, s.Node, func() {
+	netns.Do(t, s.Node, func() {
 		obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), Method: method}).Read(context.Background(), req)
 	})
 	if err != nil {
@@ -234,7 +234,7 @@ func readInNode(t *testing.T, s *testnetns.Scenario, req *collectorapi.Request, 
 	return obs
 }
 
-func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectorapi.Request, method string) {
+func checkReadInNetns(t *testing.T, s *netns.Scenario, req *collectorapi.Request, method string) {
 	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 	obs := readInNode(t, s, req, method)
 	if obs.Flows != nil {
@@ -298,7 +298,7 @@ func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectorapi.Req
 // (DNATed elsewhere) and to a Pod's own listener (not NATed). Only the first
 // two are the Service's; the observation names the addresses it used.
 func TestNodePortFlowsInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	const nodePort, externalIP, otherClusterIP = 30080, "10.96.0.88", "10.96.0.77"
 	// A NodePort rule the way kube-proxy matches it (destination local),
 	// an externalIP:NodePort rule, and another Service whose ClusterIP port
@@ -319,7 +319,7 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 	}
 	// The Pod's own port 30080.
 	s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", nodePort, s.PodIP), "OPEN:/dev/null")
-	testnetns.WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
+	netns.WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
 
 	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
 	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
@@ -379,7 +379,7 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 // TestLocalAddrsSkipIPVSDummy: kube-ipvs0 holds every ClusterIP in IPVS
 // mode; its addresses are not NodePort destinations.
 func TestLocalAddrsSkipIPVSDummy(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	s.Node.MustRun(t, "ip", "link", "add", "kube-ipvs0", "type", "bridge") // no dummy driver on every kernel; only the name matters
 	s.Node.MustRun(t, "ip", "addr", "add", "10.96.0.77/32", "dev", "kube-ipvs0")
 	h := s.Node.Handle(t)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallIPTablesRules
@@ -92,7 +92,7 @@ func TestReadKubeProxyOverall(t *testing.T) {
 
 func TestReadKubeProxyOverallInNetNS(t *testing.T) {
 	needTools(t, "iptables-nft-restore", "nsenter")
-	ns := testnetns.New(t, "ipt")
+	ns := netns.New(t, "ipt")
 	ns.MustRun(t, "iptables-nft-restore", "../testdata/iptables/kubeproxy-overall.restore")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 func needTools(t *testing.T, tools ...string) {
@@ -29,7 +29,7 @@ func portsJSON(t *testing.T, b collectorapi.IPTablesBackendObservation) string {
 	return string(out)
 }
 
-func legacyTables(t *testing.T, ns *testnetns.NS) string {
+func legacyTables(t *testing.T, ns *netns.NS) string {
 	t.Helper()
 	out, err := ns.Run("cat", "/proc/self/net/ip_tables_names")
 	if err != nil {
@@ -43,11 +43,11 @@ func legacyTables(t *testing.T, ns *testnetns.NS) string {
 // its own and reads it back with the real binaries.
 func TestReadRealBackendsInNetNS(t *testing.T) {
 	needTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
-	nftNS := testnetns.New(t, "ipt")
+	nftNS := netns.New(t, "ipt")
 	nftNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
-	legNS := testnetns.New(t, "ipt")
+	legNS := netns.New(t, "ipt")
 	legNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
-	bothNS := testnetns.New(t, "ipt")
+	bothNS := netns.New(t, "ipt")
 	bothNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
 	bothNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
 
@@ -103,7 +103,7 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 // no legacy table created by reading.
 func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
 	needTools(t, "iptables-nft", "nft", "nsenter")
-	ns := testnetns.New(t, "ipt")
+	ns := netns.New(t, "ipt")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/scenarios.nft")
 	q := scenarioQueries()["web"]
 	q.NetNS = ns.Path()
@@ -125,7 +125,7 @@ func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
 // comments, printed before the SVC chain, are resolved by following jumps.
 func TestReadLargeLegacyInNetNS(t *testing.T) {
 	needTools(t, "iptables-legacy-restore", "nsenter")
-	ns := testnetns.New(t, "ipt")
+	ns := netns.New(t, "ipt")
 	ns.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/large.restore")
 	q := Query{NetNS: ns.Path(), Backends: []string{collectorapi.IPTablesBackendLegacy}}
 	q.Service.Namespace, q.Service.Name, q.Service.ClusterIPs = "default", "big", []string{"10.96.1.1"}

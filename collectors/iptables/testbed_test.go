@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from the

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallNFTablesRules
@@ -80,7 +80,7 @@ func TestReadKubeProxyOverallCLI(t *testing.T) {
 }
 
 func TestReadKubeProxyOverallNetlink(t *testing.T) {
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall.nft")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestReadKubeProxyOverallIPv6(t *testing.T) {
 		check(t, read(svc4), read(svc5))
 	})
 	t.Run("netlink", func(t *testing.T) {
-		ns := testnetns.New(t, "nft")
+		ns := netns.New(t, "nft")
 		ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall-ipv6.nft")
 		read := func(q Query) *collectorapi.NFTablesObservation {
 			q.NetNS = ns.Path()

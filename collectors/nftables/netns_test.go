@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // loadTable creates a namespace holding the fixture's kube-proxy table.
-func loadTable(t *testing.T, fixture string) *testnetns.NS {
+func loadTable(t *testing.T, fixture string) *netns.NS {
 	t.Helper()
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/"+fixture)
 	return ns
 }
@@ -52,7 +52,7 @@ func TestReadNetlinkInNetNS(t *testing.T) {
 }
 
 func TestReadNetlinkNoTable(t *testing.T) {
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	q := scenarioQueries()["web"]
 	q.NetNS = ns.Path()
 	q.Families = []string{"ip", "ip6"}
@@ -66,7 +66,7 @@ func TestReadNetlinkNoTable(t *testing.T) {
 }
 
 func TestReadNetlinkFallbackOnBadNetNS(t *testing.T) {
-	testnetns.RequireRoot(t)
+	netns.RequireRoot(t)
 	q := scenarioQueries()["web"]
 	q.NetNS = "/nonexistent/netns"
 	q.Runner = &fileRunner{file: "../testdata/nftables/scenarios.json"}

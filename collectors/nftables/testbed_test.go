@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from
@@ -85,7 +85,7 @@ func TestReadTestbedNode2CLI(t *testing.T) {
 // The real listing is valid `nft -f` input: load it into a namespace and
 // read it through netlink.
 func TestReadTestbedNode2Netlink(t *testing.T) {
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/testbed-node2.list")
 	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.NetNS = ns.Path()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // metricsRecorded is the shape of a v1.37 kube-proxy /metrics page in
@@ -146,7 +146,7 @@ func TestBPFFingerprints(t *testing.T) {
 // test namespace: nftables "table ip kube-proxy", an iptables-nft canary, a
 // legacy canary, a kube-ipvs0 dummy link. All are reported, none judged.
 func TestNodeFingerprintsInNetns(t *testing.T) {
-	ns := testnetns.New(t, "fp")
+	ns := netns.New(t, "fp")
 	ns.MustRun(t, "nft", "add", "table", "ip", "kube-proxy")
 	// kube-proxy makes kube-ipvs0 a dummy link; this kernel may lack the dummy
 	// driver, and the check only looks at the name, so a veth stands in.
@@ -163,7 +163,7 @@ func TestNodeFingerprintsInNetns(t *testing.T) {
 	}
 	t.Logf("planted: iptables-nft canary %v, iptables-legacy canary %v", nftCanary, legacyCanary)
 	var fps []collectorapi.Fingerprint
-	testnetns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
+	netns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
 	found := map[string]bool{}
 	for _, fp := range fps {
 		if fp.Error != "" {

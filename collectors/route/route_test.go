@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // TestSysctlsFromRecordedProc reads a recorded /proc/sys tree: br_netfilter
@@ -54,9 +54,9 @@ func TestSysctlsFromRecordedProc(t *testing.T) {
 // route, all inside namespaces the test creates, and reads them through a
 // netlink handle bound to the test namespace.
 func TestReadInNetns(t *testing.T) {
-	node := testnetns.New(t, "rt")
-	pod := testnetns.New(t, "rtpod")
-	testnetns.VethPair(t, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
+	node := netns.New(t, "rt")
+	pod := netns.New(t, "rtpod")
+	netns.VethPair(t, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(t, "ip", "route", "add", "blackhole", "10.251.0.0/16")
 	node.MustRun(t, "ip", "route", "add", "10.252.0.7/32", "via", "10.250.0.2")
 	node.MustRun(t, "ip", "-6", "addr", "add", "fd00:250::1/64", "dev", "veth-pod", "nodad")
@@ -69,7 +69,7 @@ func TestReadInNetns(t *testing.T) {
 	defer h.Close()
 	// Sysctls are per netns too: read them from a thread inside the namespace.
 	var obs *collectorapi.RouteObservation
-	testnetns.Do(t, node, func() {
+	netns.Do(t, node, func() {
 		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectorapi.Request{
 			PodIPs: []string{"10.250.0.2", "10.251.3.4", "10.252.0.7", "10.250.0.2", "fd00:250::2", "fd00:999::1"},
 		})
@@ -112,9 +112,9 @@ func TestReadInNetns(t *testing.T) {
 // BenchmarkReadManyPodIPs: a 5,000-endpoint Service's Pod IPs, all routed
 // through one device, as on a node with one CNI bridge or tunnel.
 func BenchmarkReadManyPodIPs(b *testing.B) {
-	node := testnetns.New(b, "rtb")
-	pod := testnetns.New(b, "rtbpod")
-	testnetns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
+	node := netns.New(b, "rtb")
+	pod := netns.New(b, "rtbpod")
+	netns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(b, "ip", "route", "add", "10.240.0.0/12", "via", "10.250.0.2")
 	req := &collectorapi.Request{}
 	for i := range 5000 {
@@ -126,7 +126,7 @@ func BenchmarkReadManyPodIPs(b *testing.B) {
 	}
 	defer h.Close()
 	b.ReportAllocs()
-	testnetns.Do(b, node, func() {
+	netns.Do(b, node, func() {
 		for b.Loop() {
 			obs, err := (&Reader{Handle: h}).Read(context.Background(), req)
 			if err != nil || len(obs.Routes) != 5000 || obs.Routes[4999].Device != "veth-pod" {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // The testdata tree is /proc content recorded on the testbed: PID 27995 is
@@ -172,12 +172,12 @@ func TestParseHexAddrPort(t *testing.T) {
 // process's cgroup is not a Pod's, so the test's procfs view maps a fake Pod
 // directory onto the real process: cgroup faked, net/ and ns/ the real ones.
 func TestReadRealNamespace(t *testing.T) {
-	n := testnetns.New(t, "sock")
+	n := netns.New(t, "sock")
 	cmd := n.Start(t, nil, "socat", "TCP-LISTEN:18080,bind=127.0.0.1,reuseaddr,fork", "STDOUT")
 	// A second process in the same namespace binds UDP: the tables read
 	// through the first one show the whole namespace.
 	n.Start(t, nil, "socat", "-u", "UDP-RECV:18081", "STDOUT")
-	testnetns.WaitListen(t, n, "127.0.0.1:18080")
+	netns.WaitListen(t, n, "127.0.0.1:18080")
 	for i := 0; i < 100; i++ {
 		if out, _ := n.Run("ss", "-Hlun", "sport", "= :18081"); strings.TrimSpace(out) != "" {
 			break

@@ -8,7 +8,7 @@
 //
 // Rules come from the real kube-proxy (-source kubeproxy, the default when
 // its binary is found): it runs in a network namespace per mode that the tool
-// creates and deletes, against a fake API (collectors/testnetns/fakeapi)
+// creates and deletes, against a fake API (internal/testutil/fakeapi)
 // serving the n Services, with its iptables commands pointed at the mode's
 // backend; once all n Services are in the rules it is killed, so nothing
 // resyncs while we measure. -source kpgen loads rules from kpgen (a generator

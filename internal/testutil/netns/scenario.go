@@ -1,4 +1,4 @@
-package testnetns
+package netns
 
 import (
 	"fmt"
