@@ -123,7 +123,8 @@ func (j *judge) selectorChecks() {
 }
 
 // trafficPolicyChecks finds, for externalTrafficPolicy or
-// internalTrafficPolicy Local, the nodes with no local ready endpoint.
+// internalTrafficPolicy Local, the nodes where kube-proxy has no local
+// endpoint to send the traffic to.
 func (j *judge) trafficPolicyChecks() {
 	s := &j.t.Service
 	etpLocal, itpLocal := localTrafficPolicies(j.in.Service)
@@ -133,34 +134,139 @@ func (j *judge) trafficPolicyChecks() {
 	if !j.in.NodesListed || j.slicesGap {
 		return // API003 or the slices gap says why
 	}
-	local := map[string]bool{}
-	for _, ep := range j.endpoints {
-		if ep.Ready && ep.Node != "" {
-			local[ep.Node] = true
+	local, anyEndpoint := j.nodesWithLocalEndpoints()
+	if !anyEndpoint {
+		// No usable endpoint anywhere: kube-proxy rejects on every node
+		// rather than dropping on some, and the endpoints layer says why.
+		return
+	}
+	// A load balancer only sends to the nodes the service controller
+	// puts behind it; NodePorts and externalIPs reach every node.
+	lbOnly := s.Type == string(corev1.ServiceTypeLoadBalancer)
+	if etpLocal {
+		without, counted, notCounted := j.nodesWithout(local, lbOnly)
+		if len(without) > 0 {
+			note := ""
+			if lbOnly && s.HealthCheckNodePort != 0 {
+				note = fmt.Sprintf("; the load balancer's health check on port %d steers around them", s.HealthCheckNodePort)
+			}
+			j.emit(CodeSvcETPLocal, Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted), "lbNote": note},
+				nodeFields(without, notCounted)...)
 		}
 	}
-	var without []string
-	for name := range j.in.Nodes {
+	if itpLocal {
+		without, counted, notCounted := j.nodesWithout(local, false)
+		if len(without) > 0 {
+			j.emit(CodeSvcITPLocal, Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted)},
+				nodeFields(without, notCounted)...)
+		}
+	}
+}
+
+func nodeFields(without []string, notCounted map[string][]string) []Field {
+	fields := []Field{fieldItems("nodesWithoutLocalEndpoint", without)}
+	for _, k := range sortedKeys(boolKeys(notCounted)) {
+		fields = append(fields, fieldItems(k, notCounted[k]))
+	}
+	return fields
+}
+
+// nodesWithLocalEndpoints are the nodes on which kube-proxy's
+// CategorizeEndpoints finds a Local-policy endpoint for every traced port
+// and IP family: a local ready endpoint, or else a local serving and
+// terminating one (so a rollout does not count as a node without
+// endpoints). Ports with no usable endpoint anywhere are left out: kube-proxy
+// rejects them on every node. anyEndpoint is false when every port is such.
+func (j *judge) nodesWithLocalEndpoints() (local map[string]bool, anyEndpoint bool) {
+	for _, fam := range serviceFamilies(j.svc) {
+		for _, sp := range j.ports {
+			nodes := map[string]bool{}
+			usable := false
+			for _, ep := range endpointsFor(j.in.Slices, sp.Name, fam, "") {
+				if !ep.Ready && !(ep.Serving && ep.Terminating) {
+					continue
+				}
+				usable = true
+				if ep.Node != "" {
+					nodes[ep.Node] = true
+				}
+			}
+			if !usable {
+				continue
+			}
+			if !anyEndpoint {
+				local, anyEndpoint = nodes, true
+				continue
+			}
+			for n := range local {
+				if !nodes[n] {
+					delete(local, n)
+				}
+			}
+		}
+	}
+	return local, anyEndpoint
+}
+
+// nodesWithout lists the nodes that lack a local endpoint among those the
+// traffic reaches: NotReady nodes are left out (their Pods are being
+// evicted and the node layers say why), and with lbOnly so are the nodes
+// the service controller keeps out of load balancers. notCounted names
+// the nodes left out, by reason, for the evidence.
+func (j *judge) nodesWithout(local map[string]bool, lbOnly bool) (without []string, counted int, notCounted map[string][]string) {
+	notCounted = map[string][]string{}
+	for name, n := range j.in.Nodes {
+		switch {
+		case n == nil:
+			continue // listed earlier, deleted since
+		case !nodeIsReady(n):
+			notCounted["notReadyNodesNotCounted"] = append(notCounted["notReadyNodesNotCounted"], name)
+			continue
+		case lbOnly && !inLoadBalancerNodeSet(n):
+			notCounted["nodesExcludedFromLoadBalancers"] = append(notCounted["nodesExcludedFromLoadBalancers"], name)
+			continue
+		}
+		counted++
 		if !local[name] {
 			without = append(without, name)
 		}
 	}
 	sort.Strings(without)
-	if len(without) == 0 {
-		return
+	for _, v := range notCounted {
+		sort.Strings(v)
 	}
-	total := strconv.Itoa(len(j.in.Nodes))
-	fields := []Field{fieldItems("nodesWithoutLocalEndpoint", without)}
-	if etpLocal {
-		note := ""
-		if s.Type == string(corev1.ServiceTypeLoadBalancer) && s.HealthCheckNodePort != 0 {
-			note = fmt.Sprintf("; the load balancer's health check on port %d steers around them", s.HealthCheckNodePort)
+	return without, counted, notCounted
+}
+
+func nodeIsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
 		}
-		j.emit(CodeSvcETPLocal, Args{"count": strconv.Itoa(len(without)), "total": total, "lbNote": note}, fields...)
 	}
-	if itpLocal {
-		j.emit(CodeSvcITPLocal, Args{"count": strconv.Itoa(len(without)), "total": total}, fields...)
+	return false
+}
+
+// inLoadBalancerNodeSet copies the cloud-provider service controller's
+// stable node-set predicates (k8s.io/cloud-provider controllers/service:
+// nodeNotDeletedPredicate, nodeIncludedPredicate, nodeUnTaintedPredicate):
+// the exclusion label excludes unless its value parses as false, and the
+// cluster autoscaler's deletion taint excludes.
+func inLoadBalancerNodeSet(n *corev1.Node) bool {
+	if !n.DeletionTimestamp.IsZero() {
+		return false
 	}
+	if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+		if b, err := strconv.ParseBool(v); err != nil || b {
+			return false
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == "ToBeDeletedByClusterAutoscaler" {
+			return false
+		}
+	}
+	return true
 }
 
 func (j *judge) topologyChecks() {

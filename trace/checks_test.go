@@ -472,3 +472,71 @@ func TestHappyPathRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalPolicyNodesMatchKubeProxy: a node counts as having a local
+// endpoint when kube-proxy's CategorizeEndpoints gives it one (ready, or
+// else serving and terminating, as during a rollout), and the nodes that
+// never receive the traffic in question are not counted against the
+// Service: NotReady nodes, and for a LoadBalancer the nodes the service
+// controller keeps out of the load balancer.
+func TestLocalPolicyNodesMatchKubeProxy(t *testing.T) {
+	lb := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	}
+	nodePort := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	itp := func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal) }
+	labelled := func(name, key, value string) *corev1.Node {
+		n := node(name, true)
+		n.Labels = map[string]string{key: value}
+		return n
+	}
+	rollout := slice("web-abc", "web", "http", 8080,
+		ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+		ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", terminating: true})
+	tests := []struct {
+		name  string
+		svc   func(*corev1.Service)
+		extra []runtime.Object
+		code  string
+		want  string // "" = no finding
+	}{
+		{"ETP: node with only a serving terminating endpoint", lb, []runtime.Object{rollout}, CodeSvcETPLocal, ""},
+		{"ITP: node with only a serving terminating endpoint", itp, []runtime.Object{rollout}, CodeSvcITPLocal, ""},
+		{"ETP: NotReady node not counted", lb, []runtime.Object{node("node-c", false)}, CodeSvcETPLocal, ""},
+		{"ITP: NotReady node not counted", itp, []runtime.Object{node("node-c", false)}, CodeSvcITPLocal, ""},
+		{"ETP LB: node excluded from load balancers not counted", lb,
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "")}, CodeSvcETPLocal, ""},
+		{"ETP LB: exclusion label set to false keeps the node", lb,
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "false")}, CodeSvcETPLocal, "1 of 3 nodes"},
+		{"ETP NodePort: the load-balancer label does not stop NodePort traffic", nodePort,
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, CodeSvcETPLocal, "1 of 3 nodes"},
+		{"ITP: the load-balancer label is irrelevant to in-cluster clients", itp,
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, CodeSvcITPLocal, "1 of 3 nodes"},
+		{"ETP: a Ready node without any endpoint", lb, []runtime.Object{node("node-c", true)}, CodeSvcETPLocal, "1 of 3 nodes"},
+		{"ETP: a node with only a not-serving endpoint", lb, []runtime.Object{slice("web-abc", "web", "http", 8080,
+			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})}, CodeSvcETPLocal, "1 of 2 nodes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := replace(healthy(), append([]runtime.Object{service("web", tt.svc)}, tt.extra...)...)
+			tr, _ := runTrace(t, objs, Options{})
+			c, ok := codes(tr, LayerService)[tt.code]
+			switch {
+			case tt.want == "" && ok:
+				t.Errorf("%s fired: %q", tt.code, c.Message)
+			case tt.want != "" && !ok:
+				t.Errorf("no %s; service checks %v", tt.code, keys(codes(tr, LayerService)))
+			case tt.want != "" && !strings.Contains(c.Message, tt.want):
+				t.Errorf("%s message %q lacks %q", tt.code, c.Message, tt.want)
+			}
+		})
+	}
+}
