@@ -52,18 +52,21 @@ type programmedEndpoint struct {
 // expectation for this node.
 func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	svc := nj.in.Service
-	var labels map[string]string
-	if n := nj.in.Nodes[node]; n != nil {
-		labels = n.Labels
+	zone, zoneKnown := nodeZone(nj.in, node)
+	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
+	var byZone [][]PortExpectation
+	if !zoneKnown {
+		// Judging against an empty zone would expect every endpoint where
+		// kube-proxy, knowing its zone, programs only that zone's.
+		byZone = expectForZones(svc, nj.in.Slices, node)
 	}
-	expect := ExpectForNode(svc, nj.in.Slices, node, labels)
 	nj.proxyHealth(node, obs)
 
 	mode, owner := datapathOwner(obs)
 	switch mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
-		nj.judgeCilium(node, obs, expect)
+		nj.judgeCilium(node, obs, expect, byZone)
 		return
 	}
 	ports, leftovers, errs := programmedFromObservation(obs, mode)
@@ -81,11 +84,18 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	if expect == nil {
 		return
 	}
-	for _, pe := range expect {
+	for i, pe := range expect {
 		if !nj.portSelected(pe.PortName, pe.Port) {
 			continue
 		}
 		pp := findProgrammed(ports, pe)
+		if byZone != nil {
+			cands := make([]PortExpectation, len(byZone))
+			for z := range byZone {
+				cands[z] = byZone[z][i]
+			}
+			pe = fitZone(cands, pp)
+		}
 		nj.comparePort(node, obs, mode, pe, pp)
 	}
 }
@@ -181,12 +191,12 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	sort.Strings(stale)
 	if len(missing) > 0 {
 		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			fieldItems("missing", missing), fieldItems("expected", endpointStrings(want)))
+			append([]Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
 		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
-			fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
+			append([]Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(pp.Endpoints) > 1 || pp.Unmatched > 0.001 {
@@ -231,8 +241,21 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if problems == 0 {
 		nj.emit(CodeDPRulesMatch, node, with(Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			fieldItems("endpoints", endpointStrings(want)))
+			append([]Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
 	}
+}
+
+// zoneFields says which zone the topology hints were judged against when
+// the node's zone was not known.
+func zoneFields(pe PortExpectation) []Field {
+	if !pe.ZoneAssumed {
+		return nil
+	}
+	z := "none (no hint for the node's zone: hints ignored)"
+	if pe.TopologyMode == corev1.ServiceTrafficDistributionPreferSameZone {
+		z = pe.Zone
+	}
+	return []Field{fieldValue("assumedZone", z+"; the node's zone is not readable, so the rules were matched against each hinted zone")}
 }
 
 func servicePortLabel(ns, name string, pe PortExpectation) string {
@@ -670,13 +693,13 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
 // expected endpoints. The map layout is Cilium-version dependent; the
 // collector says which layout it decoded.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation) {
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, byZone [][]PortExpectation) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Cilium == nil {
 		return
 	}
 	c := e.Data.Cilium
-	for _, pe := range expect {
+	for i, pe := range expect {
 		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints || len(pe.Internal) == 0 {
 			continue
 		}
@@ -697,6 +720,13 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			for _, b := range active {
 				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
 			}
+		}
+		if byZone != nil {
+			cands := make([]PortExpectation, len(byZone))
+			for z := range byZone {
+				cands[z] = byZone[z][i]
+			}
+			pe = fitZone(cands, pp)
 		}
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
 	}

@@ -55,6 +55,11 @@ type PortExpectation struct {
 	// TopologyMode is PreferSameNode / PreferSameZone when hints filter
 	// Cluster, "" otherwise.
 	TopologyMode string
+	// Zone is the node's zone the hints were matched against. ZoneAssumed
+	// says it was not known and was chosen as the one whose expectation
+	// fits the programmed rules best (see fitZone).
+	Zone        string
+	ZoneAssumed bool
 	// FallbackTerminating is true when Cluster or Local holds serving
 	// terminating endpoints because no ready one exists.
 	FallbackTerminating  bool
@@ -103,6 +108,88 @@ func skippedByKubeProxy(svc *corev1.Service) bool {
 		return true
 	}
 	return false
+}
+
+// nodeZone is the zone kube-proxy on node matches zone hints against: its
+// Node's topology.kubernetes.io/zone label (NodeTopologyConfig feeds the
+// proxier the node's labels). When the Node was not read, the EndpointSlice
+// controller's copy of that label on the node's own endpoints (endpoint
+// zone) stands in, if they agree. known is false when neither says.
+func nodeZone(in *Input, node string) (zone string, known bool) {
+	if n := in.Nodes[node]; n != nil {
+		return n.Labels[corev1.LabelTopologyZone], true
+	}
+	zones := map[string]bool{}
+	for _, sls := range [][]discoveryv1.EndpointSlice{in.Slices, in.DNSSlices} {
+		for i := range sls {
+			for _, e := range sls[i].Endpoints {
+				if e.NodeName != nil && *e.NodeName == node && e.Zone != nil && *e.Zone != "" {
+					zones[*e.Zone] = true
+				}
+			}
+		}
+	}
+	if len(zones) == 1 {
+		for z := range zones {
+			return z, true
+		}
+	}
+	return "", false
+}
+
+// expectForZones is ExpectForNode for every zone the node could be in as far
+// as the hints go: each zone some endpoint is hinted for, and "" for a zone
+// no endpoint is hinted for (kube-proxy then ignores zone hints). It returns
+// nil when the zone cannot change the expectation.
+func expectForZones(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string) [][]PortExpectation {
+	zones := map[string]bool{}
+	for i := range slices {
+		for _, e := range slices[i].Endpoints {
+			if e.Hints != nil {
+				for _, z := range e.Hints.ForZones {
+					zones[z.Name] = true
+				}
+			}
+		}
+	}
+	if len(zones) == 0 {
+		return nil
+	}
+	var out [][]PortExpectation
+	for _, z := range append([]string{""}, sortedKeys(zones)...) {
+		out = append(out, ExpectForNode(svc, slices, node, map[string]string{corev1.LabelTopologyZone: z}))
+	}
+	return out
+}
+
+// fitZone picks, among the per-zone expectations of one Service port, the
+// one the programmed endpoints match best: kube-proxy programs exactly one
+// of them, so a mismatch with all of them is a real fault and a match with
+// one is not. Ties go to the first (no zone filtering).
+func fitZone(cands []PortExpectation, pp *programmedPort) PortExpectation {
+	best, bestScore := cands[0], -1
+	for _, c := range cands {
+		want := map[string]bool{}
+		for _, e := range c.Internal {
+			want[e.String()] = true
+		}
+		score := 0
+		if pp != nil {
+			for _, e := range pp.Endpoints {
+				if want[e.Endpoint] {
+					delete(want, e.Endpoint)
+				} else {
+					score++
+				}
+			}
+		}
+		score += len(want)
+		if bestScore < 0 || score < bestScore {
+			best, bestScore = c, score
+		}
+	}
+	best.ZoneAssumed = true
+	return best
 }
 
 func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
@@ -197,7 +284,7 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, portName string, fam corev
 
 func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []kpEndpoint, node, zone string) PortExpectation {
 	pe := PortExpectation{
-		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam,
+		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
 		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
 		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || hasVIPIngress(svc),
 	}

@@ -446,3 +446,65 @@ func TestJudgeProbesListAtMostTen(t *testing.T) {
 		t.Errorf("evidence does not carry the probes (capped, with a count): %+v", c.Evidence)
 	}
 }
+
+// TestTopologyHintsWithNodeUnread: kube-proxy filters by its own node's
+// zone. When the Node object was not read, the zone comes from the node's
+// own endpoints in the slices; failing that, the rules are judged against
+// each zone kube-proxy could be in, never against an empty zone.
+func TestTopologyHintsWithNodeUnread(t *testing.T) {
+	hinted := func(in *Input, zoneOnEndpoints bool) {
+		for i, z := range []string{"a", "b"} {
+			e := &in.Slices[0].Endpoints[i]
+			e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}}
+			if zoneOnEndpoints {
+				e.Zone = ptr(z)
+			}
+		}
+	}
+	zoneA := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}
+	wrong := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}}
+	tests := []struct {
+		name            string
+		zoneOnEndpoints bool
+		nodeZone        string // "" = node not read
+		ipt             *collectorapi.IPTablesObservation
+		want, absent    []string
+	}{
+		{name: "zone from the node's endpoints", zoneOnEndpoints: true, ipt: zoneA,
+			want: []string{CodeDPRulesMatch}, absent: []string{CodeDPMissingEndpoints}},
+		{name: "no zone anywhere: the rules match one zone's hints", ipt: zoneA,
+			want: []string{CodeDPRulesMatch}, absent: []string{CodeDPMissingEndpoints}},
+		{name: "no zone anywhere: rules that fit no zone still fail", ipt: wrong,
+			want: []string{CodeDPStaleEndpoints}, absent: []string{CodeDPRulesMatch}},
+		{name: "the Node object wins when read", zoneOnEndpoints: true, nodeZone: "b", ipt: zoneA,
+			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := nodeInput()
+			hinted(in, tt.zoneOnEndpoints)
+			in.Nodes = map[string]*corev1.Node{}
+			if tt.nodeZone != "" {
+				n := node("n1", true)
+				n.Labels = map[string]string{corev1.LabelTopologyZone: tt.nodeZone}
+				in.Nodes["n1"] = n
+			} else {
+				in.Gaps = append(in.Gaps, Gap{Verb: "get", Resource: resNodes, Forbidden: true, Impact: "node readiness not checked"})
+			}
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			for _, code := range tt.want {
+				if _, ok := got[code]; !ok {
+					t.Errorf("missing %s; got %v", code, keysOf(got))
+				}
+			}
+			for _, code := range tt.absent {
+				if c, ok := got[code]; ok {
+					t.Errorf("%s: %q", code, c.Message)
+				}
+			}
+		})
+	}
+}
