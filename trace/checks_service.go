@@ -182,7 +182,7 @@ func (j *judge) nodesWithLocalEndpoints() (local map[string]bool, anyEndpoint bo
 		for _, sp := range j.ports {
 			nodes := map[string]bool{}
 			usable := false
-			for _, ep := range endpointsFor(j.in.Slices, sp.Name, fam, "") {
+			for _, ep := range endpointsFor(j.in.Slices, sp, fam, "") {
 				if !ep.Ready && !(ep.Serving && ep.Terminating) {
 					continue
 				}

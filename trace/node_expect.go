@@ -88,7 +88,7 @@ func ExpectForNode(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node
 	var out []PortExpectation
 	for _, fam := range serviceFamilies(svc) {
 		for _, sp := range svc.Spec.Ports {
-			eps := endpointsFor(slices, sp.Name, fam, node)
+			eps := endpointsFor(slices, sp, fam, node)
 			out = append(out, categorize(svc, sp, fam, eps, node, zone))
 		}
 	}
@@ -203,13 +203,18 @@ func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
 }
 
 // endpointsFor turns the slices into kube-proxy endpoints for one Service
-// port name and family: first address, port by name, conditions defaulted,
-// duplicates resolved in favour of the non-terminating copy.
-func endpointsFor(slices []discoveryv1.EndpointSlice, portName string, fam corev1.IPFamily, node string) []kpEndpoint {
+// port and family: first address, conditions defaulted, duplicates resolved
+// in favour of the non-terminating copy. A slice port belongs to the
+// Service port when name and protocol both match, as kube-proxy keys its
+// ServicePortName; a slice port with a nil name, or a nil or zero port
+// number, is skipped as kube-proxy skips it (EndpointSliceCache
+// endpointInfoByServicePort).
+func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam corev1.IPFamily, node string) []kpEndpoint {
 	want := discoveryv1.AddressTypeIPv4
 	if fam == corev1.IPv6Protocol {
 		want = discoveryv1.AddressTypeIPv6
 	}
+	proto := protocolOf(sp.Protocol)
 	byKey := map[string]kpEndpoint{}
 	for i := range slices {
 		sl := &slices[i]
@@ -218,14 +223,16 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, portName string, fam corev
 		}
 		var port *int32
 		for _, p := range sl.Ports {
-			name := ""
-			if p.Name != nil {
-				name = *p.Name
+			if p.Name == nil || *p.Name != sp.Name || p.Port == nil || *p.Port == 0 {
+				continue
 			}
-			if name == portName && p.Port != nil {
-				port = p.Port
-				break
+			// The API server requires and defaults the protocol; TCP stands
+			// in for a hand-made object that lacks it.
+			if p.Protocol != nil && string(*p.Protocol) != proto || p.Protocol == nil && proto != string(corev1.ProtocolTCP) {
+				continue
 			}
+			port = p.Port
+			break
 		}
 		if port == nil {
 			continue

@@ -124,3 +124,46 @@ func TestExpectForNodeSkipsWhatKubeProxySkips(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointsForMatchesKubeProxyPortKey: kube-proxy's EndpointSliceCache
+// keys slice ports by name AND protocol, and skips a port with a nil name
+// or a nil or zero port number (endpointInfoByServicePort).
+func TestEndpointsForMatchesKubeProxyPortKey(t *testing.T) {
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	tests := []struct {
+		name  string
+		ports []discoveryv1.EndpointPort
+		svc   corev1.ServicePort
+		want  string
+	}{
+		{"name and protocol match", []discoveryv1.EndpointPort{{Name: ptr("dns"), Port: ptr(int32(53)), Protocol: &udp}},
+			corev1.ServicePort{Name: "dns", Protocol: udp, Port: 53}, "[10.244.1.1:53]"},
+		{"same name, other protocol", []discoveryv1.EndpointPort{{Name: ptr("dns"), Port: ptr(int32(53)), Protocol: &tcp}},
+			corev1.ServicePort{Name: "dns", Protocol: udp, Port: 53}, "[]"},
+		{"the right protocol of two", []discoveryv1.EndpointPort{{Name: ptr("dns"), Port: ptr(int32(5353)), Protocol: &tcp},
+			{Name: ptr("dns-udp"), Port: ptr(int32(53)), Protocol: &udp}},
+			corev1.ServicePort{Name: "dns", Protocol: tcp, Port: 53}, "[10.244.1.1:5353]"},
+		{"nil name is not the unnamed port", []discoveryv1.EndpointPort{{Port: ptr(int32(80)), Protocol: &tcp}},
+			corev1.ServicePort{Protocol: tcp, Port: 80}, "[]"},
+		{"nil port number", []discoveryv1.EndpointPort{{Name: ptr(""), Protocol: &tcp}},
+			corev1.ServicePort{Protocol: tcp, Port: 80}, "[]"},
+		{"port 0", []discoveryv1.EndpointPort{{Name: ptr(""), Port: ptr(int32(0)), Protocol: &tcp}},
+			corev1.ServicePort{Protocol: tcp, Port: 80}, "[]"},
+		{"unset Service protocol is TCP", []discoveryv1.EndpointPort{{Name: ptr(""), Port: ptr(int32(8080)), Protocol: &tcp}},
+			corev1.ServicePort{Port: 80}, "[10.244.1.1:8080]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sl := expectSlice("x", 1, epSpec{ip: "10.244.1.1", node: "n1"})
+			sl.Ports = tt.ports
+			svc := expectService(func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{tt.svc} })
+			got := ExpectForNode(svc, []discoveryv1.EndpointSlice{sl}, "n1", nil)
+			if len(got) != 1 {
+				t.Fatalf("got %d port expectations", len(got))
+			}
+			if s := fmt.Sprint(endpointStrings(got[0].Internal)); s != tt.want {
+				t.Errorf("internal = %s, want %s", s, tt.want)
+			}
+		})
+	}
+}

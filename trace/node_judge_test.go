@@ -508,3 +508,26 @@ func TestTopologyHintsWithNodeUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestSliceProtocolMismatchIsNoDatapathFault: a Service port whose slice
+// port has the same name but another protocol has no endpoints for
+// kube-proxy, so its REJECT rule is what kube-proxy should program (the
+// endpoints layer reports PRT006), not DP016.
+func TestSliceProtocolMismatchIsNoDatapathFault(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) { s.Spec.Ports[0].Protocol = corev1.ProtocolUDP })
+	ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{{Backend: collectorapi.IPTablesBackendNFTables,
+		Family: "IPv4", KubeProxyChains: true, Ports: []collectorapi.IPTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "udp", Port: 80,
+			Filter: []collectorapi.IPTablesRule{{Raw: `-A KUBE-SERVICES -d 10.96.0.20/32 -p udp -m comment --comment "default/web:http has no endpoints" -m udp --dport 80 -j REJECT`,
+				Comment: "default/web:http has no endpoints", Jump: "REJECT"}}}}}}}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+	got := nodeCodes(tr, LayerDatapath, "n1")
+	if c, ok := got[CodeDPRejectWithEPs]; ok {
+		t.Errorf("%s: %q", CodeDPRejectWithEPs, c.Message)
+	}
+	if _, ok := got[CodeDPRejectNoEndpoints]; !ok {
+		t.Errorf("no %s; got %v", CodeDPRejectNoEndpoints, keysOf(got))
+	}
+	if _, ok := codes(tr, LayerEndpoints)[CodePortSliceProtocol]; !ok {
+		t.Errorf("no %s in the endpoints layer", CodePortSliceProtocol)
+	}
+}
