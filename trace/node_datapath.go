@@ -54,19 +54,20 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	svc := nj.in.Service
 	zone, zoneKnown := nodeZone(nj.in, node)
 	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
-	var byZone [][]PortExpectation
-	if !zoneKnown {
-		// Judging against an empty zone would expect every endpoint where
-		// kube-proxy, knowing its zone, programs only that zone's.
-		byZone = expectForZones(svc, nj.in.Slices, node)
+	// Judging against an empty zone would expect every endpoint where
+	// kube-proxy, knowing its zone, programs only that zone's; judging one
+	// slice order would call kube-proxy's pick of a duplicate wrong.
+	if nj.readOrders == nil {
+		nj.readOrders = newReadOrders(nj.in.Slices)
 	}
+	choices := choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
 	nj.proxyHealth(node, obs)
 
 	mode, owner := datapathOwner(obs)
 	switch mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
-		nj.judgeCilium(node, obs, expect, byZone)
+		nj.judgeCilium(node, obs, expect, choices)
 		return
 	}
 	ports, leftovers, errs := programmedFromObservation(obs, mode)
@@ -89,12 +90,8 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 			continue
 		}
 		pp := findProgrammed(ports, pe)
-		if byZone != nil {
-			cands := make([]PortExpectation, len(byZone))
-			for z := range byZone {
-				cands[z] = byZone[z][i]
-			}
-			pe = fitZone(cands, pp)
+		if choices != nil {
+			pe = choices.fit(i, pp)
 		}
 		nj.comparePort(node, obs, mode, pe, pp)
 	}
@@ -248,14 +245,19 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // zoneFields says which zone the topology hints were judged against when
 // the node's zone was not known.
 func zoneFields(pe PortExpectation) []Field {
-	if !pe.ZoneAssumed {
-		return nil
+	var out []Field
+	if pe.ZoneAssumed {
+		z := "none (no hint for the node's zone: hints ignored)"
+		if pe.TopologyMode == corev1.ServiceTrafficDistributionPreferSameZone {
+			z = pe.Zone
+		}
+		out = append(out, fieldValue("assumedZone", z+"; the node's zone is not readable, so the rules were matched against each hinted zone"))
 	}
-	z := "none (no hint for the node's zone: hints ignored)"
-	if pe.TopologyMode == corev1.ServiceTrafficDistributionPreferSameZone {
-		z = pe.Zone
+	if len(pe.OrderDependent) > 0 {
+		out = append(out, fieldItems("duplicateEndpoints", pe.OrderDependent),
+			fieldValue("duplicateNote", "these IP:ports are in several EndpointSlices with different conditions; kube-proxy keeps the copy of the slice it reads last (first for terminating copies), in no fixed order, so the rules were matched against each order"))
 	}
-	return []Field{fieldValue("assumedZone", z+"; the node's zone is not readable, so the rules were matched against each hinted zone")}
+	return out
 }
 
 func servicePortLabel(ns, name string, pe PortExpectation) string {
@@ -693,7 +695,7 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
 // expected endpoints. The map layout is Cilium-version dependent; the
 // collector says which layout it decoded.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, byZone [][]PortExpectation) {
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Cilium == nil {
 		return
@@ -721,12 +723,8 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
 			}
 		}
-		if byZone != nil {
-			cands := make([]PortExpectation, len(byZone))
-			for z := range byZone {
-				cands[z] = byZone[z][i]
-			}
-			pe = fitZone(cands, pp)
+		if choices != nil {
+			pe = choices.fit(i, pp)
 		}
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -57,9 +58,13 @@ type PortExpectation struct {
 	TopologyMode string
 	// Zone is the node's zone the hints were matched against. ZoneAssumed
 	// says it was not known and was chosen as the one whose expectation
-	// fits the programmed rules best (see fitZone).
+	// fits the programmed rules best (see expectationChoices).
 	Zone        string
 	ZoneAssumed bool
+	// OrderDependent are duplicate endpoints whose copy kube-proxy picks by
+	// the order it reads the slices in; the expectation is the order that
+	// fits the rules best.
+	OrderDependent []string
 	// FallbackTerminating is true when Cluster or Local holds serving
 	// terminating endpoints because no ready one exists.
 	FallbackTerminating  bool
@@ -137,11 +142,61 @@ func nodeZone(in *Input, node string) (zone string, known bool) {
 	return "", false
 }
 
-// expectForZones is ExpectForNode for every zone the node could be in as far
-// as the hints go: each zone some endpoint is hinted for, and "" for a zone
-// no endpoint is hinted for (kube-proxy then ignores zone hints). It returns
-// nil when the zone cannot change the expectation.
-func expectForZones(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string) [][]PortExpectation {
+// expectationChoices are the expectations a kube-proxy on one node can
+// arrive at when the inputs do not pin down one: the node's zone is unknown
+// (each hinted zone, and a zone no endpoint is hinted for, where kube-proxy
+// ignores zone hints), or two slices hold the same IP:port with different
+// conditions, where kube-proxy's pick depends on the order it reads the
+// slices in (each order). kube-proxy programs exactly one of them.
+type expectationChoices struct {
+	sets           [][]PortExpectation // each has ExpectForNode's port order
+	zoneAssumed    bool
+	orderDependent []string
+}
+
+// maxPermutedSlices bounds the slices whose every read order is tried; with
+// more, each is tried first and last (what decides a duplicate is which of
+// its slices kube-proxy reads last, or first for terminating copies).
+const maxPermutedSlices = 4
+
+// readOrders are the slice orders to try and the duplicates that make the
+// order matter (sliceOrders), and the zones the endpoints are hinted for.
+// None depends on the node, so a trace computes them once.
+type readOrders struct {
+	orders [][]discoveryv1.EndpointSlice
+	dups   []string
+	zones  []string
+}
+
+func newReadOrders(slices []discoveryv1.EndpointSlice) *readOrders {
+	r := &readOrders{zones: hintedZones(slices)}
+	r.orders, r.dups = sliceOrders(slices)
+	return r
+}
+
+// choicesForNode returns nil when ExpectForNode's answer is the only one.
+func choicesForNode(svc *corev1.Service, r *readOrders, node, zone string, zoneKnown bool) *expectationChoices {
+	if svc == nil || skippedByKubeProxy(svc) {
+		return nil
+	}
+	zones := []string{zone}
+	if !zoneKnown && len(r.zones) > 0 {
+		zones = append([]string{""}, r.zones...)
+	}
+	orders, dups := r.orders, r.dups
+	if len(zones)*len(orders) == 1 {
+		return nil
+	}
+	c := &expectationChoices{zoneAssumed: len(zones) > 1, orderDependent: dups}
+	for _, order := range orders {
+		for _, z := range zones {
+			c.sets = append(c.sets, ExpectForNode(svc, order, node, map[string]string{corev1.LabelTopologyZone: z}))
+		}
+	}
+	return c
+}
+
+func hintedZones(slices []discoveryv1.EndpointSlice) []string {
 	zones := map[string]bool{}
 	for i := range slices {
 		for _, e := range slices[i].Endpoints {
@@ -152,25 +207,20 @@ func expectForZones(svc *corev1.Service, slices []discoveryv1.EndpointSlice, nod
 			}
 		}
 	}
-	if len(zones) == 0 {
-		return nil
-	}
-	var out [][]PortExpectation
-	for _, z := range append([]string{""}, sortedKeys(zones)...) {
-		out = append(out, ExpectForNode(svc, slices, node, map[string]string{corev1.LabelTopologyZone: z}))
-	}
-	return out
+	return sortedKeys(zones)
 }
 
-// fitZone picks, among the per-zone expectations of one Service port, the
-// one the programmed endpoints match best: kube-proxy programs exactly one
-// of them, so a mismatch with all of them is a real fault and a match with
-// one is not. Ties go to the first (no zone filtering).
-func fitZone(cands []PortExpectation, pp *programmedPort) PortExpectation {
-	best, bestScore := cands[0], -1
-	for _, c := range cands {
+// fit picks, for the i-th port expectation, the choice the programmed
+// endpoints match best: kube-proxy programs one of them, so rules that
+// match one are healthy and rules that match none are a real fault. Ties go
+// to the first (the slices as listed, no zone filtering).
+func (c *expectationChoices) fit(i int, pp *programmedPort) PortExpectation {
+	var best PortExpectation
+	bestScore := -1
+	for _, set := range c.sets {
+		cand := set[i]
 		want := map[string]bool{}
-		for _, e := range c.Internal {
+		for _, e := range cand.Internal {
 			want[e.String()] = true
 		}
 		score := 0
@@ -185,11 +235,147 @@ func fitZone(cands []PortExpectation, pp *programmedPort) PortExpectation {
 		}
 		score += len(want)
 		if bestScore < 0 || score < bestScore {
-			best, bestScore = c, score
+			best, bestScore = cand, score
 		}
 	}
-	best.ZoneAssumed = true
+	best.ZoneAssumed = c.zoneAssumed
+	best.OrderDependent = c.orderDependent
 	return best
+}
+
+// sliceOrders returns the slice orders worth trying and the endpoint
+// strings that make the order matter. kube-proxy reads a Service's slices
+// from a Go map (endpointInfoByServicePort), in no fixed order, and keeps
+// per IP:port the last non-terminating copy, or the first terminating one
+// when no copy is non-terminating (addEndpoints). The order matters only
+// for copies in different slices that compete (same terminating state)
+// and differ in what CategorizeEndpoints reads.
+func sliceOrders(slices []discoveryv1.EndpointSlice) (orders [][]discoveryv1.EndpointSlice, dups []string) {
+	type copyOf struct {
+		slice int
+		sig   string
+		term  bool
+	}
+	byKey := map[string][]copyOf{}
+	for i := range slices {
+		sl := &slices[i]
+		for _, e := range sl.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			ip := e.Addresses[0]
+			if a, err := netip.ParseAddr(ip); err == nil {
+				ip = a.String()
+			}
+			term := e.Conditions.Terminating != nil && *e.Conditions.Terminating
+			sig := endpointSignature(e)
+			for _, p := range sl.Ports {
+				if p.Name == nil || p.Port == nil || *p.Port == 0 {
+					continue
+				}
+				proto := corev1.ProtocolTCP
+				if p.Protocol != nil {
+					proto = *p.Protocol
+				}
+				key := string(sl.AddressType) + " " + *p.Name + "/" + string(proto) + " " + net.JoinHostPort(ip, strconv.Itoa(int(*p.Port)))
+				byKey[key] = append(byKey[key], copyOf{i, sig, term})
+			}
+		}
+	}
+	involved := map[int]bool{}
+	dupSet := map[string]bool{}
+	for key, copies := range byKey {
+		anyLive := false
+		for _, c := range copies {
+			anyLive = anyLive || !c.term
+		}
+		var competing []copyOf
+		for _, c := range copies {
+			if c.term != anyLive { // the live copies compete, or else the terminating ones
+				competing = append(competing, c)
+			}
+		}
+		sigs, in := map[string]bool{}, map[int]bool{}
+		for _, c := range competing {
+			sigs[c.sig] = true
+			in[c.slice] = true
+		}
+		if len(sigs) < 2 || len(in) < 2 {
+			continue
+		}
+		for s := range in {
+			involved[s] = true
+		}
+		dupSet[key[strings.LastIndex(key, " ")+1:]] = true
+	}
+	if len(involved) == 0 {
+		return [][]discoveryv1.EndpointSlice{slices}, nil
+	}
+	pos := make([]int, 0, len(involved))
+	for s := range involved {
+		pos = append(pos, s)
+	}
+	sort.Ints(pos)
+	var perms [][]int
+	if len(pos) <= maxPermutedSlices {
+		perms = permutations(pos)
+	} else {
+		for k := range pos {
+			first := append([]int{pos[k]}, omitIndex(pos, k)...)
+			last := append(omitIndex(pos, k), pos[k])
+			perms = append(perms, first, last)
+		}
+	}
+	for _, perm := range perms {
+		order := append([]discoveryv1.EndpointSlice(nil), slices...)
+		for k, p := range pos {
+			order[p] = slices[perm[k]]
+		}
+		orders = append(orders, order)
+	}
+	return orders, sortedKeys(dupSet)
+}
+
+// endpointSignature is what CategorizeEndpoints reads of an endpoint.
+func endpointSignature(e discoveryv1.Endpoint) string {
+	b := func(p *bool, def bool) string {
+		if p == nil {
+			return strconv.FormatBool(def)
+		}
+		return strconv.FormatBool(*p)
+	}
+	sig := b(e.Conditions.Ready, true) + b(e.Conditions.Serving, true) + b(e.Conditions.Terminating, false)
+	if e.NodeName != nil {
+		sig += " node=" + *e.NodeName
+	}
+	if e.Hints != nil {
+		for _, z := range e.Hints.ForZones {
+			sig += " zone=" + z.Name
+		}
+		for _, n := range e.Hints.ForNodes {
+			sig += " forNode=" + n.Name
+		}
+	}
+	return sig
+}
+
+func permutations(xs []int) [][]int {
+	if len(xs) <= 1 {
+		return [][]int{append([]int(nil), xs...)}
+	}
+	var out [][]int
+	for k := range xs {
+		for _, rest := range permutations(omitIndex(xs, k)) {
+			out = append(out, append([]int{xs[k]}, rest...))
+		}
+	}
+	return out
+}
+
+func omitIndex(xs []int, k int) []int {
+	out := make([]int, 0, len(xs)-1)
+	out = append(out, xs[:k]...)
+	return append(out, xs[k+1:]...)
 }
 
 func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
@@ -204,7 +390,7 @@ func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
 
 // endpointsFor turns the slices into kube-proxy endpoints for one Service
 // port and family: first address, conditions defaulted, duplicates resolved
-// in favour of the non-terminating copy. A slice port belongs to the
+// as kube-proxy resolves them in the order given. A slice port belongs to the
 // Service port when name and protocol both match, as kube-proxy keys its
 // ServicePortName; a slice port with a nil name, or a nil or zero port
 // number, is skipped as kube-proxy skips it (EndpointSliceCache
@@ -270,11 +456,13 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam
 					ep.nodeHints[n.Name] = true
 				}
 			}
+			// kube-proxy's addEndpoints: a copy replaces the stored one
+			// unless it is terminating, so the last non-terminating copy
+			// wins, else the first terminating one.
 			key := ep.String()
-			if old, ok := byKey[key]; ok && !old.Terminating {
-				continue
+			if _, ok := byKey[key]; !ok || !ep.Terminating {
+				byKey[key] = ep
 			}
-			byKey[key] = ep
 		}
 	}
 	keys := make([]string, 0, len(byKey))

@@ -167,3 +167,41 @@ func TestEndpointsForMatchesKubeProxyPortKey(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateEndpointsPickedAsKubeProxyDoes: kube-proxy's addEndpoints
+// (endpointslicecache.go) stores a copy of an IP:port unless one is stored
+// already and the new copy is terminating. So a non-terminating copy beats
+// a terminating one whatever the order, among non-terminating copies the
+// last one read wins, and among terminating ones the first.
+func TestDuplicateEndpointsPickedAsKubeProxyDoes(t *testing.T) {
+	T, F := ptr(true), ptr(false)
+	tests := []struct {
+		name string
+		eps  []epSpec
+		want string
+	}{
+		{"non-terminating beats terminating, terminating first",
+			[]epSpec{{ip: "10.244.1.5", node: "n1", ready: F, serving: T, terminating: T}, {ip: "10.244.1.5", node: "n1", ready: F, serving: F, terminating: F},
+				{ip: "10.244.2.7", node: "n2", ready: F, serving: T, terminating: T}},
+			"[10.244.2.7:8080]"},
+		{"non-terminating beats terminating, terminating last",
+			[]epSpec{{ip: "10.244.1.5", node: "n1", ready: T}, {ip: "10.244.1.5", node: "n1", ready: F, serving: T, terminating: T}},
+			"[10.244.1.5:8080]"},
+		{"last of two non-terminating copies wins",
+			[]epSpec{{ip: "10.244.1.5", node: "n1", ready: F, serving: F, terminating: F}, {ip: "10.244.1.5", node: "n1", ready: T},
+				{ip: "10.244.2.7", node: "n2", ready: T}},
+			"[10.244.1.5:8080 10.244.2.7:8080]"},
+		{"first of two terminating copies wins",
+			[]epSpec{{ip: "10.244.1.5", node: "n1", ready: F, serving: T, terminating: T}, {ip: "10.244.1.5", node: "n1", ready: F, serving: F, terminating: T}},
+			"[10.244.1.5:8080]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sl := expectSlice("http", 8080, tt.eps...)
+			got := ExpectForNode(expectService(nil), []discoveryv1.EndpointSlice{sl}, "n1", nil)
+			if s := fmt.Sprint(endpointStrings(got[0].Internal)); s != tt.want {
+				t.Errorf("internal = %s, want %s", s, tt.want)
+			}
+		})
+	}
+}

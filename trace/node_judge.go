@@ -50,11 +50,12 @@ func JudgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 }
 
 type nodeJudge struct {
-	in      *Input
-	t       *ServiceTrace
-	fqdn    string
-	eps     *endpointIndex
-	sockets *socketIndex
+	in         *Input
+	t          *ServiceTrace
+	fqdn       string
+	eps        *endpointIndex
+	sockets    *socketIndex
+	readOrders *readOrders
 }
 
 func (nj *nodeJudge) args(node string, a Args) Args {

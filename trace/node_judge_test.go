@@ -531,3 +531,38 @@ func TestSliceProtocolMismatchIsNoDatapathFault(t *testing.T) {
 		t.Errorf("no %s in the endpoints layer", CodePortSliceProtocol)
 	}
 }
+
+// TestDuplicateEndpointAcrossSlices: kube-proxy reads a Service's slices
+// from a Go map, so when two slices hold the same IP:port with different
+// conditions and the same terminating state, which copy it keeps depends on
+// that order. Either outcome is healthy.
+func TestDuplicateEndpointAcrossSlices(t *testing.T) {
+	in := nodeInput()
+	moved := slice("web-def", "web", "http", 8080, ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: false})
+	in.Slices = append(in.Slices, *moved)
+	for name, ipt := range map[string]*collectorapi.IPTablesObservation{
+		"ready copy kept": healthyIPT(),
+		"not-ready copy kept": {Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+			jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			if _, ok := got[CodeDPRulesMatch]; !ok {
+				t.Errorf("no %s; got %v", CodeDPRulesMatch, keysOf(got))
+			}
+			for _, code := range []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints} {
+				if c, ok := got[code]; ok {
+					t.Errorf("%s: %q", code, c.Message)
+				}
+			}
+		})
+	}
+	// Rules that fit no order still fail.
+	wrong := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, wrong, nil)})
+	if _, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPStaleEndpoints]; !ok {
+		t.Errorf("no %s for rules that fit no slice order", CodeDPStaleEndpoints)
+	}
+}
