@@ -26,6 +26,8 @@ const (
 	CodeDPNodePortMissing   = "DP020"
 	CodeDPSectionError      = "DP021"
 	CodeDPRejectNoEndpoints = "DP022"
+	CodeDPAffinityTimeout   = "DP023"
+	CodeDPAffinityOK        = "DP024"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -128,6 +130,12 @@ var nodeCatalog = []CheckSpec{
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPAffinityTimeout, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Session affinity timeout differs",
+		Message:  "{datapath} for {port} keeps a client on its endpoint for {programmed}s, but the Service's sessionAffinityConfig asks for {timeout}s: kube-proxy has not applied the Service's current timeout",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPAffinityOK, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Session affinity programmed",
+		Message:  "session affinity ClientIP {timeout} s programmed on node {node} ({datapath}, {port})",
 		NextStep: nodeSvcCmd},
 
 	{Code: CodeCTHealthy, Layer: LayerConntrack, Severity: SeverityInfo, Title: "conntrack healthy",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,10 +37,27 @@ type programmedPort struct {
 	Endpoints []programmedEndpoint
 	// Unmatched is the share of new connections no rule selects.
 	Unmatched float64
-	// AffinitySeconds > 0 when session-affinity rules exist.
+	// AffinitySeconds > 0 when session-affinity rules exist (-1: they
+	// exist but carry no readable timeout).
 	AffinitySeconds int
-	NodePortFound   bool
-	Evidence        []string
+	// AffinityTimeouts are the distinct timeouts the affinity rules carry,
+	// sorted: more than one means the rules disagree among themselves.
+	AffinityTimeouts []int
+	NodePortFound    bool
+	Evidence         []string
+}
+
+// addAffinityTimeout records one affinity rule's timeout; 0 is no affinity.
+func (pp *programmedPort) addAffinityTimeout(seconds int) {
+	if seconds <= 0 {
+		return
+	}
+	if seconds > pp.AffinitySeconds {
+		pp.AffinitySeconds = seconds
+	}
+	if i := sort.SearchInts(pp.AffinityTimeouts, seconds); i == len(pp.AffinityTimeouts) || pp.AffinityTimeouts[i] != seconds {
+		pp.AffinityTimeouts = slices.Insert(pp.AffinityTimeouts, i, seconds)
+	}
 }
 
 type programmedEndpoint struct {
@@ -215,16 +233,32 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 	}
 	affinity := svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP
+	timeout := int(corev1.DefaultClientIPServiceAffinitySeconds)
+	if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		timeout = int(*c.ClientIP.TimeoutSeconds)
+	}
 	switch {
 	case affinity && pp.AffinitySeconds == 0:
-		timeout := "10800"
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			timeout = strconv.Itoa(int(*c.ClientIP.TimeoutSeconds))
-		}
-		nj.emit(CodeDPAffinityMissing, node, with(Args{"timeout": timeout}), pp.Evidence)
+		nj.emit(CodeDPAffinityMissing, node, with(Args{"timeout": strconv.Itoa(timeout)}), pp.Evidence)
 		problems++
 	case !affinity && pp.AffinitySeconds > 0:
 		nj.emit(CodeDPAffinityExtra, node, with(Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
+		problems++
+	case affinity && len(pp.AffinityTimeouts) > 0:
+		// kube-proxy writes the Service's timeoutSeconds into every
+		// affinity rule (iptables recent --seconds, the nftables set
+		// timeout, the IPVS persistence timeout).
+		if len(pp.AffinityTimeouts) == 1 && pp.AffinityTimeouts[0] == timeout {
+			nj.emit(CodeDPAffinityOK, node, with(Args{"timeout": strconv.Itoa(timeout)}), nil,
+				fieldValue("programmedTimeoutSeconds", strconv.Itoa(timeout)))
+			break
+		}
+		var got []string
+		for _, s := range pp.AffinityTimeouts {
+			got = append(got, strconv.Itoa(s))
+		}
+		nj.emit(CodeDPAffinityTimeout, node, with(Args{"programmed": strings.Join(got, "s, "), "timeout": strconv.Itoa(timeout)}), pp.Evidence,
+			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
 	if pe.NodePort != 0 {
@@ -543,9 +577,7 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 			}
 			pp.Unmatched = internal.UnmatchedShare
 			for _, a := range internal.Affinity {
-				if a.Seconds > pp.AffinitySeconds {
-					pp.AffinitySeconds = a.Seconds
-				}
+				pp.addAffinityTimeout(a.Seconds)
 			}
 		}
 		out = append(out, pp)
@@ -600,12 +632,14 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 			for _, r := range internal.Rules {
 				pp.Evidence = append(pp.Evidence, "chain "+internal.Name+": "+r.Text)
 				if r.AffinityMatch != "" {
+					readable := false
 					for _, a := range p.Affinity {
-						if a.Name == r.AffinityMatch && int(a.TimeoutSeconds) > pp.AffinitySeconds {
-							pp.AffinitySeconds = int(a.TimeoutSeconds)
+						if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
+							pp.addAffinityTimeout(int(a.TimeoutSeconds))
+							readable = true
 						}
 					}
-					if pp.AffinitySeconds == 0 {
+					if !readable && pp.AffinitySeconds == 0 {
 						pp.AffinitySeconds = -1 // rules without a readable timeout
 					}
 				}
@@ -624,8 +658,8 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 								}
 								if er.Update != "" {
 									for _, a := range p.Affinity {
-										if a.Name == er.Update && int(a.TimeoutSeconds) > pp.AffinitySeconds {
-											pp.AffinitySeconds = int(a.TimeoutSeconds)
+										if a.Name == er.Update && a.TimeoutSeconds > 0 {
+											pp.addAffinityTimeout(int(a.TimeoutSeconds))
 										}
 									}
 								}
@@ -671,7 +705,8 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 			continue
 		}
 		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: strings.ToUpper(vs.Protocol),
-			Port: int32(vs.Port), Captured: vs.Found, AffinitySeconds: int(vs.TimeoutSeconds)}
+			Port: int32(vs.Port), Captured: vs.Found}
+		pp.addAffinityTimeout(int(vs.TimeoutSeconds))
 		if ip := net.ParseIP(vs.Address); ip != nil && ip.To4() == nil {
 			pp.Family = corev1.IPv6Protocol
 		} else {
@@ -711,7 +746,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 				continue
 			}
 			pp.Captured = true
-			pp.AffinitySeconds = int(fe.AffinityTimeoutSecs)
+			pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
 			var active []collectorapi.CiliumBackend
 			for _, b := range fe.Backends {
 				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, b.Slot, b.BackendID, b.Address, b.Port, b.State))

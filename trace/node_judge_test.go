@@ -566,3 +566,85 @@ func TestDuplicateEndpointAcrossSlices(t *testing.T) {
 		t.Errorf("no %s for rules that fit no slice order", CodeDPStaleEndpoints)
 	}
 }
+
+// nftAffinity is web:http in nftables mode with ClientIP affinity: one
+// affinity set per endpoint with the given timeout.
+func nftAffinity(timeout int64, endpoints ...string) *collectorapi.NFTablesObservation {
+	svc := &collectorapi.NFTablesChain{Name: "service-X", Exists: true}
+	port := collectorapi.NFTablesPortObservation{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+		ServiceIPs: []collectorapi.NFTablesElement{{Map: "service-ips", Key: "10.96.0.20 . tcp . 80", Found: true, Verdict: "goto service-X", Target: "service-X"}},
+		Service:    svc}
+	ng := &collectorapi.NFTablesNumgenMap{Kind: "vmap", Modulus: uint32(len(endpoints))}
+	for i, e := range endpoints {
+		set, chain := fmt.Sprintf("affinity-%d", i), fmt.Sprintf("endpoint-%d", i)
+		svc.Rules = append(svc.Rules, collectorapi.NFTablesRule{Text: "ip saddr @" + set + " goto " + chain, AffinityMatch: set, Verdict: "goto", Target: chain})
+		ng.Entries = append(ng.Entries, collectorapi.NFTablesNumgenEntry{Index: uint32(i), Verdict: "goto " + chain, Target: chain, Share: 1 / float64(len(endpoints))})
+		port.Endpoints = append(port.Endpoints, &collectorapi.NFTablesChain{Name: chain, Exists: true, Rules: []collectorapi.NFTablesRule{
+			{Text: "update @" + set + " { ip saddr }", Update: set}, {Text: "meta l4proto tcp dnat to " + e, DNAT: e}}})
+		port.Affinity = append(port.Affinity, collectorapi.NFTablesAffinitySet{Name: set, Exists: true, TimeoutSeconds: timeout})
+	}
+	svc.Rules = append(svc.Rules, collectorapi.NFTablesRule{Text: "numgen random mod N vmap", Numgen: ng})
+	return &collectorapi.NFTablesObservation{Source: collectorapi.NFTablesSourceNetlink, Tables: []collectorapi.NFTablesTableObservation{{Family: "ip", Name: "kube-proxy", Present: true,
+		Ports: []collectorapi.NFTablesPortObservation{port}}}}
+}
+
+// TestAffinityTimeoutCompared: kube-proxy programs the Service's
+// sessionAffinityConfig.clientIP.timeoutSeconds as the iptables
+// "recent --rcheck --seconds", the nftables affinity set timeout and the
+// IPVS persistence timeout; rules with another timeout are stale.
+func TestAffinityTimeoutCompared(t *testing.T) {
+	affinity := func(seconds int32) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr(seconds)}}
+		}
+	}
+	ipt := func(seconds int) *collectorapi.IPTablesObservation {
+		return &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, seconds,
+			jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}}
+	}
+	ipvs := func(seconds uint32) *collectorapi.Observation {
+		o := observation(t, collectorapi.ModeIPVS, nil, nil)
+		o.Sections.IPVS = okSection(&collectorapi.IPVSObservation{Available: true, VirtualServers: []collectorapi.IPVSVirtualServer{{
+			Frontend: "clusterIP", PortName: "http", Address: "10.96.0.20", Port: 80, Protocol: "TCP", Found: true, Scheduler: "rr",
+			Flags: 1, FlagNames: []string{"persistent"}, TimeoutSeconds: seconds,
+			RealServers: []collectorapi.IPVSRealServer{{Address: "10.244.1.5", Port: 8080, Weight: 1}, {Address: "10.244.2.7", Port: 8080, Weight: 1}}}}})
+		return o
+	}
+	tests := []struct {
+		name string
+		svc  func(*corev1.Service)
+		obs  *collectorapi.Observation
+		want string
+		msg  string
+	}{
+		{"iptables stale timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(10800), nil), CodeDPAffinityTimeout, "for 10800s, but the Service's sessionAffinityConfig asks for 600s"},
+		{"iptables right timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(600), nil), CodeDPAffinityOK, "session affinity ClientIP 600 s programmed on node n1"},
+		{"default timeout", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
+			observation(t, collectorapi.ModeIPTables, ipt(10800), nil), CodeDPAffinityOK, "ClientIP 10800 s"},
+		{"nftables stale timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(10800, "10.244.1.5:8080", "10.244.2.7:8080")), CodeDPAffinityTimeout, "10800s"},
+		{"nftables right timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(600, "10.244.1.5:8080", "10.244.2.7:8080")), CodeDPAffinityOK, "600 s"},
+		{"ipvs stale timeout", affinity(600), ipvs(10800), CodeDPAffinityTimeout, "10800s"},
+		{"ipvs right timeout", affinity(600), ipvs(600), CodeDPAffinityOK, "600 s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := judgeViews(t, nodeInput(tt.svc), NodeView{Node: "n1", Observation: tt.obs})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			c, ok := got[tt.want]
+			if !ok {
+				t.Fatalf("no %s; got %v", tt.want, keysOf(got))
+			}
+			if !strings.Contains(c.Message, tt.msg) {
+				t.Errorf("%s message %q lacks %q", tt.want, c.Message, tt.msg)
+			}
+			if _, missing := got[CodeDPAffinityMissing]; missing {
+				t.Errorf("affinity reported missing")
+			}
+			_, match := got[CodeDPRulesMatch]
+			if stale := tt.want == CodeDPAffinityTimeout; match == stale {
+				t.Errorf("rules-match reported %v with %s", match, tt.want)
+			}
+		})
+	}
+}
