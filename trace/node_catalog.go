@@ -173,7 +173,7 @@ var nodeCatalog = []CheckSpec{
 		Message:  "net.ipv4.ip_forward={forward}: the node does not forward Service traffic to Pods{pods}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTRPFilter, Layer: LayerRoute, Severity: SeverityWarning, Title: "Strict reverse-path filter",
-		Message:  "rp_filter is strict (1) on {device} (all={all}): replies that arrive on another interface than the route back are dropped",
+		Message:  "rp_filter is strict on {device}: the kernel applies max(conf.all.rp_filter={all}, conf.{device}.rp_filter={deviceValue}) = 1, so replies that arrive on another interface than the route back are dropped",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTUnreadable, Layer: LayerRoute, Severity: SeverityWarning, Title: "Routes not readable",
 		Message:  "the collector could not read routes: {error}",

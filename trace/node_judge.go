@@ -337,7 +337,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 	var noRoute, raw []string
 	down := map[string][]string{}
 	devices := map[string]bool{}
-	strict := ""
+	strict, strictDev := "", ""
 	for _, rt := range r.Routes {
 		line := fmt.Sprintf("%s dev %s via %s type %s", rt.Destination, orNone(rt.Device), orNone(rt.Gateway), orNone(rt.Type))
 		switch {
@@ -357,8 +357,8 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 			if rt.Device != "" {
 				devices[rt.Device] = true
 			}
-			if rt.RPFilterDevice == "1" && strict == "" {
-				strict = rt.Device
+			if strict == "" && effectiveRPFilter(r.RPFilterAll, rt.RPFilterDevice) == 1 {
+				strict, strictDev = rt.Device, rt.RPFilterDevice
 			}
 		}
 	}
@@ -373,13 +373,28 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 	if strict != "" {
 		// Strict rp_filter is only a problem with asymmetric paths; keep it
 		// visible as a warning so it is on the list when Pods time out.
-		nj.emit(CodeRTRPFilter, node, Args{"device": strict, "all": r.RPFilterAll}, nil)
+		nj.emit(CodeRTRPFilter, node, Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
 		problems++
 	}
 	if problems == 0 {
 		nj.emit(CodeRTHealthy, node, Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
 	}
 	return failed
+}
+
+// effectiveRPFilter is the reverse-path filter mode the kernel applies on a
+// device: IN_DEV_RPFILTER is IN_DEV_MAXCONF(idev, RP_FILTER), the larger of
+// net.ipv4.conf.all.rp_filter and net.ipv4.conf.<dev>.rp_filter, which
+// __fib_validate_source (net/ipv4/fib_frontend.c) checks; 1 is strict, 2
+// loose, 0 off. It is -1 when either value is unknown, since the other
+// alone cannot rule out loose mode.
+func effectiveRPFilter(all, dev string) int {
+	a, errA := strconv.Atoi(strings.TrimSpace(all))
+	d, errD := strconv.Atoi(strings.TrimSpace(dev))
+	if errA != nil || errD != nil {
+		return -1
+	}
+	return max(a, d)
 }
 
 func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {

@@ -648,3 +648,32 @@ func TestAffinityTimeoutCompared(t *testing.T) {
 		})
 	}
 }
+
+// TestRPFilterIsMaxOfAllAndDevice: the kernel validates a source with
+// rp_filter = max(conf.all.rp_filter, conf.<dev>.rp_filter)
+// (IN_DEV_RPFILTER, net/ipv4/fib_frontend.c); only 1 is strict.
+func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
+	for _, tt := range []struct {
+		all, dev string
+		strict   bool
+	}{
+		{"1", "0", true},
+		{"0", "1", true},
+		{"1", "1", true},
+		{"2", "1", false},
+		{"1", "2", false},
+		{"0", "0", false},
+		{"0", "2", false},
+		{"absent", "1", false}, // all unknown: the effective value may be 2
+		{"1", "", false},       // device unknown: the effective value may be 2
+	} {
+		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		obs.Sections.Route.Data.RPFilterAll = tt.all
+		obs.Sections.Route.Data.Routes[1].RPFilterDevice = tt.dev
+		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+		c, got := nodeCodes(tr, LayerRoute, "n1")[CodeRTRPFilter]
+		if got != tt.strict {
+			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)
+		}
+	}
+}
