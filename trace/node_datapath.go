@@ -15,6 +15,16 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
+// shareTolerance is how far, as a fraction of the fair share, an endpoint's
+// share of new connections may be from 1/n. kube-proxy's iptables
+// probabilities are rounded to 10 decimals (computeProbability) and again by
+// the kernel (2^-31 steps), which puts shares up to about 1.4e-6 of the fair
+// share off at 5,000 endpoints; nftables and IPVS shares are exact. 1% of
+// the fair share leaves that far behind and still catches a doubled or a
+// missing share at any size, which an absolute tolerance cannot once the
+// fair share itself is below it.
+const shareTolerance = 0.01
+
 // programmedPort is one Service port as one datapath programmed it, in the
 // same shape whichever datapath it came from, so that one comparison with
 // the API serves iptables (either backend), nftables and IPVS alike.
@@ -214,21 +224,22 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			append([]Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
-	if len(pp.Endpoints) > 1 || pp.Unmatched > 0.001 {
-		fair := 1.0 / float64(len(pp.Endpoints))
-		var shares []string
-		uneven := pp.Unmatched > 0.001
+	if n := len(pp.Endpoints); n > 0 {
+		fair := 1.0 / float64(n)
+		tolerance := shareTolerance * fair
+		var off []string
 		for _, e := range pp.Endpoints {
-			shares = append(shares, fmt.Sprintf("%s %.1f%%", e.Endpoint, e.Share*100))
-			if math.Abs(e.Share-fair) > 0.01 {
-				uneven = true
+			if math.Abs(e.Share-fair) > tolerance {
+				off = append(off, fmt.Sprintf("%s %.4g%%", e.Endpoint, e.Share*100))
 			}
 		}
-		if pp.Unmatched > 0.001 {
-			shares = append(shares, fmt.Sprintf("unmatched %.1f%%", pp.Unmatched*100))
+		if pp.Unmatched > tolerance {
+			off = append(off, fmt.Sprintf("unmatched %.4g%%", pp.Unmatched*100))
 		}
-		if uneven {
-			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": listNames(shares)}), pp.Evidence)
+		if len(off) > 0 {
+			shares := fmt.Sprintf("%s (fair share %.4g%% each of %d)", listNames(off), fair*100, n)
+			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": shares}), pp.Evidence,
+				fieldItems("offShares", off), fieldValue("fairShare", fmt.Sprintf("%.6g", fair)))
 			problems++
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -674,6 +677,76 @@ func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
 		c, got := nodeCodes(tr, LayerRoute, "n1")[CodeRTRPFilter]
 		if got != tt.strict {
 			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)
+		}
+	}
+}
+
+// kubeProxyShares are the shares of new connections the iptables rules of
+// n endpoints give, after every rounding on the way: kube-proxy writes
+// 1/(n-i) with "%0.10f" (computeProbability), the kernel's xt_statistic
+// keeps round(p·2³¹), iptables-save prints that with 11 decimals, and the
+// collector turns the chain of probabilities into shares.
+func kubeProxyShares(n int) []float64 {
+	shares := make([]float64, n)
+	remaining := 1.0
+	for i := range n {
+		p := 1.0
+		if i < n-1 {
+			written, _ := strconv.ParseFloat(fmt.Sprintf("%0.10f", 1/float64(n-i)), 64)
+			p, _ = strconv.ParseFloat(fmt.Sprintf("%.11f", math.Round(written*(1<<31))/(1<<31)), 64)
+		}
+		shares[i] = remaining * p
+		remaining -= shares[i]
+	}
+	return shares
+}
+
+// TestEndpointSharesToleranceIsRelative: the DP010 tolerance is a fraction
+// of the fair share, so kube-proxy's own rounding passes at 5,000
+// endpoints while a doubled or a missing share is caught at any size.
+func TestEndpointSharesToleranceIsRelative(t *testing.T) {
+	for _, n := range []int{2, 100, 1000, 5000} {
+		in := nodeInput()
+		in.Slices[0].Endpoints = nil
+		var eps []string
+		for i := range n {
+			ip := fmt.Sprintf("10.%d.%d.%d", 100+i/65536, (i/256)%256, i%256)
+			in.Slices[0].Endpoints = append(in.Slices[0].Endpoints,
+				slice("x", "web", "http", 8080, ep{ip: ip, node: "n2", ready: true}).Endpoints[0])
+			eps = append(eps, ip+":8080")
+		}
+		sort.Strings(eps)
+		in.Pods = nil
+		rules := func(shares []float64, unmatched float64) *collectorapi.Observation {
+			var sel []collectorapi.IPTablesEndpointJump
+			for i, e := range eps {
+				sel = append(sel, jump(fmt.Sprintf("KUBE-SEP-%d", i), e, shares[i]))
+			}
+			b := iptRules(collectorapi.IPTablesBackendNFTables, 0, sel...)
+			b.Ports[0].Service.UnmatchedShare = unmatched
+			return observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+		}
+		fair := 1 / float64(n)
+		doubled := kubeProxyShares(n)
+		doubled[0], doubled[1] = 2*fair, 0
+		missing := kubeProxyShares(n)
+		missing[n-1] = 0
+		for name, tt := range map[string]struct {
+			obs    *collectorapi.Observation
+			uneven bool
+		}{
+			"kube-proxy's rounding":    {rules(kubeProxyShares(n), 0), false},
+			"one doubled, one missing": {rules(doubled, 0), true},
+			"one share unmatched":      {rules(missing, fair), true},
+		} {
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: tt.obs})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			if _, uneven := got[CodeDPUnequalShares]; uneven != tt.uneven {
+				t.Errorf("%d endpoints, %s: DP010 %v, want %v (%q)", n, name, uneven, tt.uneven, got[CodeDPUnequalShares].Message)
+			}
+			if _, match := got[CodeDPRulesMatch]; match == tt.uneven {
+				t.Errorf("%d endpoints, %s: rules-match %v; got %v", n, name, match, keysOf(got))
+			}
 		}
 	}
 }
