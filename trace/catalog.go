@@ -51,6 +51,7 @@ const (
 	CodeSvcLBPending        = "SVC015"
 	CodeSvcSelectorMatches  = "SVC016"
 	CodeSvcPortFilterAbsent = "SVC017"
+	CodeSvcSlicesIgnored    = "SVC018"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -126,7 +127,7 @@ var apiSideCatalog = []CheckSpec{
 		Message:  "selector {selector} matches no Pods in namespace {namespace}{closest}",
 		NextStep: "kubectl get pods -n {namespace} --show-labels"},
 	{Code: CodeSvcProxyName, Layer: LayerService, Severity: SeverityWarning, Title: "Ignored by kube-proxy",
-		Message:  "label service.kubernetes.io/service-proxy-name={proxyName}: kube-proxy ignores this Service; only a proxy named {proxyName} programs it",
+		Message:  "label service.kubernetes.io/service-proxy-name={proxyName}: kube-proxy ignores a Service with this label, whatever its value{owner}",
 		NextStep: "kubectl get service {service} -n {namespace} --show-labels"},
 	{Code: CodeSvcSessionAffinity, Layer: LayerService, Severity: SeverityInfo, Title: "Session affinity",
 		Message:  "sessionAffinity ClientIP with timeout {timeout}s: a client keeps reaching the same endpoint while it sends traffic within the timeout",
@@ -155,6 +156,9 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcSelectorMatches, Layer: LayerService, Severity: SeverityInfo, Title: "Selector matches Pods",
 		Message:  "selector {selector} matches {count} Pods",
 		NextStep: "kubectl get pods -n {namespace} -l {selectorArg} -o wide"},
+	{Code: CodeSvcSlicesIgnored, Layer: LayerService, Severity: SeverityError, Title: "EndpointSlices ignored by kube-proxy",
+		Message:  "{count} of {total} EndpointSlices carry the label service.kubernetes.io/headless ({slices}): kube-proxy watches only slices without it, so it ignores their {endpoints} endpoint(s){impact}",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -L service.kubernetes.io/headless,endpointslice.kubernetes.io/managed-by"},
 	{Code: CodeSvcPortFilterAbsent, Layer: LayerService, Severity: SeverityError, Title: "Port not in Service",
 		Message:  "--port {port} matches no port of Service {service} (ports: {ports})",
 		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ports}'"},

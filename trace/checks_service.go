@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 func (j *judge) serviceChecks() {
@@ -30,9 +31,17 @@ func (j *judge) serviceChecks() {
 		}
 		j.emit(CodeSvcIPFamilies, Args{"families": fams, "policy": orNone(s.IPFamilyPolicy)}, fields...)
 	}
-	if s.ServiceProxyName != "" {
-		j.emit(CodeSvcProxyName, Args{"proxyName": s.ServiceProxyName},
-			fieldValue(labelServiceProxyName, s.ServiceProxyName))
+	// kube-proxy's Service informer selects on the label's absence, so an
+	// empty value excludes the Service as much as a proxy's name does.
+	if name, ok := svc.Labels[labelServiceProxyName]; ok {
+		owner := "; only a proxy named " + name + " programs it"
+		if name == "" {
+			owner = "; the value is empty and names no proxy, so most likely nothing programs it"
+		}
+		j.emit(CodeSvcProxyName, Args{"proxyName": name, "owner": owner},
+			fieldValue(labelServiceProxyName, name))
+	} else if !s.Headless {
+		j.ignoredSlicesCheck()
 	}
 	j.selectorChecks()
 	if s.SessionAffinityTimeoutSeconds != nil {
@@ -48,6 +57,84 @@ func (j *judge) serviceChecks() {
 	}
 	j.trafficPolicyChecks()
 	j.topologyChecks()
+}
+
+// ignoredSlicesCheck reports the EndpointSlices kube-proxy does not watch
+// because they carry service.kubernetes.io/headless (normal only for a
+// headless Service, which kube-proxy skips anyway). It is an error when
+// that leaves a traced port with usable endpoints in the slices but none
+// kube-proxy sees: kube-proxy then rejects the ClusterIP.
+func (j *judge) ignoredSlicesCheck() {
+	if j.slicesGap {
+		return
+	}
+	var names []string
+	count := 0
+	for i := range j.in.Slices {
+		if sl := &j.in.Slices[i]; sliceIgnoredByKubeProxy(sl) {
+			names = append(names, sl.Name)
+			count += len(sl.Endpoints)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	var stranded []string
+	for _, fam := range serviceFamilies(j.svc) {
+		for _, sp := range j.ports {
+			if usableIn(endpointsFor(j.in.Slices, sp, fam, "")) {
+				continue
+			}
+			if j.usableInIgnoredSlices(sp, fam) {
+				stranded = append(stranded, portLabel(sp))
+			}
+		}
+	}
+	impact := ""
+	if len(stranded) > 0 {
+		impact = "; that leaves " + strings.Join(stranded, ", ") + " without a usable endpoint, so kube-proxy rejects connections to it as having none"
+	}
+	c := j.emit(CodeSvcSlicesIgnored, Args{"count": strconv.Itoa(len(names)), "total": strconv.Itoa(len(j.in.Slices)),
+		"slices": listNames(names), "endpoints": strconv.Itoa(count), "impact": impact},
+		fieldItems("ignoredSlices", names), fieldItems("portsLeftWithoutEndpoints", stranded))
+	if len(stranded) == 0 {
+		// Other slices still serve every traced port.
+		c.Severity, c.Status = SeverityWarning, StatusWarn
+	}
+}
+
+func usableIn(eps []kpEndpoint) bool {
+	for _, ep := range eps {
+		if ep.Ready || ep.Serving && ep.Terminating {
+			return true
+		}
+	}
+	return false
+}
+
+// usableInIgnoredSlices says whether the slices kube-proxy ignores hold a
+// usable endpoint for the Service port and family.
+func (j *judge) usableInIgnoredSlices(sp corev1.ServicePort, fam corev1.IPFamily) bool {
+	want := discoveryv1.AddressTypeIPv4
+	if fam == corev1.IPv6Protocol {
+		want = discoveryv1.AddressTypeIPv6
+	}
+	for i := range j.in.Slices {
+		sl := &j.in.Slices[i]
+		if !sliceIgnoredByKubeProxy(sl) || sl.AddressType != want || slicePortFor(sl, sp) == nil {
+			continue
+		}
+		for _, e := range sl.Endpoints {
+			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
+			serving := e.Conditions.Serving == nil || *e.Conditions.Serving
+			terminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
+			if len(e.Addresses) > 0 && (ready || serving && terminating) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // typeApplies says which parts of the path a ClusterIP, NodePort or

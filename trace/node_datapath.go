@@ -106,7 +106,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	for _, lo := range leftovers {
 		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
 	}
-	if _, ignored := svc.Labels["service.kubernetes.io/service-proxy-name"]; ignored {
+	if _, ignored := svc.Labels[labelServiceProxyName]; ignored {
 		nj.emit(CodeDPIgnoredByProxy, node, nil, nil)
 		return
 	}

@@ -109,8 +109,8 @@ func skippedByKubeProxy(svc *corev1.Service) bool {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return true
 	}
-	if _, ok := svc.Labels["service.kubernetes.io/service-proxy-name"]; ok {
-		return true
+	if _, ok := svc.Labels[labelServiceProxyName]; ok {
+		return true // any value, even empty: the informer selects on absence
 	}
 	return false
 }
@@ -199,6 +199,9 @@ func choicesForNode(svc *corev1.Service, r *readOrders, node, zone string, zoneK
 func hintedZones(slices []discoveryv1.EndpointSlice) []string {
 	zones := map[string]bool{}
 	for i := range slices {
+		if sliceIgnoredByKubeProxy(&slices[i]) {
+			continue
+		}
 		for _, e := range slices[i].Endpoints {
 			if e.Hints != nil {
 				for _, z := range e.Hints.ForZones {
@@ -259,6 +262,9 @@ func sliceOrders(slices []discoveryv1.EndpointSlice) (orders [][]discoveryv1.End
 	byKey := map[string][]copyOf{}
 	for i := range slices {
 		sl := &slices[i]
+		if sliceIgnoredByKubeProxy(sl) {
+			continue
+		}
 		for _, e := range sl.Endpoints {
 			if len(e.Addresses) == 0 {
 				continue
@@ -400,26 +406,16 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam
 	if fam == corev1.IPv6Protocol {
 		want = discoveryv1.AddressTypeIPv6
 	}
-	proto := protocolOf(sp.Protocol)
 	byKey := map[string]kpEndpoint{}
 	for i := range slices {
 		sl := &slices[i]
 		if sl.AddressType != want {
 			continue
 		}
-		var port *int32
-		for _, p := range sl.Ports {
-			if p.Name == nil || *p.Name != sp.Name || p.Port == nil || *p.Port == 0 {
-				continue
-			}
-			// The API server requires and defaults the protocol; TCP stands
-			// in for a hand-made object that lacks it.
-			if p.Protocol != nil && string(*p.Protocol) != proto || p.Protocol == nil && proto != string(corev1.ProtocolTCP) {
-				continue
-			}
-			port = p.Port
-			break
+		if sliceIgnoredByKubeProxy(sl) {
+			continue
 		}
+		port := slicePortFor(sl, sp)
 		if port == nil {
 			continue
 		}
@@ -475,6 +471,34 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam
 		out[i] = byKey[k]
 	}
 	return out
+}
+
+// slicePortFor is the slice's port number for the Service port, or nil.
+func slicePortFor(sl *discoveryv1.EndpointSlice, sp corev1.ServicePort) *int32 {
+	proto := protocolOf(sp.Protocol)
+	for _, p := range sl.Ports {
+		if p.Name == nil || *p.Name != sp.Name || p.Port == nil || *p.Port == 0 {
+			continue
+		}
+		// The API server requires and defaults the protocol; TCP stands
+		// in for a hand-made object that lacks it.
+		if p.Protocol != nil && string(*p.Protocol) != proto || p.Protocol == nil && proto != string(corev1.ProtocolTCP) {
+			continue
+		}
+		return p.Port
+	}
+	return nil
+}
+
+// sliceIgnoredByKubeProxy mirrors kube-proxy's EndpointSlice informer, which
+// lists only slices without the service.kubernetes.io/headless label (any
+// value excludes; cmd/kube-proxy/app/server.go). The EndpointSlice
+// controller sets it only for headless Services and never copies it from a
+// Service, but mirrored slices copy it from their Endpoints object and
+// hand-made slices may carry it.
+func sliceIgnoredByKubeProxy(sl *discoveryv1.EndpointSlice) bool {
+	_, ok := sl.Labels[corev1.IsHeadlessService]
+	return ok
 }
 
 func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []kpEndpoint, node, zone string) PortExpectation {

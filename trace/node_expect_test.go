@@ -205,3 +205,18 @@ func TestDuplicateEndpointsPickedAsKubeProxyDoes(t *testing.T) {
 		})
 	}
 }
+
+func TestExpectForNodeIgnoresWhatKubeProxyIgnores(t *testing.T) {
+	svc := expectService(func(s *corev1.Service) {
+		s.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": ""}
+	})
+	if got := ExpectForNode(svc, nil, "n1", nil); got != nil {
+		t.Errorf("empty service-proxy-name: got %v, want nil", got)
+	}
+	sl := expectSlice("http", 8080, epSpec{ip: "10.244.1.1", node: "n1"})
+	sl.Labels = map[string]string{corev1.IsHeadlessService: ""}
+	got := ExpectForNode(expectService(nil), []discoveryv1.EndpointSlice{sl}, "n1", nil)
+	if len(got) != 1 || got[0].HasAnyEndpoints || len(got[0].Internal) != 0 {
+		t.Errorf("slice labelled headless: got %+v, want no endpoints", got)
+	}
+}

@@ -750,3 +750,89 @@ func TestEndpointSharesToleranceIsRelative(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelsThatMakeKubeProxyIgnore: kube-proxy's informers select
+// Services without service.kubernetes.io/service-proxy-name and
+// EndpointSlices without service.kubernetes.io/headless (label absent:
+// any value, even empty, excludes; cmd/kube-proxy/app/server.go).
+func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
+	headless := func(sl *discoveryv1.EndpointSlice) { sl.Labels[corev1.IsHeadlessService] = "" }
+	reject := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{{Backend: collectorapi.IPTablesBackendNFTables,
+		Family: "IPv4", KubeProxyChains: true, Ports: []collectorapi.IPTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+			Filter: []collectorapi.IPTablesRule{{Raw: `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no endpoints" -m tcp --dport 80 -j REJECT`,
+				Comment: "default/web:http has no endpoints", Jump: "REJECT"}}}}}}}
+	onlyFirst := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}
+	tests := []struct {
+		name     string
+		svc      func(*corev1.Service)
+		slices   func(in *Input)
+		ipt      *collectorapi.IPTablesObservation
+		service  map[string]Status // service-layer code → status
+		datapath []string
+		absent   []string
+	}{
+		{name: "service-proxy-name with an empty value",
+			svc: func(s *corev1.Service) { s.Labels = map[string]string{labelServiceProxyName: ""} },
+			ipt: &collectorapi.IPTablesObservation{}, service: map[string]Status{CodeSvcProxyName: StatusWarn},
+			datapath: []string{CodeDPIgnoredByProxy}, absent: []string{CodeDPNoRules}},
+		{name: "every slice labelled headless: kube-proxy rejects",
+			slices:  func(in *Input) { headless(&in.Slices[0]) },
+			ipt:     reject,
+			service: map[string]Status{CodeSvcSlicesIgnored: StatusFail}, datapath: []string{CodeDPRejectNoEndpoints},
+			absent: []string{CodeDPRejectWithEPs, CodeDPNoRules}},
+		{name: "every slice labelled headless, no rules read",
+			slices:  func(in *Input) { headless(&in.Slices[0]) },
+			ipt:     &collectorapi.IPTablesObservation{},
+			service: map[string]Status{CodeSvcSlicesIgnored: StatusFail}, absent: []string{CodeDPNoRules, CodeDPRulesMatch}},
+		{name: "one of two slices labelled headless",
+			slices: func(in *Input) {
+				second := slice("web-def", "web", "http", 8080, ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true})
+				headless(second)
+				in.Slices[0].Endpoints = in.Slices[0].Endpoints[:1]
+				in.Slices = append(in.Slices, *second)
+			},
+			ipt:     onlyFirst,
+			service: map[string]Status{CodeSvcSlicesIgnored: StatusWarn}, datapath: []string{CodeDPRulesMatch},
+			absent: []string{CodeDPMissingEndpoints}},
+		{name: "the label on the Service itself is not copied to its slices",
+			svc:     func(s *corev1.Service) { s.Labels = map[string]string{corev1.IsHeadlessService: ""} },
+			ipt:     healthyIPT(),
+			service: map[string]Status{}, datapath: []string{CodeDPRulesMatch}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var muts []func(*corev1.Service)
+			if tt.svc != nil {
+				muts = append(muts, tt.svc)
+			}
+			in := nodeInput(muts...)
+			if tt.slices != nil {
+				tt.slices(in)
+			}
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			svc := codes(tr, LayerService)
+			for code, st := range tt.service {
+				if c, ok := svc[code]; !ok {
+					t.Errorf("no %s; service checks %v", code, keys(svc))
+				} else if c.Status != st {
+					t.Errorf("%s is %s, want %s: %q", code, c.Status, st, c.Message)
+				}
+			}
+			if _, ok := svc[CodeSvcSlicesIgnored]; ok && tt.service[CodeSvcSlicesIgnored] == "" {
+				t.Errorf("%s fired: %q", CodeSvcSlicesIgnored, svc[CodeSvcSlicesIgnored].Message)
+			}
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			for _, code := range tt.datapath {
+				if _, ok := got[code]; !ok {
+					t.Errorf("no %s; got %v", code, keysOf(got))
+				}
+			}
+			for _, code := range tt.absent {
+				if c, ok := got[code]; ok {
+					t.Errorf("%s: %q", code, c.Message)
+				}
+			}
+		})
+	}
+}
