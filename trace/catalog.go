@@ -51,6 +51,7 @@ const (
 	CodeSvcLBPending        = "SVC015"
 	CodeSvcSelectorMatches  = "SVC016"
 	CodeSvcPortFilterAbsent = "SVC017"
+	CodeSvcNamespaceMissing = "SVC018"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -155,6 +156,9 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcSelectorMatches, Layer: LayerService, Severity: SeverityInfo, Title: "Selector matches Pods",
 		Message:  "selector {selector} matches {count} Pods",
 		NextStep: "kubectl get pods -n {namespace} -l {selectorArg} -o wide"},
+	{Code: CodeSvcNamespaceMissing, Layer: LayerService, Severity: SeverityError, Title: "Namespace not found",
+		Message:  "namespace {namespace} does not exist, so neither does Service {service} in it{closest}",
+		NextStep: "kubectl get namespaces"},
 	{Code: CodeSvcPortFilterAbsent, Layer: LayerService, Severity: SeverityError, Title: "Port not in Service",
 		Message:  "--port {port} matches no port of Service {service} (ports: {ports})",
 		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ports}'"},

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,10 +15,6 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
 	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
 )
-
-type nopInspector struct{}
-
-func (nopInspector) Inspect(context.Context, *Input, *ServiceTrace) error { return nil }
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
 func nodeInput(mut ...func(*corev1.Service)) *Input {
@@ -89,9 +84,7 @@ func observation(t *testing.T, mode string, ipt *iptables.Observation, nft *nfta
 
 func judgeViews(t *testing.T, in *Input, views ...NodeView) *ServiceTrace {
 	t.Helper()
-	tr := Judge(in, Options{Inspector: nopInspector{}, Now: fixedNow})
-	JudgeNodes(in, tr, views)
-	Finish(tr)
+	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
 	assertCatalogued(t, tr)
 	return tr
 }

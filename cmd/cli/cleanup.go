@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 )
 
 var cleanupExample = `  # Delete collector Pods left behind by interrupted traces
@@ -34,7 +34,7 @@ func newCmdCleanup(streams genericiooptions.IOStreams, f *TraceFlags) *cobra.Com
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.Timeout)
 			defer cancel()
 			ns := f.Nodes.CollectorNamespace
-			deleted, err := podrunner.Cleanup(ctx, client, ns)
+			deleted, err := nodes.Cleanup(ctx, client, ns)
 			for _, name := range deleted {
 				fmt.Fprintf(streams.Out, "pod/%s deleted\n", name)
 			}

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -33,11 +33,11 @@ func TestInterruptCleansUp(t *testing.T) {
 		args  []string
 	}{
 		// The first sighting of the Pod: created, not yet started by the kubelet.
-		{"before schedule", func(s string) bool { return s == string(podrunner.StageScheduling) }, nil},
+		{"before schedule", func(s string) bool { return s == string(nodes.StageScheduling) }, nil},
 		{"while pulling", func(s string) bool {
-			return s == string(podrunner.StagePulling) || s == string(podrunner.StageScheduling)
+			return s == string(nodes.StagePulling) || s == string(nodes.StageScheduling)
 		}, nil},
-		{"while collecting", func(s string) bool { return s == string(podrunner.StageCollecting) }, nil},
+		{"while collecting", func(s string) bool { return s == string(nodes.StageCollecting) }, nil},
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		for _, st := range stages {
@@ -76,7 +76,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 	tb := framework.Setup(t)
 	wctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, err := tb.Client.CoreV1().Pods(collectorNS).Watch(wctx, metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
+	w, err := tb.Client.CoreV1().Pods(collectorNS).Watch(wctx, metav1.ListOptions{LabelSelector: nodes.ManagedSelector})
 	if err != nil {
 		t.Fatalf("watch collector Pods: %v", err)
 	}
@@ -104,7 +104,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 				continue
 			}
 			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted || !ready(string(podrunner.Classify(p).Stage)) {
+			if !isPod || ev.Type == watch.Deleted || !ready(string(nodes.Classify(p).Stage)) {
 				continue
 			}
 			_ = cmd.Process.Signal(sig)

@@ -1,7 +1,4 @@
-// Package podrunner starts one short-lived svctrace collector Pod on a node,
-// reads its observation back through the Pod log and deletes the Pod on every
-// path. It observes only: what the observation means is trace's business.
-package podrunner
+package nodes
 
 import (
 	"fmt"
