@@ -336,7 +336,7 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	}
 	f.AddFlags(cmd.Flags())
 	registerCompletions(cmd, f)
-	cmd.AddCommand(newCmdVersion(streams, info))
-	cmd.AddCommand(newCmdCleanup(streams, f))
+	cmd.AddCommand(newCmdVersion(streams, info, f.deps.client))
+	cmd.AddCommand(newCmdCleanup(streams, f.deps.client))
 	return cmd
 }
