@@ -174,16 +174,68 @@ func TestPodSecurityRestrictedNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := svctrace(t, tb, "web", "-n", ns, "--collector-namespace", restricted)
-	if r.Exit != 1 {
-		t.Errorf("exit %d, want 1", r.Exit)
-	}
-	if !strings.Contains(r.Stderr, "pod-security.kubernetes.io/enforce=privileged") || !strings.Contains(r.Stderr, "baseline") {
-		t.Errorf("stderr does not explain the Pod Security fix: %s", r.Stderr)
-	}
+	requireNodeLayersUnknownWithAPILayers(t, r, "pod-security.kubernetes.io/enforce=privileged", "baseline")
 	pods, err := tb.Client.CoreV1().Pods(restricted).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods in the restricted namespace: %v %v", pods, err)
 	}
+}
+
+// requireNodeLayersUnknownWithAPILayers: no collector could run, so every
+// node layer is unknown with a reason holding each of want, and the API
+// layers were still judged.
+func requireNodeLayersUnknownWithAPILayers(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.Trace == nil {
+		t.Fatalf("no trace printed (exit %d): %s", r.Exit, r.Stderr)
+	}
+	if r.Exit == 1 || r.Exit == 2 {
+		t.Errorf("exit %d: a collector that cannot run must not abort the trace", r.Exit)
+	}
+	for _, name := range trace.NodeLayers {
+		l := r.Trace.Layer(name)
+		if l.Status != trace.StatusUnknown {
+			t.Errorf("layer %s is %s, want unknown", name, l.Status)
+		}
+		for _, w := range want {
+			if !strings.Contains(l.Reason, w) {
+				t.Errorf("layer %s reason %q lacks %q", name, l.Reason, w)
+			}
+		}
+	}
+	for _, name := range []trace.LayerName{trace.LayerService, trace.LayerEndpoints} {
+		if l := r.Trace.Layer(name); l.Status != trace.StatusPass {
+			t.Errorf("API layer %s is %s (%s), want pass", name, l.Status, l.Reason)
+		}
+	}
+}
+
+// TestRestrictedKubeconfigWithoutCollectorRoleBinding: the user has the
+// reader role only. The trace still renders the API layers; the node layers
+// are unknown and name the missing rule.
+func TestRestrictedKubeconfigWithoutCollectorRoleBinding(t *testing.T) {
+	tb := framework.Setup(t)
+	kc := filepath.Join(tb.RepoRoot, ".testbed", "kubeconfig-restricted")
+	ns, _ := deployWeb(t, tb, 1, nil)
+	ctx := framework.Context(t, 30*time.Second)
+	const binding = "svctrace-collector-svctrace-user"
+	rb, err := tb.Client.RbacV1().RoleBindings(collectorNS).Get(ctx, binding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Client.RbacV1().RoleBindings(collectorNS).Delete(ctx, binding, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rb.ResourceVersion = ""
+		if _, err := tb.Client.RbacV1().RoleBindings(collectorNS).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+			t.Errorf("restoring the collector RoleBinding: %v", err)
+		}
+		time.Sleep(time.Second)
+	})
+	time.Sleep(time.Second) // RBAC is read through an informer
+	r := svctraceWith(t, kc, "web", "-n", ns)
+	requireNodeLayersUnknownWithAPILayers(t, r, "missing permission: verb create on resource pods", "in namespace "+collectorNS)
 }
 
 // TestRestrictedKubeconfig runs a full trace with exactly the shipped RBAC,
