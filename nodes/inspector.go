@@ -129,18 +129,82 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
 			}
 		} else {
-			views = append(views, in.runAll(ctx, opts, plan.Nodes)...)
+			ran := in.runAll(ctx, opts, plan.Nodes)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if err := in.rereadEBPF(ctx, opts, plan.Nodes, ran); err != nil {
+				return nil, err
+			}
+			views = append(views, ran...)
 		}
 	}
 	for _, v := range views {
-		report.Collector.Nodes = append(report.Collector.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles,
-			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]})
+		cn := trace.CollectorNode{Node: v.Node, Roles: v.Roles,
+			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
+		if v.Profile != "" && v.Profile != string(profile) {
+			cn.Profile = v.Profile
+		}
+		report.Collector.Nodes = append(report.Collector.Nodes, cn)
 	}
 	report.Nodes = views
 	return report, nil
+}
+
+// rereadEBPF runs the collector again, with ProfileBPF, on the nodes whose
+// first run found an eBPF datapath's pinned maps but could not open them:
+// the least privilege first, more only where the node shows it is needed.
+// The report's per-node profile says which nodes got it.
+func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planned []trace.PlannedNode, views []trace.NodeView) error {
+	if opts.Profile != ProfileNetAdmin {
+		return nil
+	}
+	var again []trace.PlannedNode
+	var at []int
+	for i, v := range views {
+		if ebpfNeedsPrivilege(v.Observation) {
+			again = append(again, planned[i])
+			at = append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	opts.Profile = ProfileBPF
+	reread := in.runAll(ctx, opts, again)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for j, i := range at {
+		if reread[j].Observation != nil {
+			views[i] = reread[j]
+		}
+	}
+	return nil
+}
+
+// ebpfNeedsPrivilege: the collector saw Cilium's or Calico's pinned maps
+// and was refused opening them.
+func ebpfNeedsPrivilege(o *collectors.Observation) bool {
+	if o == nil || o.Sections.EBPF == nil || o.Sections.EBPF.Data == nil {
+		return false
+	}
+	d := o.Sections.EBPF.Data
+	denied := func(s string) bool {
+		s = strings.ToLower(s)
+		return strings.Contains(s, "operation not permitted") || strings.Contains(s, "permission denied")
+	}
+	if c := d.Cilium; c != nil && c.Detected && denied(c.Error) {
+		return true
+	}
+	if c := d.Calico; c != nil && c.Detected {
+		for _, m := range c.Maps {
+			if denied(m.Error) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func capNames(p Profile) []string {

@@ -255,3 +255,60 @@ func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
 		t.Errorf("skipped nodes %v", failures)
 	}
 }
+
+// TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF: the nodes carry no
+// Cilium annotation; the first collector (netadmin) sees Cilium's pinned
+// maps through the always-mounted bpffs but may not open them, so that node
+// is read again with netadmin+bpf, and the report says so.
+func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
+	var mu sync.Mutex
+	var profiles []Profile
+	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
+		runner: func(r *Runner, _ context.Context, node string, _ []byte) (*Output, error) {
+			mu.Lock()
+			profiles = append(profiles, r.Options.Profile)
+			mu.Unlock()
+			pod, err := NewPod(node, []byte(`{}`), r.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := pod.Spec.Containers[0].VolumeMounts; m[len(m)-1].MountPath != "/sys/fs/bpf" || !m[len(m)-1].ReadOnly {
+				t.Errorf("profile %s: bpffs not mounted read-only: %+v", r.Options.Profile, m)
+			}
+			c := &collectors.CiliumObservation{Detected: true, LayoutNote: "x"}
+			if r.Options.Profile == ProfileNetAdmin {
+				c.Error = "cilium_lb4_services_v2: open: operation not permitted"
+			}
+			obs := collectors.Observation{NodeName: node}
+			obs.Sections.EBPF = &collectors.Section[collectors.EBPFObservation]{Status: collectors.StatusOK,
+				Data: &collectors.EBPFObservation{Cilium: c}}
+			b, _ := json.Marshal(obs)
+			return &Output{Node: node, Log: b}, nil
+		}}
+	inp := input()
+	plan := trace.PlanNodes(inp, trace.NodeSelection{}, nil, "")
+	if plan.EBPFHint {
+		t.Fatal("no node carries Cilium annotations, yet the plan hints eBPF")
+	}
+	report, err := in.Inspect(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profiles) != 2 || profiles[0] != ProfileNetAdmin || profiles[1] != ProfileBPF {
+		t.Fatalf("collector profiles %v, want netadmin then netadmin+bpf", profiles)
+	}
+	var n1 *trace.CollectorNode
+	for i := range report.Collector.Nodes {
+		if report.Collector.Nodes[i].Node == "n1" {
+			n1 = &report.Collector.Nodes[i]
+		}
+	}
+	if n1 == nil || n1.Profile != string(ProfileBPF) || !n1.Inspected {
+		t.Fatalf("n1 in the report: %+v", n1)
+	}
+	for _, v := range report.Nodes {
+		if v.Node == "n1" && (v.Observation == nil || v.Observation.Sections.EBPF.Data.Cilium.Error != "") {
+			t.Fatalf("n1 kept the refused read: %+v", v)
+		}
+	}
+}
