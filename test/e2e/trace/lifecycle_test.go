@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
