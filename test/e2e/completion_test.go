@@ -130,7 +130,7 @@ func TestCompletionNamespacesAndNodes(t *testing.T) {
 		// cobra answers :0 (default, file names) when no completion function is
 		// registered for the flag at all: a missing hook, not wrong names.
 		t.Skip("--node has no completion function registered yet: cmd/cli must call " +
-			"cmd.RegisterFlagCompletionFunc(\"node\", CompleteNodeNames(f)) (issue 5/6)")
+			"cmd.RegisterFlagCompletionFunc(\"node\", CompleteNodeNames(f))")
 	}
 	want := tb.NodeNames()
 	slices.Sort(want)
