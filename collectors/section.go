@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // UnavailableError says a facility does not exist on this node (a kernel
@@ -23,12 +25,12 @@ func Unavailable(format string, args ...any) error {
 // RunSection runs one reader, times it, turns a panic into the section's
 // error, and classifies the error. A reader may return data together with an
 // error (a partial result); both are kept.
-func RunSection[T any](ctx context.Context, read func(context.Context) (*T, error)) (s *Section[T]) {
-	s = &Section[T]{}
+func RunSection[T any](ctx context.Context, read func(context.Context) (*T, error)) (s *collectorapi.Section[T]) {
+	s = &collectorapi.Section[T]{}
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			s.Status = StatusError
+			s.Status = collectorapi.StatusError
 			s.Error = fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
 		}
 		s.DurationMillis = Millis(time.Since(start))
@@ -38,12 +40,12 @@ func RunSection[T any](ctx context.Context, read func(context.Context) (*T, erro
 	var unavailable *UnavailableError
 	switch {
 	case err == nil:
-		s.Status = StatusOK
+		s.Status = collectorapi.StatusOK
 	case errors.As(err, &unavailable):
-		s.Status = StatusUnavailable
+		s.Status = collectorapi.StatusUnavailable
 		s.Error = err.Error()
 	default:
-		s.Status = StatusError
+		s.Status = collectorapi.StatusError
 		s.Error = err.Error()
 	}
 	return s

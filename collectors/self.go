@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // capNames are the Linux capability bits, in bit order (capability.h).
@@ -22,10 +24,10 @@ var capNames = []string{
 }
 
 // ReadCapabilities reads the effective capability set from /proc/self/status.
-func ReadCapabilities() Capabilities {
+func ReadCapabilities() collectorapi.Capabilities {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return Capabilities{Error: err.Error()}
+		return collectorapi.Capabilities{Error: err.Error()}
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -35,14 +37,14 @@ func ReadCapabilities() Capabilities {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Capabilities{Error: err.Error()}
+		return collectorapi.Capabilities{Error: err.Error()}
 	}
-	return Capabilities{Error: "no CapEff line in /proc/self/status"}
+	return collectorapi.Capabilities{Error: "no CapEff line in /proc/self/status"}
 }
 
 // ParseCapEff decodes a CapEff hex mask into capability names.
-func ParseCapEff(hex string) Capabilities {
-	c := Capabilities{EffectiveHex: hex}
+func ParseCapEff(hex string) collectorapi.Capabilities {
+	c := collectorapi.Capabilities{EffectiveHex: hex}
 	mask, err := strconv.ParseUint(hex, 16, 64)
 	if err != nil {
 		c.Error = fmt.Sprintf("parse CapEff %q: %v", hex, err)

@@ -2,6 +2,8 @@
 
 package collectors
 
+import collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+
 // ReadResources is only measured where getrusage exists; the collector runs
-// on Linux, the plugin (which shares this package) anywhere.
-func ReadResources() Resources { return Resources{} }
+// on Linux, but its packages build anywhere.
+func ReadResources() collectorapi.Resources { return collectorapi.Resources{} }

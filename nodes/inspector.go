@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -185,7 +185,7 @@ func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planne
 
 // ebpfNeedsPrivilege: the collector saw Cilium's or Calico's pinned maps
 // and was refused opening them.
-func ebpfNeedsPrivilege(o *collectors.Observation) bool {
+func ebpfNeedsPrivilege(o *collectorapi.Observation) bool {
 	if o == nil || o.Sections.EBPF == nil || o.Sections.EBPF.Data == nil {
 		return false
 	}
@@ -256,7 +256,7 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				v.Failure = failureText(err)
 				return
 			}
-			var obs collectors.Observation
+			var obs collectorapi.Observation
 			if err := json.Unmarshal(out.Log, &obs); err != nil {
 				v.Failure = "the collector's output is not an observation: " + err.Error()
 				return

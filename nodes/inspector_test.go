@@ -20,7 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -73,10 +73,10 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var ran []string
-	var requests []collectors.Request
+	var requests []collectorapi.Request
 	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
 		runner: func(_ *Runner, _ context.Context, node string, req []byte) (*Output, error) {
-			var r collectors.Request
+			var r collectorapi.Request
 			if err := json.Unmarshal(req, &r); err != nil {
 				t.Errorf("request: %v", err)
 			}
@@ -275,13 +275,13 @@ func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
 			if m := pod.Spec.Containers[0].VolumeMounts; m[len(m)-1].MountPath != "/sys/fs/bpf" || !m[len(m)-1].ReadOnly {
 				t.Errorf("profile %s: bpffs not mounted read-only: %+v", r.Options.Profile, m)
 			}
-			c := &collectors.CiliumObservation{Detected: true, LayoutNote: "x"}
+			c := &collectorapi.CiliumObservation{Detected: true, LayoutNote: "x"}
 			if r.Options.Profile == ProfileNetAdmin {
 				c.Error = "cilium_lb4_services_v2: open: operation not permitted"
 			}
-			obs := collectors.Observation{NodeName: node}
-			obs.Sections.EBPF = &collectors.Section[collectors.EBPFObservation]{Status: collectors.StatusOK,
-				Data: &collectors.EBPFObservation{Cilium: c}}
+			obs := collectorapi.Observation{NodeName: node}
+			obs.Sections.EBPF = &collectorapi.Section[collectorapi.EBPFObservation]{Status: collectorapi.StatusOK,
+				Data: &collectorapi.EBPFObservation{Cilium: c}}
 			b, _ := json.Marshal(obs)
 			return &Output{Node: node, Log: b}, nil
 		}}

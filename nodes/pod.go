@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Labels put on every collector Pod. `kubectl svctrace cleanup` finds
@@ -91,11 +91,11 @@ func labelValue(s string) string {
 }
 
 // NewPod builds the collector Pod for one node. The request travels as
-// arguments (collectors.RequestArgs) so the Pod needs no ConfigMap (and the
+// arguments (collectorapi.RequestArgs) so the Pod needs no ConfigMap (and the
 // plugin no RBAC for one). It fails only when the request is too large for
 // a Pod to carry.
 func NewPod(node string, requestJSON []byte, o PodSpecOptions) (*corev1.Pod, error) {
-	args, err := collectors.RequestArgs(requestJSON)
+	args, err := collectorapi.RequestArgs(requestJSON)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 const testNS = "svctrace-system"
@@ -378,11 +378,11 @@ func TestRunLargeAndOversizedRequests(t *testing.T) {
 		}
 		chunks = append(chunks, args[i+1])
 	}
-	if got, err := collectors.DecodeRequestChunks(chunks); err != nil || string(got) != big.String() {
+	if got, err := collectorapi.DecodeRequestChunks(chunks); err != nil || string(got) != big.String() {
 		t.Fatalf("request does not survive the Pod's arguments: %v", err)
 	}
 
-	noise := make([]byte, 3*collectors.RequestArgsMax/2)
+	noise := make([]byte, 3*collectorapi.RequestArgsMax/2)
 	x := uint32(7)
 	for i := range noise {
 		x = x*1664525 + 1013904223

@@ -164,7 +164,7 @@ var scenarios = []scenario{
 	{name: "not-found", in: func() *trace.Input {
 		return &trace.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
-	{name: "collectors-failed", in: baseInput, 
+	{name: "collectors-failed", in: baseInput,
 		views: func() (*trace.CollectorRun, []trace.NodeView) {
 			run := &trace.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}

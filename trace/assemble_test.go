@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a
@@ -21,7 +21,7 @@ func TestAssembleFromSavedInputAndObservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var obs collectors.Observation
+	var obs collectorapi.Observation
 	if err := json.Unmarshal(b, &obs); err != nil {
 		t.Fatal(err)
 	}

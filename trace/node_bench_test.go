@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // bigObservation is a node whose iptables rules program every endpoint of
 // bigInput(n) with equal shares, as kube-proxy would.
-func bigObservation(tb testing.TB, in *Input) *collectors.Observation {
-	var sel []iptables.EndpointJump
+func bigObservation(tb testing.TB, in *Input) *collectorapi.Observation {
+	var sel []collectorapi.IPTablesEndpointJump
 	n := 0
 	for _, sl := range in.Slices {
 		n += len(sl.Endpoints)
@@ -21,11 +20,11 @@ func bigObservation(tb testing.TB, in *Input) *collectors.Observation {
 			sel = append(sel, jump("KUBE-SEP-"+e.Addresses[0], e.Addresses[0]+":8080", 1/float64(n)))
 		}
 	}
-	b := iptRules(iptables.BackendNFTables, 0, sel...)
+	b := iptRules(collectorapi.IPTablesBackendNFTables, 0, sel...)
 	b.Ports[0].Entry[0].Raw = "-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp --dport 80 -j KUBE-SVC-X"
 	b.Ports[0].NodePort = 30080
-	b.Ports[0].NodePorts = []iptables.Rule{{Raw: "-A KUBE-NODEPORTS -p tcp --dport 30080 -j KUBE-EXT-X"}}
-	obs := observation(tb.(*testing.T), "iptables", &iptables.Observation{Backends: []iptables.BackendObservation{b}}, nil)
+	b.Ports[0].NodePorts = []collectorapi.IPTablesRule{{Raw: "-A KUBE-NODEPORTS -p tcp --dport 30080 -j KUBE-EXT-X"}}
+	obs := observation(tb.(*testing.T), collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
 	return obs
 }
 

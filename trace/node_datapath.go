@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -12,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
-	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // programmedPort is one Service port as one datapath programmed it, in the
@@ -53,7 +50,7 @@ type programmedEndpoint struct {
 // judgeDatapath decides which datapath owns the Service on this node, turns
 // what it programmed into programmedPorts and compares each with kube-proxy's
 // expectation for this node.
-func (nj *nodeJudge) judgeDatapath(node string, obs *collectors.Observation) {
+func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	svc := nj.in.Service
 	var labels map[string]string
 	if n := nj.in.Nodes[node]; n != nil {
@@ -64,7 +61,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectors.Observation) {
 
 	mode, owner := datapathOwner(obs)
 	switch mode {
-	case "cilium", "calico":
+	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect)
 		return
@@ -99,10 +96,10 @@ func (nj *nodeJudge) portSelected(name string, port int32) bool {
 	return p == "" || p == name || p == strconv.Itoa(int(port))
 }
 
-func (nj *nodeJudge) comparePort(node string, obs *collectors.Observation, mode string, pe PortExpectation, pp *programmedPort) {
+func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe PortExpectation, pp *programmedPort) {
 	svc := nj.in.Service
 	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
-	datapath := mode
+	datapath := string(mode)
 	if pp != nil {
 		datapath = pp.Datapath
 	}
@@ -251,7 +248,7 @@ func servicePortLabel(ns, name string, pe PortExpectation) string {
 }
 
 // noRulesReason explains an empty datapath with what the node told.
-func (nj *nodeJudge) noRulesReason(obs *collectors.Observation, mode string) string {
+func (nj *nodeJudge) noRulesReason(obs *collectorapi.Observation, mode collectorapi.DatapathMode) string {
 	var why []string
 	if p := obs.Sections.Proxy; p != nil && p.Data != nil && p.Data.Mode == "" {
 		why = append(why, "kube-proxy does not answer on its metrics port (stopped or crashed?)")
@@ -266,14 +263,14 @@ func (nj *nodeJudge) noRulesReason(obs *collectors.Observation, mode string) str
 }
 
 // proxyHealth judges kube-proxy's own signals.
-func (nj *nodeJudge) proxyHealth(node string, obs *collectors.Observation) {
+func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 	s := obs.Sections.Proxy
 	if s == nil || s.Data == nil {
 		return
 	}
 	p := s.Data
 	if p.Mode == "" {
-		if owner, _ := datapathOwner(obs); owner == "cilium" || owner == "calico" {
+		if owner, _ := datapathOwner(obs); owner == collectorapi.ModeCilium || owner == collectorapi.ModeCalico {
 			return // no kube-proxy expected
 		}
 		nj.emit(CodeDPProxyUnreachable, node, Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
@@ -304,32 +301,32 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectors.Observation) {
 
 // datapathOwner names the datapath that should hold the Service on the node:
 // kube-proxy's own /proxyMode first, else the fingerprints.
-func datapathOwner(obs *collectors.Observation) (mode, description string) {
+func datapathOwner(obs *collectorapi.Observation) (mode collectorapi.DatapathMode, description string) {
 	if e := obs.Sections.EBPF; e != nil && e.Data != nil {
 		if c := e.Data.Cilium; c != nil && c.Detected {
-			return "cilium", "Cilium eBPF service maps (kube-proxy replacement)"
+			return collectorapi.ModeCilium, "Cilium eBPF service maps (kube-proxy replacement)"
 		}
 		if c := e.Data.Calico; c != nil && c.Detected {
-			return "calico", "Calico eBPF NAT maps"
+			return collectorapi.ModeCalico, "Calico eBPF NAT maps"
 		}
 	}
 	if p := obs.Sections.Proxy; p != nil && p.Data != nil {
 		if p.Data.Mode != "" {
-			return p.Data.Mode, "kube-proxy in " + p.Data.Mode + " mode (from /proxyMode)"
+			return p.Data.Mode, "kube-proxy in " + string(p.Data.Mode) + " mode (from /proxyMode)"
 		}
-		found := map[string]bool{}
+		found := map[collectorapi.DatapathMode]bool{}
 		for _, f := range p.Data.Fingerprints {
 			if f.Found {
 				found[f.Mode] = true
 			}
 		}
 		switch {
-		case found["nftables"]:
-			return "nftables", "kube-proxy nftables rules (fingerprint; kube-proxy itself does not answer)"
-		case found["ipvs"]:
-			return "ipvs", "kube-proxy IPVS (fingerprint; kube-proxy itself does not answer)"
-		case found["iptables"] || found["iptables-legacy"]:
-			return "iptables", "kube-proxy iptables rules (fingerprint; kube-proxy itself does not answer)"
+		case found[collectorapi.ModeNFTables]:
+			return collectorapi.ModeNFTables, "kube-proxy nftables rules (fingerprint; kube-proxy itself does not answer)"
+		case found[collectorapi.ModeIPVS]:
+			return collectorapi.ModeIPVS, "kube-proxy IPVS (fingerprint; kube-proxy itself does not answer)"
+		case found[collectorapi.ModeIPTables] || found[collectorapi.ModeIPTablesLegacy]:
+			return collectorapi.ModeIPTables, "kube-proxy iptables rules (fingerprint; kube-proxy itself does not answer)"
 		}
 	}
 	return "", "no kube-proxy or eBPF datapath found"
@@ -340,34 +337,22 @@ type leftover struct {
 	raw                     []string
 }
 
-// programmedFromObservation decodes the iptables/nftables/IPVS sections and
+// programmedFromObservation reads the iptables/nftables/IPVS sections and
 // returns the active datapath's ports, leftovers of others, and section errors.
-func programmedFromObservation(obs *collectors.Observation, mode string) ([]programmedPort, []leftover, [][2]string) {
+func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.DatapathMode) ([]programmedPort, []leftover, [][2]string) {
 	var errs [][2]string
-	var ipt *iptables.Observation
+	var ipt *collectorapi.IPTablesObservation
 	if s := obs.Sections.IPTables; s != nil {
-		if s.Data != nil {
-			ipt = &iptables.Observation{}
-			if err := json.Unmarshal(*s.Data, ipt); err != nil {
-				errs = append(errs, [2]string{"iptables", "cannot decode: " + err.Error()})
-				ipt = nil
-			}
-		}
-		if s.Error != "" && (mode == "iptables" || mode == "") {
-			errs = append(errs, [2]string{"iptables", s.Error})
+		ipt = s.Data
+		if s.Error != "" && (mode == collectorapi.ModeIPTables || mode == "") {
+			errs = append(errs, [2]string{collectorapi.SectionIPTables, s.Error})
 		}
 	}
-	var nft *nftables.Observation
+	var nft *collectorapi.NFTablesObservation
 	if s := obs.Sections.NFTables; s != nil {
-		if s.Data != nil {
-			nft = &nftables.Observation{}
-			if err := json.Unmarshal(*s.Data, nft); err != nil {
-				errs = append(errs, [2]string{"nftables", "cannot decode: " + err.Error()})
-				nft = nil
-			}
-		}
-		if s.Error != "" && (mode == "nftables" || mode == "") {
-			errs = append(errs, [2]string{"nftables", s.Error})
+		nft = s.Data
+		if s.Error != "" && (mode == collectorapi.ModeNFTables || mode == "") {
+			errs = append(errs, [2]string{collectorapi.SectionNFTables, s.Error})
 		}
 	}
 
@@ -394,13 +379,13 @@ func programmedFromObservation(obs *collectors.Observation, mode string) ([]prog
 	var active []programmedPort
 	var lo []leftover
 	switch mode {
-	case "nftables":
+	case collectorapi.ModeNFTables:
 		active = nftPorts
 		for _, b := range iptBackends {
-			lo = append(lo, leftover{active: "nftables", other: "iptables (" + b.obs.Backend + ")",
+			lo = append(lo, leftover{active: string(collectorapi.ModeNFTables), other: "iptables (" + b.obs.Backend + ")",
 				evidence: "nat KUBE-SERVICES exists", raw: b.obs.Commands})
 		}
-	case "iptables", "":
+	case collectorapi.ModeIPTables, "":
 		best := -1
 		for i, b := range iptBackends {
 			// kube-proxy keeps its canary in the backend it writes; with
@@ -419,20 +404,20 @@ func programmedFromObservation(obs *collectors.Observation, mode string) ([]prog
 				}
 			}
 		}
-		if mode == "iptables" && nftPresent {
-			lo = append(lo, leftover{active: "iptables", other: "nftables", evidence: "table kube-proxy exists"})
+		if mode == collectorapi.ModeIPTables && nftPresent {
+			lo = append(lo, leftover{active: string(collectorapi.ModeIPTables), other: string(collectorapi.ModeNFTables), evidence: "table kube-proxy exists"})
 		}
 		if mode == "" && len(active) == 0 {
 			active = nftPorts
 		}
-	case "ipvs":
+	case collectorapi.ModeIPVS:
 		active = fromIPVS(obs)
 	}
 	return active, lo, errs
 }
 
 type iptBackendPorts struct {
-	obs   iptables.BackendObservation
+	obs   collectorapi.IPTablesBackendObservation
 	ports []programmedPort
 }
 
@@ -475,7 +460,7 @@ func familyOf(s string) corev1.IPFamily {
 	return ""
 }
 
-func fromIPTables(b iptables.BackendObservation) []programmedPort {
+func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 	var out []programmedPort
 	for _, p := range b.Ports {
 		pp := programmedPort{
@@ -484,17 +469,14 @@ func fromIPTables(b iptables.BackendObservation) []programmedPort {
 			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
 			NodePortFound: len(p.NodePorts) > 0,
 		}
-		var internal *iptables.Chain
+		var internal *collectorapi.IPTablesChain
 		for _, e := range p.Entry {
 			pp.Evidence = append(pp.Evidence, e.Raw)
 			if e.Kind != "clusterIP" {
 				continue
 			}
-			target := e.Jump
-			if target == "" {
-				target = e.Goto
-			}
-			for _, c := range []*iptables.Chain{p.Service, p.Local} {
+			target := e.Target()
+			for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local} {
 				if c != nil && c.Name == target && c.Exists {
 					internal = c
 					pp.Captured = true
@@ -546,7 +528,7 @@ func fromIPTables(b iptables.BackendObservation) []programmedPort {
 	return out
 }
 
-func fromNFTables(source string, t nftables.TableObservation) []programmedPort {
+func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []programmedPort {
 	var out []programmedPort
 	for _, p := range t.Ports {
 		pp := programmedPort{
@@ -554,13 +536,13 @@ func fromNFTables(source string, t nftables.TableObservation) []programmedPort {
 			Family:   familyOf(t.Family),
 			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
 		}
-		chains := map[string]*nftables.Chain{}
-		for _, c := range append([]*nftables.Chain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
+		chains := map[string]*collectorapi.NFTablesChain{}
+		for _, c := range append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
 			if c != nil && c.Exists {
 				chains[c.Name] = c
 			}
 		}
-		var internal *nftables.Chain
+		var internal *collectorapi.NFTablesChain
 		for _, e := range p.ServiceIPs {
 			if !e.Found {
 				continue
@@ -653,7 +635,7 @@ func fromNFTables(source string, t nftables.TableObservation) []programmedPort {
 
 // fromIPVS reads the IPVS section: one virtual server per ClusterIP:port,
 // real servers with weight > 0 carrying equal shares (round robin).
-func fromIPVS(obs *collectors.Observation) []programmedPort {
+func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || !s.Data.Available {
 		return nil
@@ -670,7 +652,7 @@ func fromIPVS(obs *collectors.Observation) []programmedPort {
 		} else {
 			pp.Family = corev1.IPv4Protocol
 		}
-		var live []collectors.IPVSRealServer
+		var live []collectorapi.IPVSRealServer
 		for _, rs := range vs.RealServers {
 			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
 			if rs.Weight > 0 {
@@ -688,7 +670,7 @@ func fromIPVS(obs *collectors.Observation) []programmedPort {
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
 // expected endpoints. The map layout is Cilium-version dependent; the
 // collector says which layout it decoded.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectors.Observation, expect []PortExpectation) {
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Cilium == nil {
 		return
@@ -705,7 +687,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectors.Observation, expec
 			}
 			pp.Captured = true
 			pp.AffinitySeconds = int(fe.AffinityTimeoutSecs)
-			var active []collectors.CiliumBackend
+			var active []collectorapi.CiliumBackend
 			for _, b := range fe.Backends {
 				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, b.Slot, b.BackendID, b.Address, b.Port, b.State))
 				if b.Found && (b.State == "" || b.State == "active") {
@@ -716,6 +698,6 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectors.Observation, expec
 				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
 			}
 		}
-		nj.comparePort(node, obs, "cilium", pe, pp)
+		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
 	}
 }

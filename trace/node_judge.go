@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // NodeView is what svctrace learnt about one node: the collector's
@@ -23,7 +23,7 @@ type NodeView struct {
 	// Profile is the privilege profile the collector Pod ran with.
 	Profile string
 	// Observation is nil when Failure is set.
-	Observation *collectors.Observation
+	Observation *collectorapi.Observation
 	Failure     string
 }
 
@@ -144,7 +144,7 @@ func (nj *nodeJudge) judge(v *NodeView) {
 
 // ---- conntrack ----
 
-func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collectors.ConntrackObservation]) {
+func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collectorapi.ConntrackObservation]) {
 	if s == nil || s.Data == nil {
 		msg := "section not collected"
 		if s != nil && s.Error != "" {
@@ -229,8 +229,8 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectors.Section[collector
 
 // skew explains an uneven spread of existing connections: iptables and
 // nftables balance new connections, so a few long-lived ones stay put.
-func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows, expectedBackends []string) {
-	var top *collectors.BackendFlows
+func (nj *nodeJudge) skew(node string, fe collectorapi.FrontendFlows, expectedBackends []string) {
+	var top *collectorapi.BackendFlows
 	for i, b := range fe.Backends {
 		if b.Expected && (top == nil || b.Count > top.Count) {
 			top = &fe.Backends[i]
@@ -263,7 +263,7 @@ func (nj *nodeJudge) skew(node string, fe collectors.FrontendFlows, expectedBack
 
 // ---- route and probes ----
 
-func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectors.Observation) {
+func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observation) {
 	eps := nj.endpointIndex()
 	routeFailed := map[string]bool{}
 	if !nj.skipped(LayerRoute) {
@@ -306,7 +306,7 @@ func (nj *nodeJudge) endpointIndex() *endpointIndex {
 	return idx
 }
 
-func (nj *nodeJudge) judgeRoutes(node string, s *collectors.Section[collectors.RouteObservation], epNode map[string]string) map[string]bool {
+func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectorapi.RouteObservation], epNode map[string]string) map[string]bool {
 	failed := map[string]bool{}
 	if s == nil || s.Data == nil {
 		msg := "section not collected"
@@ -381,7 +381,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectors.Section[collectors.R
 	return failed
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectors.Section[collectors.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
 	if s == nil || s.Data == nil {
 		return
 	}
@@ -471,11 +471,11 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
 			continue
 		}
-		byQ := map[string]map[string]collectors.DNSQuery{} // server|name|type → transport → query
+		byQ := map[string]map[string]collectorapi.DNSQuery{} // server|name|type → transport → query
 		for _, q := range v.Observation.Sections.DNS.Data.Queries {
 			k := q.Server + "|" + q.Name + "|" + q.Type
 			if byQ[k] == nil {
-				byQ[k] = map[string]collectors.DNSQuery{}
+				byQ[k] = map[string]collectorapi.DNSQuery{}
 			}
 			byQ[k][q.Transport] = q
 		}
@@ -564,7 +564,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	}
 }
 
-func (nj *nodeJudge) emitDNS(code, node string, a Args, q collectors.DNSQuery) {
+func (nj *nodeJudge) emitDNS(code, node string, a Args, q collectorapi.DNSQuery) {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
 	nj.emit(code, node, a, raw)

@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
-	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
@@ -32,53 +30,48 @@ func nodeInput(mut ...func(*corev1.Service)) *Input {
 	return in
 }
 
-func raw(t *testing.T, v any) *collectors.Section[json.RawMessage] {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := json.RawMessage(b)
-	return &collectors.Section[json.RawMessage]{Status: collectors.StatusOK, Data: &m}
+// okSection is a section whose reader ran and saw data.
+func okSection[T any](data *T) *collectorapi.Section[T] {
+	return &collectorapi.Section[T]{Status: collectorapi.StatusOK, Data: data}
 }
 
 // iptRules is the nf_tables backend of a kube-proxy in iptables mode with
 // the given endpoint → share selection for web:http.
-func iptRules(backend string, affinity int, sel ...iptables.EndpointJump) iptables.BackendObservation {
-	svcChain := &iptables.Chain{Name: "KUBE-SVC-X", Exists: true, Selection: sel}
+func iptRules(backend string, affinity int, sel ...collectorapi.IPTablesEndpointJump) collectorapi.IPTablesBackendObservation {
+	svcChain := &collectorapi.IPTablesChain{Name: "KUBE-SVC-X", Exists: true, Selection: sel}
 	if affinity > 0 {
-		svcChain.Affinity = []iptables.AffinityRule{{Name: "KUBE-SEP-A", Seconds: affinity}}
+		svcChain.Affinity = []collectorapi.IPTablesAffinityRule{{Name: "KUBE-SEP-A", Seconds: affinity}}
 	}
-	var eps []iptables.EndpointChain
+	var eps []collectorapi.IPTablesEndpointChain
 	for _, s := range sel {
-		eps = append(eps, iptables.EndpointChain{Chain: iptables.Chain{Name: s.Target, Exists: true}, DNAT: s.Endpoint})
+		eps = append(eps, collectorapi.IPTablesEndpointChain{IPTablesChain: collectorapi.IPTablesChain{Name: s.Target, Exists: true}, DNAT: s.Endpoint})
 	}
-	return iptables.BackendObservation{Backend: backend, Family: "IPv4", KubeProxyChains: true,
-		Ports: []iptables.PortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
-			Entry:     []iptables.EntryRule{{Kind: "clusterIP", Rule: iptables.Rule{Raw: "-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp --dport 80 -j KUBE-SVC-X", Jump: "KUBE-SVC-X"}}},
+	return collectorapi.IPTablesBackendObservation{Backend: backend, Family: "IPv4", KubeProxyChains: true,
+		Ports: []collectorapi.IPTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+			Entry:     []collectorapi.IPTablesEntryRule{{Kind: "clusterIP", IPTablesRule: collectorapi.IPTablesRule{Raw: "-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp --dport 80 -j KUBE-SVC-X", Jump: "KUBE-SVC-X"}}},
 			Service:   svcChain,
 			Endpoints: eps}}}
 }
 
-func jump(target, endpoint string, share float64) iptables.EndpointJump {
-	return iptables.EndpointJump{Target: target, Endpoint: endpoint, Share: share}
+func jump(target, endpoint string, share float64) collectorapi.IPTablesEndpointJump {
+	return collectorapi.IPTablesEndpointJump{Target: target, Endpoint: endpoint, Share: share}
 }
 
-func observation(t *testing.T, mode string, ipt *iptables.Observation, nft *nftables.Observation) *collectors.Observation {
-	o := &collectors.Observation{APIVersion: collectors.ObservationAPIVersion, Kind: collectors.ObservationKind, CollectedAt: time.Unix(1000, 0)}
-	o.Sections.Proxy = &collectors.Section[collectors.ProxyObservation]{Status: collectors.StatusOK, Data: &collectors.ProxyObservation{Mode: mode}}
+func observation(t *testing.T, mode collectorapi.DatapathMode, ipt *collectorapi.IPTablesObservation, nft *collectorapi.NFTablesObservation) *collectorapi.Observation {
+	o := &collectorapi.Observation{APIVersion: collectorapi.ObservationAPIVersion, Kind: collectorapi.ObservationKind, CollectedAt: time.Unix(1000, 0)}
+	o.Sections.Proxy = &collectorapi.Section[collectorapi.ProxyObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProxyObservation{Mode: mode}}
 	if ipt != nil {
-		o.Sections.IPTables = raw(t, ipt)
+		o.Sections.IPTables = okSection(ipt)
 	}
 	if nft != nil {
-		o.Sections.NFTables = raw(t, nft)
+		o.Sections.NFTables = okSection(nft)
 	}
-	o.Sections.Route = &collectors.Section[collectors.RouteObservation]{Status: collectors.StatusOK, Data: &collectors.RouteObservation{
-		IPv4Forward: "1", RPFilterAll: "0", Routes: []collectors.RouteLookup{
-			{Destination: "10.244.1.5", Device: "veth1", Type: "unicast", Link: &collectors.LinkInfo{Name: "veth1", AdminUp: true, OperState: "up"}},
-			{Destination: "10.244.2.7", Device: "eth0", Gateway: "10.0.0.12", Type: "unicast", Link: &collectors.LinkInfo{Name: "eth0", AdminUp: true, OperState: "up"}}}}}
-	o.Sections.Conntrack = &collectors.Section[collectors.ConntrackObservation]{Status: collectors.StatusOK, Data: &collectors.ConntrackObservation{
-		Count: 10, Max: 1000, SampleIntervalMillis: 200, StatsDelta: &collectors.ConntrackCounters{}}}
+	o.Sections.Route = &collectorapi.Section[collectorapi.RouteObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.RouteObservation{
+		IPv4Forward: "1", RPFilterAll: "0", Routes: []collectorapi.RouteLookup{
+			{Destination: "10.244.1.5", Device: "veth1", Type: "unicast", Link: &collectorapi.LinkInfo{Name: "veth1", AdminUp: true, OperState: "up"}},
+			{Destination: "10.244.2.7", Device: "eth0", Gateway: "10.0.0.12", Type: "unicast", Link: &collectorapi.LinkInfo{Name: "eth0", AdminUp: true, OperState: "up"}}}}}
+	o.Sections.Conntrack = &collectorapi.Section[collectorapi.ConntrackObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ConntrackObservation{
+		Count: 10, Max: 1000, SampleIntervalMillis: 200, StatsDelta: &collectorapi.ConntrackCounters{}}}
 	return o
 }
 
@@ -99,14 +92,14 @@ func nodeCodes(tr *ServiceTrace, layer LayerName, node string) map[string]Check 
 	return out
 }
 
-func healthyIPT() *iptables.Observation {
-	return &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+func healthyIPT() *collectorapi.IPTablesObservation {
+	return &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 		jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}}
 }
 
 func TestJudgeNodesHealthyIPTables(t *testing.T) {
 	in := nodeInput()
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, "iptables", healthyIPT(), nil)})
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
 	dp := nodeCodes(tr, LayerDatapath, "n1")
 	if _, ok := dp[CodeDPRulesMatch]; !ok {
 		t.Fatalf("datapath checks = %v, want %s", keysOf(dp), CodeDPRulesMatch)
@@ -125,51 +118,51 @@ func TestJudgeNodesDatapathFaults(t *testing.T) {
 	tests := []struct {
 		name  string
 		svc   func(*corev1.Service)
-		mode  string
-		ipt   *iptables.Observation
-		nft   *nftables.Observation
-		proxy func(*collectors.ProxyObservation)
+		mode  collectorapi.DatapathMode
+		ipt   *collectorapi.IPTablesObservation
+		nft   *collectorapi.NFTablesObservation
+		proxy func(*collectorapi.ProxyObservation)
 		want  []string
 	}{
-		{name: "stale and missing endpoints", mode: "iptables",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+		{name: "stale and missing endpoints", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-9", "10.244.9.9:8080", 0.5))}},
 			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
-		{name: "wrong DNAT port", mode: "iptables",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+		{name: "wrong DNAT port", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:9090", 0.5))}},
 			want: []string{CodeDPWrongDNATPort}},
-		{name: "unequal shares", mode: "iptables",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 0,
+		{name: "unequal shares", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}},
 			want: []string{CodeDPUnequalShares}},
 		{name: "no rules and kube-proxy down", mode: "",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{{Backend: iptables.BackendNFTables, Family: "IPv4", KubeProxyChains: true}}},
-			proxy: func(p *collectors.ProxyObservation) {
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{{Backend: collectorapi.IPTablesBackendNFTables, Family: "IPv4", KubeProxyChains: true}}},
+			proxy: func(p *collectorapi.ProxyObservation) {
 				p.ProxyMode.Error = "connection refused"
 				p.ProxyMode.URL = "http://127.0.0.1:10249/proxyMode"
 			},
 			want: []string{CodeDPNoRules, CodeDPProxyUnreachable}},
-		{name: "affinity configured, not programmed", mode: "iptables", ipt: healthyIPT(),
+		{name: "affinity configured, not programmed", mode: collectorapi.ModeIPTables, ipt: healthyIPT(),
 			svc:  func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
 			want: []string{CodeDPAffinityMissing}},
-		{name: "affinity programmed, not configured", mode: "iptables",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{iptRules(iptables.BackendNFTables, 10800,
+		{name: "affinity programmed, not configured", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 10800,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}},
 			want: []string{CodeDPAffinityExtra}},
-		{name: "leftover legacy rules", mode: "iptables",
-			ipt: &iptables.Observation{Backends: []iptables.BackendObservation{
-				iptRules(iptables.BackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5)),
-				iptRules(iptables.BackendLegacy, 0, jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}},
+		{name: "leftover legacy rules", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
+				iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5)),
+				iptRules(collectorapi.IPTablesBackendLegacy, 0, jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}},
 			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
-		{name: "nftables healthy", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
+		{name: "nftables healthy", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
 			want: []string{CodeDPRulesMatch}},
-		{name: "nftables stale", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.3.3:8080"),
+		{name: "nftables stale", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.3.3:8080"),
 			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
-		{name: "nftables mode with iptables leftovers", mode: "nftables", nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
+		{name: "nftables mode with iptables leftovers", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
 			ipt:  healthyIPT(),
 			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
-		{name: "service-proxy-name", mode: "iptables", ipt: &iptables.Observation{},
+		{name: "service-proxy-name", mode: collectorapi.ModeIPTables, ipt: &collectorapi.IPTablesObservation{},
 			svc:  func(s *corev1.Service) { s.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "x"} },
 			want: []string{CodeDPIgnoredByProxy}},
 	}
@@ -198,29 +191,29 @@ func TestJudgeNodesDatapathFaults(t *testing.T) {
 	}
 }
 
-func nftObservation(endpoints ...string) *nftables.Observation {
-	var entries []nftables.NumgenEntry
+func nftObservation(endpoints ...string) *collectorapi.NFTablesObservation {
+	var entries []collectorapi.NFTablesNumgenEntry
 	for i, e := range endpoints {
-		entries = append(entries, nftables.NumgenEntry{Index: uint32(i), Address: e, Share: 1 / float64(len(endpoints))})
+		entries = append(entries, collectorapi.NFTablesNumgenEntry{Index: uint32(i), Address: e, Share: 1 / float64(len(endpoints))})
 	}
-	return &nftables.Observation{Source: nftables.SourceNetlink, Tables: []nftables.TableObservation{{Family: "ip", Name: "kube-proxy", Present: true,
-		Ports: []nftables.PortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
-			ServiceIPs: []nftables.Element{{Map: "service-ips", Key: "10.96.0.20 . tcp . 80", Found: true, Verdict: "goto service-X", Target: "service-X"}},
-			Service:    &nftables.Chain{Name: "service-X", Exists: true, Rules: []nftables.Rule{{Text: "numgen random mod 2 vmap", Numgen: &nftables.NumgenMap{Kind: "dnat", Modulus: uint32(len(endpoints)), Entries: entries}}}}}}}}}
+	return &collectorapi.NFTablesObservation{Source: collectorapi.NFTablesSourceNetlink, Tables: []collectorapi.NFTablesTableObservation{{Family: "ip", Name: "kube-proxy", Present: true,
+		Ports: []collectorapi.NFTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
+			ServiceIPs: []collectorapi.NFTablesElement{{Map: "service-ips", Key: "10.96.0.20 . tcp . 80", Found: true, Verdict: "goto service-X", Target: "service-X"}},
+			Service:    &collectorapi.NFTablesChain{Name: "service-X", Exists: true, Rules: []collectorapi.NFTablesRule{{Text: "numgen random mod 2 vmap", Numgen: &collectorapi.NFTablesNumgenMap{Kind: "dnat", Modulus: uint32(len(endpoints)), Entries: entries}}}}}}}}}
 }
 
 func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 	in := nodeInput()
-	obs := observation(t, "iptables", healthyIPT(), nil)
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	obs.Sections.Route.Data.IPv4Forward = "0"
-	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: []collectors.Probe{
+	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
 		{Target: "clusterIP", Address: "10.96.0.20:80", Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"},
 		{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
 		{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"},
 	}}}
-	obs.Sections.Conntrack.Data.StatsDelta = &collectors.ConntrackCounters{InsertFailed: 3}
-	obs.Sections.Conntrack.Data.Flows = &collectors.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectors.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
-		Backends: []collectors.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}, {Backend: "10.96.0.20:80", Count: 1}}}}}
+	obs.Sections.Conntrack.Data.StatsDelta = &collectorapi.ConntrackCounters{InsertFailed: 3}
+	obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
+		Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}, {Backend: "10.96.0.20:80", Count: 1}}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	for layer, want := range map[LayerName][]string{
 		LayerRoute:     {CodeRTForwardOff},
@@ -261,18 +254,18 @@ func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
 }
 
 func TestJudgeNodesDNS(t *testing.T) {
-	mk := func(answers []string, rcode, errText string) *collectors.Observation {
-		o := observation(t, "iptables", healthyIPT(), nil)
-		q := func(tr string) collectors.DNSQuery {
-			return collectors.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: 2}
+	mk := func(answers []string, rcode, errText string) *collectorapi.Observation {
+		o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		q := func(tr string) collectorapi.DNSQuery {
+			return collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: 2}
 		}
-		o.Sections.DNS = &collectors.Section[collectors.DNSObservation]{Status: collectors.StatusOK, Data: &collectors.DNSObservation{
-			Servers: []string{"10.96.0.10"}, Queries: []collectors.DNSQuery{q("udp"), q("tcp")}}}
+		o.Sections.DNS = &collectorapi.Section[collectorapi.DNSObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.DNSObservation{
+			Servers: []string{"10.96.0.10"}, Queries: []collectorapi.DNSQuery{q("udp"), q("tcp")}}}
 		return o
 	}
 	tests := []struct {
 		name string
-		obs  *collectors.Observation
+		obs  *collectorapi.Observation
 		want string
 	}{
 		{"right answer", mk([]string{"A 10.96.0.20"}, "NOERROR", ""), CodeDNSLiveOK},
@@ -313,7 +306,7 @@ func TestJudgeRealKubeProxyObservations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var obs collectors.Observation
+			var obs collectorapi.Observation
 			if err := json.Unmarshal(b, &obs); err != nil {
 				t.Fatal(err)
 			}
@@ -351,8 +344,8 @@ func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
 	in := nodeInput()
 	in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8081,
 		ep{ip: "10.244.1.5", pod: "web-1", node: "n1", ready: true})}
-	obs := observation(t, "iptables", nil, nil)
-	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: []collectors.Probe{
+	obs := observation(t, collectorapi.ModeIPTables, nil, nil)
+	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
 		{Target: "endpoint", Address: "10.244.1.5:8081", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	c, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]
@@ -373,11 +366,11 @@ func TestConntrackSkewExplained(t *testing.T) {
 		{[]int{7, 1, 1, 1}, true},
 	} {
 		in := nodeInput()
-		obs := observation(t, "iptables", healthyIPT(), nil)
-		fe := collectors.FrontendFlows{Frontend: "10.96.0.20:80/TCP"}
+		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		fe := collectorapi.FrontendFlows{Frontend: "10.96.0.20:80/TCP"}
 		for i, c := range tt.counts {
 			fe.Total += c
-			fe.Backends = append(fe.Backends, collectors.BackendFlows{Backend: fmt.Sprintf("10.244.1.%d:8080", i+1), Count: c, Expected: true})
+			fe.Backends = append(fe.Backends, collectorapi.BackendFlows{Backend: fmt.Sprintf("10.244.1.%d:8080", i+1), Count: c, Expected: true})
 		}
 		var expected []string
 		for i := range tt.counts {
@@ -387,7 +380,7 @@ func TestConntrackSkewExplained(t *testing.T) {
 		if tt.counts[len(tt.counts)-1] == 0 {
 			fe.Backends = fe.Backends[:len(fe.Backends)-1]
 		}
-		obs.Sections.Conntrack.Data.Flows = &collectors.ServiceFlows{Frontends: []collectors.FrontendFlows{fe}, ExpectedBackends: expected}
+		obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{fe}, ExpectedBackends: expected}
 		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 		_, got := nodeCodes(tr, LayerConntrack, "n1")[CodeCTSkew]
 		if got != tt.skew {
@@ -406,9 +399,9 @@ func TestJudgeProbesSampled(t *testing.T) {
 		{2, 2, "2 endpoint(s) answered a direct connection"},
 		{5000, 64, "2 endpoint(s) answered a direct connection (probed 64 of 5000 endpoints: this node's first, then ready ones)"},
 	} {
-		obs := observation(t, "iptables", healthyIPT(), nil)
-		obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{
-			EndpointsTotal: tt.total, EndpointsProbed: tt.probed, Probes: []collectors.Probe{
+		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{
+			EndpointsTotal: tt.total, EndpointsProbed: tt.probed, Probes: []collectorapi.Probe{
 				{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
 				{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "connected"},
 			}}}
@@ -423,12 +416,12 @@ func TestJudgeProbesSampled(t *testing.T) {
 // TestJudgeProbesListAtMostTen: a large Service's probe failures are named
 // up to maxListed in the message; the evidence lists more, then counts the rest.
 func TestJudgeProbesListAtMostTen(t *testing.T) {
-	obs := observation(t, "iptables", healthyIPT(), nil)
-	var probes []collectors.Probe
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	var probes []collectorapi.Probe
 	for i := range 64 {
-		probes = append(probes, collectors.Probe{Target: "endpoint", Address: fmt.Sprintf("10.252.0.%d:8080", i+1), Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"})
+		probes = append(probes, collectorapi.Probe{Target: "endpoint", Address: fmt.Sprintf("10.252.0.%d:8080", i+1), Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"})
 	}
-	obs.Sections.Probe = &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: probes}}
+	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: probes}}
 	in := nodeInput()
 	for i := range 64 {
 		e := slice("x", "web", "http", 8080, ep{ip: fmt.Sprintf("10.252.0.%d", i+1), ready: true}).Endpoints[0]

@@ -5,17 +5,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // CollectRequest builds what a collector on node is asked to look at: the
 // Service as kube-proxy sees it, every endpoint of its slices, the Pod IPs to
 // route to (endpoints plus extra, e.g. the --from Pod), and the cluster DNS.
 // The collector needs nothing else: it never talks to the API server.
-func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string) *collectors.Request {
+func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string) *collectorapi.Request {
 	svc := in.Service
-	req := &collectors.Request{
-		APIVersion:    collectors.RequestAPIVersion,
+	req := &collectorapi.Request{
+		APIVersion:    collectorapi.RequestAPIVersion,
 		Kind:          "CollectRequest",
 		NodeName:      node,
 		ClusterDomain: clusterDomain,
@@ -23,7 +23,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 	if svc == nil {
 		return req
 	}
-	spec := collectors.ServiceSpec{
+	spec := collectorapi.ServiceSpec{
 		Namespace:             svc.Namespace,
 		Name:                  svc.Name,
 		Type:                  string(svc.Spec.Type),
@@ -53,7 +53,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 		if proto == "" {
 			proto = string(corev1.ProtocolTCP)
 		}
-		spec.Ports = append(spec.Ports, collectors.ServicePort{Name: p.Name, Protocol: proto, Port: p.Port,
+		spec.Ports = append(spec.Ports, collectorapi.ServicePort{Name: p.Name, Protocol: proto, Port: p.Port,
 			NodePort: p.NodePort, TargetPort: p.TargetPort.String()})
 	}
 	req.Service = spec
@@ -83,7 +83,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			if len(e.Addresses) == 0 {
 				continue
 			}
-			ep := collectors.Endpoint{
+			ep := collectorapi.Endpoint{
 				IP:          e.Addresses[0],
 				Ports:       ports,
 				Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,

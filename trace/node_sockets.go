@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // socketKind is what an endpoint Pod's sockets say about one of its target
@@ -36,8 +36,8 @@ type socketFact struct {
 	kind     socketKind
 	// on are the listeners on the port (any address); others the Pod's other
 	// listeners of the same protocol.
-	on, others []collectors.Listener
-	ps         *collectors.PodSockets
+	on, others []collectorapi.Listener
+	ps         *collectorapi.PodSockets
 }
 
 func (f *socketFact) key() string { return endpointKey(f.ip, f.port, f.protocol) }
@@ -172,7 +172,7 @@ func (nj *nodeJudge) buildSocketIndex(views []NodeView) *socketIndex {
 // classifySockets decides whether a Pod's listeners serve ip:port. A
 // listener on :: is taken to serve IPv4 too (the Linux default,
 // net.ipv6.bindv6only=0; the socket table does not show IPV6_V6ONLY).
-func classifySockets(ps *collectors.PodSockets, ip netip.Addr, sp slicePort) *socketFact {
+func classifySockets(ps *collectorapi.PodSockets, ip netip.Addr, sp slicePort) *socketFact {
 	f := &socketFact{ip: ip, port: sp.port, protocol: sp.protocol, portName: sp.name, ps: ps}
 	serves, loopback := false, true
 	for _, l := range ps.Listeners {
@@ -263,7 +263,7 @@ func (nj *nodeJudge) judgeSockets(node string) {
 		case socketNotListening:
 			other := "no other " + f.protocol + " port"
 			if len(f.others) > 0 || len(f.on) > 0 {
-				other = listenerList(append(append([]collectors.Listener{}, f.on...), f.others...))
+				other = listenerList(append(append([]collectorapi.Listener{}, f.on...), f.others...))
 			}
 			portName := ""
 			if f.portName != "" {
@@ -271,7 +271,7 @@ func (nj *nodeJudge) judgeSockets(node string) {
 			}
 			nj.emit(CodeEpsNotListening, node, Args{"pod": f.pod, "target": target, "portName": portName,
 				"listening": other, "probe": probe}, raw,
-				append(fields, fieldItems("listeners", listenerItems(append(append([]collectors.Listener{}, f.on...), f.others...))))...)
+				append(fields, fieldItems("listeners", listenerItems(append(append([]collectorapi.Listener{}, f.on...), f.others...))))...)
 		}
 	}
 	if len(listening) > 0 {
@@ -305,7 +305,7 @@ func socketLines(f *socketFact) []string {
 	return out
 }
 
-func listenerString(l collectors.Listener) string {
+func listenerString(l collectorapi.Listener) string {
 	a, err := netip.ParseAddr(l.Address)
 	if err != nil {
 		return l.Address + ":" + strconv.Itoa(int(l.Port)) + "/" + l.Protocol
@@ -313,7 +313,7 @@ func listenerString(l collectors.Listener) string {
 	return netip.AddrPortFrom(a, l.Port).String() + "/" + l.Protocol
 }
 
-func listenerItems(ls []collectors.Listener) []string {
+func listenerItems(ls []collectorapi.Listener) []string {
 	out := make([]string, 0, len(ls))
 	for _, l := range ls {
 		out = append(out, listenerString(l))
@@ -323,7 +323,7 @@ func listenerItems(ls []collectors.Listener) []string {
 }
 
 // listenerList is "127.0.0.1:8080/TCP, [::1]:8080/TCP", capped.
-func listenerList(ls []collectors.Listener) string {
+func listenerList(ls []collectorapi.Listener) string {
 	items := listenerItems(ls)
 	if len(items) == 0 {
 		return "nothing"

@@ -8,41 +8,41 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
-func socketsSection(pods ...collectors.PodSockets) *collectors.Section[collectors.SocketsObservation] {
-	return &collectors.Section[collectors.SocketsObservation]{Status: collectors.StatusOK,
-		Data: &collectors.SocketsObservation{HostPID: true, ProcessesScanned: 40, Pods: pods}}
+func socketsSection(pods ...collectorapi.PodSockets) *collectorapi.Section[collectorapi.SocketsObservation] {
+	return &collectorapi.Section[collectorapi.SocketsObservation]{Status: collectorapi.StatusOK,
+		Data: &collectorapi.SocketsObservation{HostPID: true, ProcessesScanned: 40, Pods: pods}}
 }
 
-func podSockets(name, ip string, ls ...collectors.Listener) collectors.PodSockets {
-	return collectors.PodSockets{PodName: name, PodUID: "uid-" + name, IPs: []string{ip}, Found: true, PID: 4242,
+func podSockets(name, ip string, ls ...collectorapi.Listener) collectorapi.PodSockets {
+	return collectorapi.PodSockets{PodName: name, PodUID: "uid-" + name, IPs: []string{ip}, Found: true, PID: 4242,
 		Command: "echo", NetNS: "procnet:[4026532714]", Listeners: ls}
 }
 
-func tcp(addr string, port uint16) collectors.Listener {
+func tcp(addr string, port uint16) collectorapi.Listener {
 	fam := "IPv4"
 	if strings.Contains(addr, ":") {
 		fam = "IPv6"
 	}
-	return collectors.Listener{Protocol: "TCP", Address: addr, Port: port, Family: fam}
+	return collectorapi.Listener{Protocol: "TCP", Address: addr, Port: port, Family: fam}
 }
 
-func refusedProbe(addr string) *collectors.Section[collectors.ProbeObservation] {
-	return &collectors.Section[collectors.ProbeObservation]{Status: collectors.StatusOK, Data: &collectors.ProbeObservation{Probes: []collectors.Probe{
+func refusedProbe(addr string) *collectorapi.Section[collectorapi.ProbeObservation] {
+	return &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
 		{Target: "endpoint", Address: addr, Protocol: "TCP", Outcome: "failed", ErrorClass: "refused", LatencyMillis: 0.3}}}}
 }
 
 // socketViews: n1 probes web-2 (on n2) and reads web-1's sockets; n2 reads
 // web-2's sockets as given.
-func socketViews(t *testing.T, web2 collectors.PodSockets, probeRefused bool) []NodeView {
-	n1 := observation(t, "iptables", healthyIPT(), nil)
+func socketViews(t *testing.T, web2 collectorapi.PodSockets, probeRefused bool) []NodeView {
+	n1 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n1.Sections.Sockets = socketsSection(podSockets("web-1", "10.244.1.5", tcp("::", 8080)))
 	if probeRefused {
 		n1.Sections.Probe = refusedProbe("10.244.2.7:8080")
 	}
-	n2 := observation(t, "iptables", healthyIPT(), nil)
+	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Sockets = socketsSection(web2)
 	return []NodeView{{Node: "n1", Observation: n1}, {Node: "n2", Observation: n2}}
 }
@@ -91,7 +91,7 @@ func TestCollectorMetadataSaysHostPID(t *testing.T) {
 func TestSocketsWrongPortNamesWhatItListensOn(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, socketViews(t, podSockets("web-2", "10.244.2.7", tcp("0.0.0.0", 8081),
-		collectors.Listener{Protocol: "UDP", Address: "0.0.0.0", Port: 9001, Family: "IPv4"}), true)...)
+		collectorapi.Listener{Protocol: "UDP", Address: "0.0.0.0", Port: 9001, Family: "IPv4"}), true)...)
 	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsNotListening]
 	if !ok {
 		t.Fatalf("no %s on n2: %v", CodeEpsNotListening, keysOf(nodeCodes(tr, LayerEndpoints, "n2")))
@@ -127,7 +127,7 @@ func TestSocketsListeningButRefusedKeepsTheRefusal(t *testing.T) {
 
 func TestSocketsNotReadIsInfoAndKeepsTheProbe(t *testing.T) {
 	in := nodeInput()
-	web2 := collectors.PodSockets{PodName: "web-2", PodUID: "uid-web-2", IPs: []string{"10.244.2.7"},
+	web2 := collectorapi.PodSockets{PodName: "web-2", PodUID: "uid-web-2", IPs: []string{"10.244.2.7"},
 		Reason: "the collector does not see the node's processes: its Pod does not share the host PID namespace (hostPID)"}
 	tr := judgeViews(t, in, socketViews(t, web2, true)...)
 	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsSocketsUnread]
@@ -139,7 +139,7 @@ func TestSocketsNotReadIsInfoAndKeepsTheProbe(t *testing.T) {
 	}
 	// A failed section says so once for the node.
 	views := socketViews(t, web2, false)
-	views[1].Observation.Sections.Sockets = &collectors.Section[collectors.SocketsObservation]{Status: collectors.StatusError, Error: "open /proc: permission denied"}
+	views[1].Observation.Sections.Sockets = &collectorapi.Section[collectorapi.SocketsObservation]{Status: collectorapi.StatusError, Error: "open /proc: permission denied"}
 	tr = judgeViews(t, nodeInput(), views...)
 	if c := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsSocketsUnread]; !strings.Contains(c.Message, "permission denied") {
 		t.Errorf("section error not reported: %+v", c)
@@ -149,27 +149,27 @@ func TestSocketsNotReadIsInfoAndKeepsTheProbe(t *testing.T) {
 func TestClassifySockets(t *testing.T) {
 	v4 := netip.MustParseAddr("10.244.2.7")
 	v6 := netip.MustParseAddr("fd00::7")
-	udp := collectors.Listener{Protocol: "UDP", Address: "0.0.0.0", Port: 8080}
+	udp := collectorapi.Listener{Protocol: "UDP", Address: "0.0.0.0", Port: 8080}
 	for _, tt := range []struct {
 		name string
 		ip   netip.Addr
-		ls   []collectors.Listener
+		ls   []collectorapi.Listener
 		want socketKind
 	}{
-		{"IPv4 wildcard", v4, []collectors.Listener{tcp("0.0.0.0", 8080)}, socketListening},
-		{"dual-stack wildcard serves IPv4", v4, []collectors.Listener{tcp("::", 8080)}, socketListening},
-		{"the Pod IP", v4, []collectors.Listener{tcp("10.244.2.7", 8080)}, socketListening},
-		{"IPv4-mapped Pod IP", v4, []collectors.Listener{tcp("::ffff:10.244.2.7", 8080)}, socketListening},
-		{"loopback only", v4, []collectors.Listener{tcp("127.0.0.1", 8080), tcp("::1", 8080)}, socketLoopbackOnly},
-		{"127.0.0.53 is loopback too", v4, []collectors.Listener{tcp("127.0.0.53", 8080)}, socketLoopbackOnly},
-		{"another address", v4, []collectors.Listener{tcp("10.9.9.9", 8080)}, socketNotListening},
-		{"other port", v4, []collectors.Listener{tcp("0.0.0.0", 8081)}, socketNotListening},
-		{"UDP on the TCP port", v4, []collectors.Listener{udp}, socketNotListening},
+		{"IPv4 wildcard", v4, []collectorapi.Listener{tcp("0.0.0.0", 8080)}, socketListening},
+		{"dual-stack wildcard serves IPv4", v4, []collectorapi.Listener{tcp("::", 8080)}, socketListening},
+		{"the Pod IP", v4, []collectorapi.Listener{tcp("10.244.2.7", 8080)}, socketListening},
+		{"IPv4-mapped Pod IP", v4, []collectorapi.Listener{tcp("::ffff:10.244.2.7", 8080)}, socketListening},
+		{"loopback only", v4, []collectorapi.Listener{tcp("127.0.0.1", 8080), tcp("::1", 8080)}, socketLoopbackOnly},
+		{"127.0.0.53 is loopback too", v4, []collectorapi.Listener{tcp("127.0.0.53", 8080)}, socketLoopbackOnly},
+		{"another address", v4, []collectorapi.Listener{tcp("10.9.9.9", 8080)}, socketNotListening},
+		{"other port", v4, []collectorapi.Listener{tcp("0.0.0.0", 8081)}, socketNotListening},
+		{"UDP on the TCP port", v4, []collectorapi.Listener{udp}, socketNotListening},
 		{"nothing at all", v4, nil, socketNotListening},
-		{"IPv4 wildcard does not serve IPv6", v6, []collectors.Listener{tcp("0.0.0.0", 8080)}, socketNotListening},
-		{"IPv6 wildcard serves IPv6", v6, []collectors.Listener{tcp("::", 8080)}, socketListening},
+		{"IPv4 wildcard does not serve IPv6", v6, []collectorapi.Listener{tcp("0.0.0.0", 8080)}, socketNotListening},
+		{"IPv6 wildcard serves IPv6", v6, []collectorapi.Listener{tcp("::", 8080)}, socketListening},
 	} {
-		f := classifySockets(&collectors.PodSockets{Listeners: tt.ls}, tt.ip, slicePort{port: 8080, protocol: "TCP"})
+		f := classifySockets(&collectorapi.PodSockets{Listeners: tt.ls}, tt.ip, slicePort{port: 8080, protocol: "TCP"})
 		if f.kind != tt.want {
 			t.Errorf("%s: kind %d, want %d", tt.name, f.kind, tt.want)
 		}

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Roles say why a node is inspected.
@@ -53,7 +53,7 @@ type NodePlan struct {
 type PlannedNode struct {
 	Name    string
 	Roles   []string
-	Request *collectors.Request
+	Request *collectorapi.Request
 }
 
 // NodeReport is what the node side returns: how the collectors ran and, per

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -13,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/conntrack"
 	"github.com/svctrace/kubectl-svctrace/collectors/dns"
 	"github.com/svctrace/kubectl-svctrace/collectors/ebpf"
@@ -40,11 +38,11 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Collect runs every requested section concurrently and assembles the
 // observation. Sections never fail the run: each one records its own error.
-func Collect(ctx context.Context, req *collectors.Request, opts Options) *collectors.Observation {
+func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *collectorapi.Observation {
 	start := time.Now()
-	obs := &collectors.Observation{
-		APIVersion:  collectors.ObservationAPIVersion,
-		Kind:        collectors.ObservationKind,
+	obs := &collectorapi.Observation{
+		APIVersion:  collectorapi.ObservationAPIVersion,
+		Kind:        collectorapi.ObservationKind,
 		NodeName:    req.NodeName,
 		Service:     req.ServiceKey(),
 		CollectedAt: start.UTC(),
@@ -52,16 +50,16 @@ func Collect(ctx context.Context, req *collectors.Request, opts Options) *collec
 	obs.Hostname, _ = os.Hostname()
 
 	var wg sync.WaitGroup
-	for _, s := range sectionReaders {
+	for _, s := range sections(req, opts, &obs.Sections) {
 		if !req.Wants(s.name) {
 			continue
 		}
-		wg.Go(func() { s.run(ctx, req, opts, &obs.Sections) })
+		wg.Go(func() { s.run(ctx) })
 	}
 	wg.Wait()
 
 	obs.DurationMillis = collectors.Millis(time.Since(start))
-	obs.Collector = collectors.CollectorInfo{
+	obs.Collector = collectorapi.CollectorInfo{
 		Version:      version,
 		GoVersion:    runtime.Version(),
 		Capabilities: collectors.ReadCapabilities(),
@@ -70,85 +68,42 @@ func Collect(ctx context.Context, req *collectors.Request, opts Options) *collec
 	return obs
 }
 
-// sectionReader wires one section name to its reader. Each run writes only
-// its own field of Sections, so concurrent runs do not race.
-type sectionReader struct {
+// section is one section of the observation and the run that fills it.
+type section struct {
 	name string
-	run  func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections)
+	run  func(context.Context)
 }
 
-var sectionReaders = []sectionReader{
-	{collectors.SectionProxy, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Proxy = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProxyObservation, error) {
-			return proxy.Read(ctx, proxy.Options{
-				MetricsAddress: opts.ProxyMetricsAddress,
-				HealthzAddress: opts.ProxyHealthzAddress,
-				BPFFSRoot:      opts.BPFFSRoot,
-			})
-		})
-	}},
-	// iptables and nftables: their readers and result types live in
-	// collectors/iptables and collectors/nftables; embedded as JSON.
-	{collectors.SectionIPTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPTables = rawSection(ctx, func(ctx context.Context) (any, error) {
-			return iptables.Read(ctx, iptables.Query{Service: req.Service, Endpoints: req.Endpoints})
-		})
-	}},
-	{collectors.SectionNFTables, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.NFTables = rawSection(ctx, func(ctx context.Context) (any, error) {
-			return nftables.Read(ctx, nftables.Query{Service: req.Service, Endpoints: req.Endpoints})
-		})
-	}},
-	{collectors.SectionIPVS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.IPVS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.IPVSObservation, error) {
-			return ipvs.Read(ctx, req)
-		})
-	}},
-	{collectors.SectionEBPF, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.EBPF = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.EBPFObservation, error) {
-			return ebpf.Read(ctx, req, opts.BPFFSRoot)
-		})
-	}},
-	{collectors.SectionConntrack, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Conntrack = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ConntrackObservation, error) {
-			return (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read(ctx, req)
-		})
-	}},
-	{collectors.SectionRoute, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Route = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.RouteObservation, error) {
-			return route.Read(ctx, req)
-		})
-	}},
-	{collectors.SectionDNS, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.DNS = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.DNSObservation, error) {
-			return dns.Read(ctx, req)
-		})
-	}},
-	{collectors.SectionProbe, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Probe = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.ProbeObservation, error) {
-			return probe.Read(ctx, req, opts.ProbeConcurrency)
-		})
-	}},
-	{collectors.SectionSockets, func(ctx context.Context, req *collectors.Request, opts Options, out *collectors.Sections) {
-		out.Sockets = collectors.RunSection(ctx, func(ctx context.Context) (*collectors.SocketsObservation, error) {
-			return sockets.Read(ctx, req)
-		})
-	}},
+// newSection reads one section with read(ctx, arg) into *slot, the section's
+// own field of Sections, so that concurrent runs do not race. RunSection
+// times the read and records its error or panic in the section.
+func newSection[T, A any](name string, slot **collectorapi.Section[T], read func(context.Context, A) (*T, error), arg A) section {
+	return section{name: name, run: func(ctx context.Context) {
+		*slot = collectors.RunSection(ctx, func(ctx context.Context) (*T, error) { return read(ctx, arg) })
+	}}
 }
 
-// rawSection runs a reader whose result type lives in its own package
-// (iptables, nftables) and embeds the result as JSON.
-func rawSection(ctx context.Context, read func(context.Context) (any, error)) *collectors.Section[json.RawMessage] {
-	return collectors.RunSection(ctx, func(ctx context.Context) (*json.RawMessage, error) {
-		data, err := read(ctx)
-		if data == nil {
-			return nil, err
-		}
-		b, merr := json.Marshal(data)
-		if merr != nil {
-			return nil, errors.Join(err, fmt.Errorf("encode: %w", merr))
-		}
-		raw := json.RawMessage(b)
-		return &raw, err
-	})
+// sections wires every section name to its reader and its field of out, in
+// the order of collectorapi.AllSections.
+func sections(req *collectorapi.Request, opts Options, out *collectorapi.Sections) []section {
+	return []section{
+		newSection(collectorapi.SectionProxy, &out.Proxy, proxy.Read, proxy.Options{
+			MetricsAddress: opts.ProxyMetricsAddress,
+			HealthzAddress: opts.ProxyHealthzAddress,
+			BPFFSRoot:      opts.BPFFSRoot,
+		}),
+		newSection(collectorapi.SectionIPTables, &out.IPTables, iptables.Read, iptables.Query{Service: req.Service, Endpoints: req.Endpoints}),
+		newSection(collectorapi.SectionNFTables, &out.NFTables, nftables.Read, nftables.Query{Service: req.Service, Endpoints: req.Endpoints}),
+		newSection(collectorapi.SectionIPVS, &out.IPVS, ipvs.Read, req),
+		newSection(collectorapi.SectionEBPF, &out.EBPF, func(ctx context.Context, root string) (*collectorapi.EBPFObservation, error) {
+			return ebpf.Read(ctx, req, root)
+		}, opts.BPFFSRoot),
+		newSection(collectorapi.SectionConntrack, &out.Conntrack, (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read, req),
+		newSection(collectorapi.SectionRoute, &out.Route, route.Read, req),
+		newSection(collectorapi.SectionDNS, &out.DNS, dns.Read, req),
+		newSection(collectorapi.SectionProbe, &out.Probe, func(ctx context.Context, concurrency int) (*collectorapi.ProbeObservation, error) {
+			return probe.Read(ctx, req, concurrency)
+		}, opts.ProbeConcurrency),
+		newSection(collectorapi.SectionSockets, &out.Sockets, sockets.Read, req),
+	}
 }

@@ -5,11 +5,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
 )
 
 // helperAPIEnv makes the test binary serve a minimal Kubernetes API
-// (collectors/testnetns/fakeapi) so that a real kube-proxy programs its rules
+// (internal/testutil/fakeapi) so that a real kube-proxy programs its rules
 // in a test namespace without a cluster. Value: "listen-addr,<fakeapi.Cluster.Encode()>".
 const helperAPIEnv = "SVCTRACE_TEST_FAKE_APISERVER"
 

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	mdns "github.com/miekg/dns"
-
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakedns"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // helperDNSEnv makes the test binary serve DNS instead of running tests; the
@@ -34,32 +33,11 @@ func TestMain(m *testing.M) {
 
 // serveDNS answers like CoreDNS's kubernetes plugin for default/web.
 func serveDNS(addr string) {
-	handler := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
-		m := new(mdns.Msg)
-		m.SetReply(r)
-		m.Authoritative = true
-		q := r.Question[0]
-		switch {
-		case q.Name == "web.default.svc.cluster.local." && q.Qtype == mdns.TypeA:
-			rr, _ := mdns.NewRR("web.default.svc.cluster.local. 5 IN A 10.96.0.50")
-			m.Answer = append(m.Answer, rr)
-		case q.Name == "web.default.svc.cluster.local.":
-		case q.Name == "_http._tcp.web.default.svc.cluster.local." && q.Qtype == mdns.TypeSRV:
-			rr, _ := mdns.NewRR("_http._tcp.web.default.svc.cluster.local. 5 IN SRV 0 100 80 web.default.svc.cluster.local.")
-			m.Answer = append(m.Answer, rr)
-		default:
-			m.Rcode = mdns.RcodeNameError
-		}
-		_ = w.WriteMsg(m)
-	})
-	errs := make(chan error, 2)
-	go func() { errs <- (&mdns.Server{Addr: addr, Net: "udp", Handler: handler}).ListenAndServe() }()
-	go func() { errs <- (&mdns.Server{Addr: addr, Net: "tcp", Handler: handler}).ListenAndServe() }()
-	fmt.Fprintln(os.Stderr, "dns helper:", <-errs)
+	fmt.Fprintln(os.Stderr, "dns helper:", fakedns.ListenAndServe(addr))
 	os.Exit(1)
 }
 
-func buildCollector(t *testing.T) string {
+func buildCollector(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svctrace-collector")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -76,7 +54,7 @@ func buildCollector(t *testing.T) string {
 // a conntrack flow pinned to it, a closed and a dropped endpoint port, a DNS
 // server in the Pod namespace, and no kube-proxy listening.
 func TestCollectorInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	bin := buildCollector(t)
 
 	self, err := os.Executable()
@@ -92,11 +70,11 @@ func TestCollectorInNetns(t *testing.T) {
 	s.SetBackend(t, s.BackendPort)
 	s.Connect(t, cluster)
 
-	req := collectors.Request{
-		APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind, NodeName: "node-a",
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{s.ClusterIP},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
-		Endpoints: []collectors.Endpoint{
+	req := collectorapi.Request{
+		APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind, NodeName: "node-a",
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
+		Endpoints: []collectorapi.Endpoint{
 			{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true, Serving: true},
 		},
 		PodIPs:                []string{s.PodIP},
@@ -106,32 +84,32 @@ func TestCollectorInNetns(t *testing.T) {
 	}
 	// Extra endpoints only for the probes: a closed port and a dropped one.
 	probeReq := req
-	probeReq.Endpoints = append([]collectors.Endpoint{}, req.Endpoints...)
+	probeReq.Endpoints = append([]collectorapi.Endpoint{}, req.Endpoints...)
 	probeReq.Endpoints = append(probeReq.Endpoints,
-		collectors.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.ClosedPort)}},
-		collectors.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.DroppedPort)}})
+		collectorapi.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.ClosedPort)}},
+		collectorapi.Endpoint{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.DroppedPort)}})
 
 	obs := runIn(t, s.Node, bin, probeReq)
 
 	if obs.Service != "default/web" || obs.NodeName != "node-a" {
 		t.Errorf("envelope %+v", obs)
 	}
-	for name, st := range map[string]collectors.SectionStatus{
+	for name, st := range map[string]collectorapi.SectionStatus{
 		"proxy": obs.Sections.Proxy.Status, "route": obs.Sections.Route.Status, "conntrack": obs.Sections.Conntrack.Status,
 		"dns": obs.Sections.DNS.Status, "probe": obs.Sections.Probe.Status, "ebpf": obs.Sections.EBPF.Status,
 		"iptables": obs.Sections.IPTables.Status, "nftables": obs.Sections.NFTables.Status,
 	} {
-		if st != collectors.StatusOK {
+		if st != collectorapi.StatusOK {
 			t.Errorf("section %s: %s", name, st)
 		}
 	}
-	if st := obs.Sections.IPVS.Status; st != collectors.StatusUnavailable && st != collectors.StatusOK {
+	if st := obs.Sections.IPVS.Status; st != collectorapi.StatusUnavailable && st != collectorapi.StatusOK {
 		t.Errorf("ipvs status %s: %s", st, obs.Sections.IPVS.Error)
 	}
 
 	// proxy: nothing listens on 10249/10256 in this namespace.
 	p := obs.Sections.Proxy.Data
-	if p.Mode != "" || p.ProxyMode.ErrorClass != collectors.ErrClassRefused || len(p.Fingerprints) == 0 {
+	if p.Mode != "" || p.ProxyMode.ErrorClass != collectorapi.ErrClassRefused || len(p.Fingerprints) == 0 {
 		t.Errorf("proxy %+v", p)
 	}
 
@@ -171,7 +149,7 @@ func TestCollectorInNetns(t *testing.T) {
 	}
 
 	// probes: ClusterIP connects via DNAT, backend connects, closed is refused, dropped times out.
-	got := map[string]collectors.Probe{}
+	got := map[string]collectorapi.Probe{}
 	for _, pr := range obs.Sections.Probe.Data.Probes {
 		got[pr.Address] = pr
 	}
@@ -184,8 +162,8 @@ func TestCollectorInNetns(t *testing.T) {
 	}
 	check(cluster, "connected", "")
 	check(fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort), "connected", "")
-	check(fmt.Sprintf("%s:%d", s.PodIP, s.ClosedPort), "failed", collectors.ErrClassRefused)
-	check(fmt.Sprintf("%s:%d", s.PodIP, s.DroppedPort), "failed", collectors.ErrClassTimeout)
+	check(fmt.Sprintf("%s:%d", s.PodIP, s.ClosedPort), "failed", collectorapi.ErrClassRefused)
+	check(fmt.Sprintf("%s:%d", s.PodIP, s.DroppedPort), "failed", collectorapi.ErrClassTimeout)
 
 	// self-measurement
 	res := obs.Collector.Resources
@@ -198,7 +176,7 @@ func TestCollectorInNetns(t *testing.T) {
 	}
 }
 
-func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectors.Request) *collectors.Observation {
+func runIn(t *testing.T, ns *netns.NS, bin string, req collectorapi.Request) *collectorapi.Observation {
 	t.Helper()
 	raw, err := json.Marshal(req)
 	if err != nil {
@@ -212,7 +190,7 @@ func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectors.Request) *
 	if err != nil {
 		t.Fatalf("collector: %v", err)
 	}
-	var obs collectors.Observation
+	var obs collectorapi.Observation
 	if err := json.Unmarshal(out, &obs); err != nil {
 		t.Fatalf("decode observation: %v\n%s", err, out)
 	}
@@ -222,7 +200,7 @@ func runIn(t *testing.T, ns *testnetns.NS, bin string, req collectors.Request) *
 	return &obs
 }
 
-func waitDNS(t *testing.T, s *testnetns.Scenario) {
+func waitDNS(t *testing.T, s *netns.Scenario) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -241,14 +219,14 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("needs setpriv (util-linux)")
 	}
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	bin := buildCollector(t)
 	s.Connect(t, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
-	req := collectors.Request{
-		APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind,
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
-		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+	req := collectorapi.Request{
+		APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind,
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+		Endpoints:             []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
 		PodIPs:                []string{s.PodIP},
 		Sections:              []string{"proxy", "conntrack", "route", "probe", "ebpf"},
 		ConntrackSampleMillis: 100,
@@ -263,7 +241,7 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 	if err != nil {
 		t.Fatalf("collector: %v", err)
 	}
-	var obs collectors.Observation
+	var obs collectorapi.Observation
 	if err := json.Unmarshal(out, &obs); err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +249,13 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 		t.Fatalf("effective capabilities %v (%s)", got, obs.Collector.Capabilities.EffectiveHex)
 	}
 	ct := obs.Sections.Conntrack
-	if ct.Status != collectors.StatusOK || ct.Data.Flows == nil || len(ct.Data.Flows.Frontends) != 1 || ct.Data.StatsError != "" {
+	if ct.Status != collectorapi.StatusOK || ct.Data.Flows == nil || len(ct.Data.Flows.Frontends) != 1 || ct.Data.StatsError != "" {
 		t.Errorf("conntrack with NET_ADMIN only: %+v %+v", ct, ct.Data)
 	}
-	if rt := obs.Sections.Route; rt.Status != collectors.StatusOK || rt.Data.Routes[0].Device != "veth-pod" {
+	if rt := obs.Sections.Route; rt.Status != collectorapi.StatusOK || rt.Data.Routes[0].Device != "veth-pod" {
 		t.Errorf("route with NET_ADMIN only: %+v", rt)
 	}
-	if pr := obs.Sections.Probe; pr.Status != collectors.StatusOK || pr.Data.Probes[0].Outcome != "connected" {
+	if pr := obs.Sections.Probe; pr.Status != collectorapi.StatusOK || pr.Data.Probes[0].Outcome != "connected" {
 		t.Errorf("probe with NET_ADMIN only: %+v", pr)
 	}
 	for _, fp := range obs.Sections.Proxy.Data.Fingerprints {
@@ -291,18 +269,13 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 //
 //	go test -run '^$' -bench CollectorPeakRSS -benchtime 1x ./cmd/svctrace-collector
 func BenchmarkCollectorPeakRSS(b *testing.B) {
-	s := testnetns.NewScenario(b)
-	bin := filepath.Join(b.TempDir(), "svctrace-collector")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	s := netns.NewScenario(b)
+	bin := buildCollector(b)
 	s.Connect(b, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
 	s.Flood(b, 50000)
-	req := collectors.Request{APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind,
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+	req := collectorapi.Request{APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind,
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
 		Sections: []string{"conntrack"}, ConntrackSampleMillis: 10}
 	raw, _ := json.Marshal(req)
 	for _, method := range []string{"tuple-filter", "status-filter"} {
@@ -314,7 +287,7 @@ func BenchmarkCollectorPeakRSS(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var obs collectors.Observation
+				var obs collectorapi.Observation
 				if err := json.Unmarshal(out, &obs); err != nil {
 					b.Fatal(err)
 				}

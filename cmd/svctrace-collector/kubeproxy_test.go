@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // kubeProxyBinary finds a real kube-proxy: $SVCTRACE_KUBE_PROXY, or the one
@@ -46,16 +45,16 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 	}
 	for _, mode := range []string{"nftables", "iptables"} {
 		t.Run(mode, func(t *testing.T) {
-			s := testnetns.NewPlainScenario(t)
+			s := netns.NewPlainScenario(t)
 			cmd, log := startKubeProxy(t, s, self, kp, mode, fakeapi.Single("svct-node", s.NodeIP, s.ClusterIP, s.PodIP), s.NodeIP, "10.244.0.0/16")
 			waitProgrammed(t, s.Node, mode, "IPv4", s.ClusterIP, log)
 			cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 			s.Connect(t, cluster)
 
-			req := collectors.Request{APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind, NodeName: "svct-node",
-				Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{s.ClusterIP},
-					Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
-				Endpoints: []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)},
+			req := collectorapi.Request{APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind, NodeName: "svct-node",
+				Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{s.ClusterIP},
+					Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
+				Endpoints: []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)},
 					Ready: true, Serving: true, NodeName: "svct-node"}},
 				PodIPs:   []string{s.PodIP},
 				Sections: []string{"proxy", "iptables", "nftables", "conntrack", "route", "probe"}, ConntrackSampleMillis: 200}
@@ -65,7 +64,7 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 			obs := runIn(t, s.Node, bin, req)
 
 			p := obs.Sections.Proxy.Data
-			if p.Mode != mode {
+			if p.Mode != collectorapi.DatapathMode(mode) {
 				t.Errorf("proxyMode %q (%+v)", p.Mode, p.ProxyMode)
 			}
 			if h := p.Healthz; h == nil || h.Fetch.StatusCode != 200 || h.Healthy == nil || !*h.Healthy || h.Families["IPv4"].LastUpdated == "" {
@@ -98,9 +97,9 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 			if ct.Flows == nil || len(ct.Flows.Frontends) != 1 || ct.Flows.Frontends[0].Backends[0].Backend != fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort) {
 				t.Errorf("conntrack flows through kube-proxy's DNAT: %+v", ct.Flows)
 			}
-			section := map[string]*collectors.Section[json.RawMessage]{"nftables": obs.Sections.NFTables, "iptables": obs.Sections.IPTables}[mode]
-			if section.Status != collectors.StatusOK || section.Data == nil || !strings.Contains(string(*section.Data), s.PodIP) {
-				t.Errorf("%s section does not show the endpoint %s: %s %s", mode, s.PodIP, section.Status, section.Error)
+			status, sectionErr, data := datapathSectionJSON(t, obs, mode)
+			if status != collectorapi.StatusOK || !strings.Contains(data, s.PodIP) {
+				t.Errorf("%s section does not show the endpoint %s: %s %s", mode, s.PodIP, status, sectionErr)
 			}
 
 			// Stop kube-proxy: /proxyMode is gone, the rules (and so the
@@ -109,7 +108,7 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 			_ = cmd.Wait()
 			obs = runIn(t, s.Node, bin, req)
 			p = obs.Sections.Proxy.Data
-			if p.Mode != "" || p.ProxyMode.ErrorClass != collectors.ErrClassRefused || p.Healthz.Fetch.ErrorClass != collectors.ErrClassRefused {
+			if p.Mode != "" || p.ProxyMode.ErrorClass != collectorapi.ErrClassRefused || p.Healthz.Fetch.ErrorClass != collectorapi.ErrClassRefused {
 				t.Errorf("stopped kube-proxy: mode %q, proxyMode %+v, healthz %+v", p.Mode, p.ProxyMode, p.Healthz.Fetch)
 			}
 			found = false
@@ -118,12 +117,38 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 					found = true
 				}
 			}
-			section = map[string]*collectors.Section[json.RawMessage]{"nftables": obs.Sections.NFTables, "iptables": obs.Sections.IPTables}[mode]
-			if !found || section.Data == nil || !strings.Contains(string(*section.Data), s.PodIP) {
-				t.Errorf("stopped kube-proxy: fingerprint found=%v, %s rules still listed=%v", found, mode, section.Data != nil && strings.Contains(string(*section.Data), s.PodIP))
+			_, _, data = datapathSectionJSON(t, obs, mode)
+			if !found || !strings.Contains(data, s.PodIP) {
+				t.Errorf("stopped kube-proxy: fingerprint found=%v, %s rules still listed=%v", found, mode, strings.Contains(data, s.PodIP))
 			}
 		})
 	}
+}
+
+// datapathSectionJSON is the nftables or iptables section (by kube-proxy
+// mode) with its data as JSON ("" when it has none), for checks that only
+// ask whether an address shows up anywhere in it.
+func datapathSectionJSON(t *testing.T, obs *collectorapi.Observation, mode string) (collectorapi.SectionStatus, string, string) {
+	t.Helper()
+	if mode == "nftables" {
+		return sectionJSON(t, obs.Sections.NFTables)
+	}
+	return sectionJSON(t, obs.Sections.IPTables)
+}
+
+func sectionJSON[T any](t *testing.T, s *collectorapi.Section[T]) (collectorapi.SectionStatus, string, string) {
+	t.Helper()
+	if s == nil {
+		return "", "section missing", ""
+	}
+	if s.Data == nil {
+		return s.Status, s.Error, ""
+	}
+	b, err := json.Marshal(s.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Status, s.Error, string(b)
 }
 
 // TestCollectorAgainstRealKubeProxyIPv6 runs the real kube-proxy in iptables
@@ -140,7 +165,7 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, backend := range []string{iptables.BackendNFTables, iptables.BackendLegacy} {
+	for _, backend := range []string{collectorapi.IPTablesBackendNFTables, collectorapi.IPTablesBackendLegacy} {
 		t.Run(backend, func(t *testing.T) { testKubeProxyIPv6(t, kp, bin, self, backend) })
 	}
 }
@@ -149,26 +174,26 @@ func TestCollectorAgainstRealKubeProxyIPv6(t *testing.T) {
 // IPv6 Service with its commands on one backend, and checks that the
 // collector reads that backend's ip6tables rules (and only those).
 func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
-	s := testnetns.NewPlainScenario(t)
+	s := netns.NewPlainScenario(t)
 	s.EnableIPv6(t)
-	nodeIP, clusterIP, podIP := testnetns.NodeIP6, testnetns.ClusterIP6, testnetns.PodIP6
+	nodeIP, clusterIP, podIP := netns.NodeIP6, netns.ClusterIP6, netns.PodIP6
 	var env []string
 	family := "IPv6"
-	if backend == iptables.BackendLegacy {
+	if backend == collectorapi.IPTablesBackendLegacy {
 		env, family = legacyEnv(t), "IPv6-legacy"
 	}
 	_, log := startKubeProxy(t, s, self, kp, "iptables", fakeapi.Single("svct-node", nodeIP, clusterIP, podIP), nodeIP, "fd00:10:244::/56", env...)
 	waitProgrammed(t, s.Node, "iptables", family, clusterIP, log)
 	cluster := fmt.Sprintf("[%s]:%d", clusterIP, s.ServicePort)
 	s.Connect(t, cluster)
-	if dump := os.Getenv("SVCTRACE_DUMP_DIR"); dump != "" && backend == iptables.BackendNFTables {
+	if dump := os.Getenv("SVCTRACE_DUMP_DIR"); dump != "" && backend == collectorapi.IPTablesBackendNFTables {
 		writeFile(t, filepath.Join(dump, "kubeproxy-ipv6.save"), s.Node.MustRun(t, "ip6tables-nft-save"))
 	}
 
-	req := collectors.Request{APIVersion: collectors.RequestAPIVersion, Kind: collectors.RequestKind, NodeName: "svct-node",
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{clusterIP},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
-		Endpoints: []collectors.Endpoint{{IP: podIP, Ports: map[string]int32{"http": int32(s.BackendPort)},
+	req := collectorapi.Request{APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind, NodeName: "svct-node",
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", Type: "ClusterIP", ClusterIPs: []string{clusterIP},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), TargetPort: "8080"}}},
+		Endpoints: []collectorapi.Endpoint{{IP: podIP, Ports: map[string]int32{"http": int32(s.BackendPort)},
 			Ready: true, Serving: true, NodeName: "svct-node"}},
 		PodIPs:   []string{podIP},
 		Sections: []string{"proxy", "iptables", "probe"}}
@@ -186,14 +211,11 @@ func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
 	}
 
 	sec := obs.Sections.IPTables
-	if sec.Status != collectors.StatusOK || sec.Data == nil {
+	if sec.Status != collectorapi.StatusOK || sec.Data == nil {
 		t.Fatalf("iptables section: %s %s", sec.Status, sec.Error)
 	}
-	var ipt iptables.Observation
-	if err := json.Unmarshal(*sec.Data, &ipt); err != nil {
-		t.Fatal(err)
-	}
-	var b *iptables.BackendObservation
+	ipt := sec.Data
+	var b *collectorapi.IPTablesBackendObservation
 	for i := range ipt.Backends {
 		if ipt.Backends[i].Backend == backend && ipt.Backends[i].Family == "IPv6" {
 			b = &ipt.Backends[i]
@@ -204,7 +226,7 @@ func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
 	if b == nil || b.Error != "" || !b.KubeProxyChains || len(b.Ports) != 1 {
 		t.Fatalf("no IPv6 %s backend with the Service's port: %+v", backend, ipt.Backends)
 	}
-	wantCmd := map[string]string{iptables.BackendNFTables: "ip6tables-nft ", iptables.BackendLegacy: "ip6tables-legacy-save "}[backend]
+	wantCmd := map[string]string{collectorapi.IPTablesBackendNFTables: "ip6tables-nft ", collectorapi.IPTablesBackendLegacy: "ip6tables-legacy-save "}[backend]
 	for _, c := range b.Commands {
 		if !strings.HasPrefix(c, wantCmd) {
 			t.Errorf("IPv6 %s read ran %q", backend, c)
@@ -249,10 +271,10 @@ func writeFile(t *testing.T, path, content string) {
 // fakeapi_test.go) and starts the real kube-proxy in mode, both inside the
 // Scenario's Node namespace. Both are killed at cleanup; the returned command
 // may be killed earlier. The second result is kube-proxy's log file.
-func startKubeProxy(t *testing.T, s *testnetns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string, env ...string) (*exec.Cmd, string) {
+func startKubeProxy(t *testing.T, s *netns.Scenario, self, kp, mode string, cluster fakeapi.Cluster, nodeIP, clusterCIDR string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	s.Node.Start(t, []string{fakeAPISpec(cluster)}, self)
-	testnetns.WaitListen(t, s.Node, fakeAPIAddr)
+	netns.WaitListen(t, s.Node, fakeAPIAddr)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeFile(t, kubeconfig, fakeapi.Kubeconfig(fakeAPIAddr))
@@ -298,7 +320,7 @@ func legacyEnv(t *testing.T) []string {
 
 // waitProgrammed waits until kube-proxy has written the ClusterIP's rules
 // (family "IPv4" or "IPv6") and answers /proxyMode.
-func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, log string) {
+func waitProgrammed(t *testing.T, node *netns.NS, mode, family, clusterIP, log string) {
 	t.Helper()
 	legacy := strings.HasSuffix(family, "-legacy")
 	family = strings.TrimSuffix(family, "-legacy")
@@ -333,7 +355,7 @@ func waitProgrammed(t *testing.T, node *testnetns.NS, mode, family, clusterIP, l
 }
 
 // connected reports whether the collector's probe of addr connected.
-func connected(obs *collectors.Observation, addr string) bool {
+func connected(obs *collectorapi.Observation, addr string) bool {
 	for _, pr := range obs.Sections.Probe.Data.Probes {
 		if pr.Address == addr && pr.Outcome == "connected" {
 			return true

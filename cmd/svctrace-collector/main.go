@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // version is set with -ldflags "-X main.version=…".
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		pretty  bool
 		showVer bool
 	)
-	fs.Var(&reqGz, "request-gz", "the CollectRequest gzipped and base64-encoded, split over repeated flags (large requests; see collectors.RequestArgs)")
+	fs.Var(&reqGz, "request-gz", "the CollectRequest gzipped and base64-encoded, split over repeated flags (large requests; see collectorapi.RequestArgs)")
 	fs.StringVar(&opts.ProxyMetricsAddress, "proxy-metrics-address", "127.0.0.1:10249", "kube-proxy metrics address (/proxyMode, /metrics)")
 	fs.StringVar(&opts.ProxyHealthzAddress, "proxy-healthz-address", "127.0.0.1:10256", "kube-proxy healthz address (/healthz)")
 	fs.StringVar(&opts.BPFFSRoot, "bpffs", "/sys/fs/bpf", "root of the BPF filesystem holding pinned maps")
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "error: give --request or --request-gz, not both")
 			return exitBadRequest
 		}
-		raw, err := collectors.DecodeRequestChunks(reqGz)
+		raw, err := collectorapi.DecodeRequestChunks(reqGz)
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return exitBadRequest
@@ -116,7 +116,7 @@ func (c *chunks) Set(v string) error { *c = append(*c, v); return nil }
 
 // readRequest takes the request from --request, --request-file, or stdin,
 // in that order, and validates it.
-func readRequest(inline, file string, stdin io.Reader) (*collectors.Request, error) {
+func readRequest(inline, file string, stdin io.Reader) (*collectorapi.Request, error) {
 	var raw []byte
 	switch {
 	case inline != "" && file != "":
@@ -136,7 +136,7 @@ func readRequest(inline, file string, stdin io.Reader) (*collectors.Request, err
 		}
 		raw = b
 	}
-	var req collectors.Request
+	var req collectorapi.Request
 	dec := json.NewDecoder(bytesReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 const minimalRequest = `{"apiVersion":"svctrace.dev/v1alpha1","kind":"CollectRequest",
@@ -71,11 +72,11 @@ func TestRunSelectsSections(t *testing.T) {
 			if n := strings.Count(strings.TrimSpace(out.String()), "\n"); n != 0 {
 				t.Fatalf("want exactly one JSON line, got %d newlines", n)
 			}
-			var obs collectors.Observation
+			var obs collectorapi.Observation
 			if err := json.Unmarshal(out.Bytes(), &obs); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			if obs.APIVersion != collectors.ObservationAPIVersion || obs.Kind != collectors.ObservationKind {
+			if obs.APIVersion != collectorapi.ObservationAPIVersion || obs.Kind != collectorapi.ObservationKind {
 				t.Fatalf("envelope %s/%s", obs.APIVersion, obs.Kind)
 			}
 			if obs.Service != "default/web" {
@@ -101,27 +102,27 @@ func TestRunSelectsSections(t *testing.T) {
 // working one through RunSection.
 func TestFailingSectionDoesNotHideOthers(t *testing.T) {
 	ctx := context.Background()
-	bad := collectors.RunSection(ctx, func(context.Context) (*collectors.RouteObservation, error) {
+	bad := collectors.RunSection(ctx, func(context.Context) (*collectorapi.RouteObservation, error) {
 		panic("boom")
 	})
-	good := collectors.RunSection(ctx, func(context.Context) (*collectors.DNSObservation, error) {
-		return &collectors.DNSObservation{Servers: []string{"10.96.0.10"}}, nil
+	good := collectors.RunSection(ctx, func(context.Context) (*collectorapi.DNSObservation, error) {
+		return &collectorapi.DNSObservation{Servers: []string{"10.96.0.10"}}, nil
 	})
-	unavailable := collectors.RunSection(ctx, func(context.Context) (*collectors.IPVSObservation, error) {
-		return &collectors.IPVSObservation{}, collectors.Unavailable("ipvs not available in this kernel")
+	unavailable := collectors.RunSection(ctx, func(context.Context) (*collectorapi.IPVSObservation, error) {
+		return &collectorapi.IPVSObservation{}, collectors.Unavailable("ipvs not available in this kernel")
 	})
-	if bad.Status != collectors.StatusError || !strings.Contains(bad.Error, "boom") {
+	if bad.Status != collectorapi.StatusError || !strings.Contains(bad.Error, "boom") {
 		t.Fatalf("panicking section: %+v", bad)
 	}
-	if good.Status != collectors.StatusOK || good.Data == nil || good.Data.Servers[0] != "10.96.0.10" {
+	if good.Status != collectorapi.StatusOK || good.Data == nil || good.Data.Servers[0] != "10.96.0.10" {
 		t.Fatalf("good section: %+v", good)
 	}
-	if unavailable.Status != collectors.StatusUnavailable || unavailable.Error != "ipvs not available in this kernel" {
+	if unavailable.Status != collectorapi.StatusUnavailable || unavailable.Error != "ipvs not available in this kernel" {
 		t.Fatalf("unavailable section: %+v", unavailable)
 	}
 }
 
-// gzArgs encodes a request as collectors.RequestArgs does for large ones,
+// gzArgs encodes a request as collectorapi.RequestArgs does for large ones,
 // split into two --request-gz chunks to check they are joined in order.
 func gzArgs(t *testing.T, request string) []string {
 	t.Helper()

@@ -6,8 +6,8 @@ import (
 
 	ct "github.com/ti-mo/conntrack"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // BenchmarkServiceFlows reads one Service's flows from a table that also
@@ -19,22 +19,22 @@ import (
 // grows with n (time and bytes allocated).
 func BenchmarkServiceFlows(b *testing.B) {
 	for _, n := range []int{1000, 10000, 50000} {
-		s := testnetns.NewScenario(b)
+		s := netns.NewScenario(b)
 		cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 		for i := 0; i < 3; i++ {
 			s.Connect(b, cluster)
 		}
 		s.Flood(b, n)
-		req := &collectors.Request{
-			Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
-				Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
-			Endpoints: []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}}},
+		req := &collectorapi.Request{
+			Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+				Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}},
+			Endpoints: []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}}},
 		}
 		for _, method := range []string{MethodTupleFilter, MethodStatusFilter} {
 			b.Run(fmt.Sprintf("entries=%d/method=%s", n, method), func(b *testing.B) {
 				r := &Reader{NetNS: int(s.Node.Handle(b)), Method: method}
 				var dumped int
-				testnetns.Do(b, s.Node, func() {
+				netns.Do(b, s.Node, func() {
 					conn, err := ct.Dial(r.netlinkConfig())
 					if err != nil {
 						b.Fatal(err)

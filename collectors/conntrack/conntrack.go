@@ -23,7 +23,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // DefaultFlowCap bounds each list of flows in the observation; counts stay exact.
@@ -61,7 +61,7 @@ const (
 )
 
 // Read collects everything with default settings.
-func Read(ctx context.Context, req *collectors.Request, flowCap int) (*collectors.ConntrackObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request, flowCap int) (*collectorapi.ConntrackObservation, error) {
 	return (&Reader{FlowCap: flowCap}).Read(ctx, req)
 }
 
@@ -70,12 +70,12 @@ func Read(ctx context.Context, req *collectors.Request, flowCap int) (*collector
 // addresses or the Service's externalIPs/loadBalancer IPs (nodePortAddresses).
 // Each part records its own error; the returned error is set only when no
 // part could be read at all.
-func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.ConntrackObservation, error) {
+func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.ConntrackObservation, error) {
 	interval := time.Duration(req.ConntrackSampleMillis) * time.Millisecond
 	if req.ConntrackSampleMillis == 0 {
-		interval = collectors.DefaultConntrackSampleMillis * time.Millisecond
+		interval = collectorapi.DefaultConntrackSampleMillis * time.Millisecond
 	}
-	obs := &collectors.ConntrackObservation{SampleIntervalMillis: int(interval / time.Millisecond)}
+	obs := &collectorapi.ConntrackObservation{SampleIntervalMillis: int(interval / time.Millisecond)}
 
 	cfg := r.netlinkConfig()
 	conn, dialErr := ct.Dial(cfg)
@@ -129,7 +129,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 			d := deltaStats(t1, t2)
 			obs.StatsDelta = &d
 			for _, s := range stats2 {
-				obs.StatsPerCPU = append(obs.StatsPerCPU, collectors.ConntrackCPU{CPU: s.CPUID, ConntrackCounters: counters(s)})
+				obs.StatsPerCPU = append(obs.StatsPerCPU, collectorapi.ConntrackCPU{CPU: s.CPUID, ConntrackCounters: counters(s)})
 			}
 		}
 	}
@@ -187,7 +187,7 @@ func (r *Reader) flowCap() int {
 // address (a Pod's own port, another Service's ClusterIP port) are not this
 // Service's. On error the node's addresses are missing from the list, so
 // NodePort flows to them are not counted; the error says so.
-func (r *Reader) nodePortAddresses(req *collectors.Request) ([]netip.Addr, error) {
+func (r *Reader) nodePortAddresses(req *collectorapi.Request) ([]netip.Addr, error) {
 	if !hasNodePort(req) {
 		return nil, nil
 	}
@@ -250,7 +250,7 @@ func localAddrs(ns int) ([]netip.Addr, error) {
 	return out, nil
 }
 
-func hasNodePort(req *collectors.Request) bool {
+func hasNodePort(req *collectorapi.Request) bool {
 	for _, p := range req.Service.Ports {
 		if p.NodePort > 0 {
 			return true
@@ -269,7 +269,7 @@ func addrStrings(addrs []netip.Addr) []string {
 
 // dumpFlows gets the Service's candidate flows with the reader's method;
 // nodePortAddrs are the NodePorts' possible destinations (nodePortAddresses).
-func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectors.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, string, error) {
+func (r *Reader) dumpFlows(conn *ct.Conn, cfg *netlink.Config, req *collectorapi.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, string, error) {
 	var tupleErr error
 	if r.Method == MethodAuto || r.Method == MethodTupleFilter {
 		nl, err := netlink.Dial(unix.NETLINK_NETFILTER, cfg)
@@ -327,28 +327,28 @@ func dumpServiceFlows(conn *ct.Conn) ([]ct.Flow, string, error) {
 // Service's frontends (ClusterIP/externalIP/LB IP and port, or a NodePort on
 // one of nodePortAddrs, see Reader.nodePortAddresses) and counts them per
 // backend: the reply tuple's source is the address the flow was NATed to.
-func GroupFlows(flows []ct.Flow, req *collectors.Request, nodePortAddrs []netip.Addr, flowCap int) *collectors.ServiceFlows {
+func GroupFlows(flows []ct.Flow, req *collectorapi.Request, nodePortAddrs []netip.Addr, flowCap int) *collectorapi.ServiceFlows {
 	type key struct {
 		addr  netip.AddrPort
 		proto uint8
 	}
 	frontends := map[key]string{} // exact frontends
 	for _, fe := range req.Service.Frontends() {
-		frontends[key{fe.Addr, collectors.IPProtoNumber(fe.Protocol)}] = fe.PortName
+		frontends[key{fe.Addr, collectorapi.IPProtoNumber(fe.Protocol)}] = fe.PortName
 	}
 	for _, p := range req.Service.Ports {
 		if p.NodePort <= 0 {
 			continue
 		}
 		for _, a := range nodePortAddrs {
-			k := key{netip.AddrPortFrom(a, uint16(p.NodePort)), collectors.IPProtoNumber(p.Protocol)}
+			k := key{netip.AddrPortFrom(a, uint16(p.NodePort)), collectorapi.IPProtoNumber(p.Protocol)}
 			if _, ok := frontends[k]; !ok {
 				frontends[k] = p.Name
 			}
 		}
 	}
 	expected := map[string]bool{}
-	out := &collectors.ServiceFlows{DumpedEntries: len(flows), Frontends: []collectors.FrontendFlows{}}
+	out := &collectorapi.ServiceFlows{DumpedEntries: len(flows), Frontends: []collectorapi.FrontendFlows{}}
 	for _, p := range req.Service.Ports {
 		for _, ep := range req.EndpointAddrs(p.Name) {
 			if !expected[ep.String()] {
@@ -359,8 +359,8 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, nodePortAddrs []netip.
 	}
 	slices.Sort(out.ExpectedBackends)
 
-	byFrontend := map[string]*collectors.FrontendFlows{}
-	byBackend := map[string]map[string]*collectors.BackendFlows{}
+	byFrontend := map[string]*collectorapi.FrontendFlows{}
+	byBackend := map[string]map[string]*collectorapi.BackendFlows{}
 	var order []string
 	for _, f := range flows {
 		o := f.TupleOrig
@@ -369,19 +369,19 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, nodePortAddrs []netip.
 		if _, ok := frontends[k]; !ok {
 			continue
 		}
-		feName := dst.String() + "/" + collectors.IPProtoName(k.proto)
+		feName := dst.String() + "/" + collectorapi.IPProtoName(k.proto)
 		fe := byFrontend[feName]
 		if fe == nil {
-			fe = &collectors.FrontendFlows{Frontend: feName}
+			fe = &collectorapi.FrontendFlows{Frontend: feName}
 			byFrontend[feName] = fe
-			byBackend[feName] = map[string]*collectors.BackendFlows{}
+			byBackend[feName] = map[string]*collectorapi.BackendFlows{}
 			order = append(order, feName)
 		}
 		fe.Total++
 		backend := netip.AddrPortFrom(f.TupleReply.IP.SourceAddress.Unmap(), f.TupleReply.Proto.SourcePort).String()
 		b := byBackend[feName][backend]
 		if b == nil {
-			b = &collectors.BackendFlows{Backend: backend, Expected: expected[backend], States: map[string]int{}}
+			b = &collectorapi.BackendFlows{Backend: backend, Expected: expected[backend], States: map[string]int{}}
 			byBackend[feName][backend] = b
 		}
 		b.Count++
@@ -401,19 +401,19 @@ func GroupFlows(flows []ct.Flow, req *collectors.Request, nodePortAddrs []netip.
 		for _, b := range byBackend[name] {
 			fe.Backends = append(fe.Backends, *b)
 		}
-		slices.SortFunc(fe.Backends, func(a, b collectors.BackendFlows) int { return strings.Compare(a.Backend, b.Backend) })
+		slices.SortFunc(fe.Backends, func(a, b collectorapi.BackendFlows) int { return strings.Compare(a.Backend, b.Backend) })
 		out.Frontends = append(out.Frontends, *fe)
 	}
 	return out
 }
 
-func describe(f ct.Flow, backend string) collectors.ConntrackFlow {
+func describe(f ct.Flow, backend string) collectorapi.ConntrackFlow {
 	tuple := func(t ct.Tuple) string {
 		return netip.AddrPortFrom(t.IP.SourceAddress.Unmap(), t.Proto.SourcePort).String() + " -> " +
 			netip.AddrPortFrom(t.IP.DestinationAddress.Unmap(), t.Proto.DestinationPort).String()
 	}
-	c := collectors.ConntrackFlow{
-		Protocol:       collectors.IPProtoName(f.TupleOrig.Proto.Protocol),
+	c := collectorapi.ConntrackFlow{
+		Protocol:       collectorapi.IPProtoName(f.TupleOrig.Proto.Protocol),
 		Original:       tuple(f.TupleOrig),
 		Reply:          tuple(f.TupleReply),
 		Backend:        backend,
@@ -452,16 +452,16 @@ func TCPStateName(s uint8) string {
 	return "STATE_" + strconv.Itoa(int(s))
 }
 
-func counters(s ct.Stats) collectors.ConntrackCounters {
-	return collectors.ConntrackCounters{
+func counters(s ct.Stats) collectorapi.ConntrackCounters {
+	return collectorapi.ConntrackCounters{
 		Found: uint64(s.Found), Invalid: uint64(s.Invalid), Ignore: uint64(s.Ignore), Insert: uint64(s.Insert),
 		InsertFailed: uint64(s.InsertFailed), Drop: uint64(s.Drop), EarlyDrop: uint64(s.EarlyDrop),
 		Error: uint64(s.Error), SearchRestart: uint64(s.SearchRestart),
 	}
 }
 
-func sumStats(per []ct.Stats) collectors.ConntrackCounters {
-	var t collectors.ConntrackCounters
+func sumStats(per []ct.Stats) collectorapi.ConntrackCounters {
+	var t collectorapi.ConntrackCounters
 	for _, s := range per {
 		c := counters(s)
 		t.Found += c.Found
@@ -480,14 +480,14 @@ func sumStats(per []ct.Stats) collectors.ConntrackCounters {
 // deltaStats subtracts per counter; the kernel's per-CPU counters are 32-bit
 // and wrap, which a modular subtraction on each CPU would handle, but sums
 // make that ambiguous, so a counter that went down reports 0.
-func deltaStats(a, b collectors.ConntrackCounters) collectors.ConntrackCounters {
+func deltaStats(a, b collectorapi.ConntrackCounters) collectorapi.ConntrackCounters {
 	d := func(x, y uint64) uint64 {
 		if y < x {
 			return 0
 		}
 		return y - x
 	}
-	return collectors.ConntrackCounters{
+	return collectorapi.ConntrackCounters{
 		Found: d(a.Found, b.Found), Invalid: d(a.Invalid, b.Invalid), Ignore: d(a.Ignore, b.Ignore),
 		Insert: d(a.Insert, b.Insert), InsertFailed: d(a.InsertFailed, b.InsertFailed), Drop: d(a.Drop, b.Drop),
 		EarlyDrop: d(a.EarlyDrop, b.EarlyDrop), Error: d(a.Error, b.Error), SearchRestart: d(a.SearchRestart, b.SearchRestart),

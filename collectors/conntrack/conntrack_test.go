@@ -11,8 +11,8 @@ import (
 
 	ct "github.com/ti-mo/conntrack"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // procStatRecorded is /proc/net/stat/nf_conntrack from a 2-CPU 6.x kernel
@@ -60,11 +60,11 @@ func flow(proto uint8, src, dst, replySrc string, tcpState uint8) ct.Flow {
 	return f
 }
 
-func webRequest() *collectors.Request {
-	return &collectors.Request{
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "dns", Protocol: "UDP", Port: 53}}},
-		Endpoints: []collectors.Endpoint{
+func webRequest() *collectorapi.Request {
+	return &collectorapi.Request{
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "dns", Protocol: "UDP", Port: 53}}},
+		Endpoints: []collectorapi.Endpoint{
 			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080, "dns": 5353}},
 			{IP: "10.244.2.7", Ports: map[string]int32{"http": 8080, "dns": 5353}},
 		},
@@ -95,7 +95,7 @@ func TestGroupFlows(t *testing.T) {
 	if len(got.Frontends) != 3 {
 		t.Fatalf("frontends %+v", got.Frontends)
 	}
-	byName := map[string]collectors.FrontendFlows{}
+	byName := map[string]collectorapi.FrontendFlows{}
 	for _, fe := range got.Frontends {
 		byName[fe.Frontend] = fe
 	}
@@ -131,7 +131,7 @@ func TestGroupFlows(t *testing.T) {
 // with the NodePort's protocol, and nowhere else.
 func TestGroupFlowsNodePortAddresses(t *testing.T) {
 	req := webRequest()
-	req.Service.Ports = append(req.Service.Ports, collectors.ServicePort{Name: "dns", Protocol: "UDP", Port: 53, NodePort: 30053})
+	req.Service.Ports = append(req.Service.Ports, collectorapi.ServicePort{Name: "dns", Protocol: "UDP", Port: 53, NodePort: 30053})
 	addrs := []netip.Addr{netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("fd00::11"), netip.MustParseAddr("203.0.113.9")}
 	flows := []ct.Flow{
 		flow(6, "192.0.2.1:5555", "10.0.0.11:30080", "10.244.2.7:8080", 3),    // node address
@@ -197,7 +197,7 @@ func TestServiceDestinations(t *testing.T) {
 // TestReadInNetns makes real NATed flows in a test namespace: one to a
 // backend that is not in the endpoint set, then three to the live one.
 func TestReadInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 	s.SetBackend(t, s.StalePort)
 	s.Connect(t, cluster)
@@ -205,11 +205,11 @@ func TestReadInNetns(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		s.Connect(t, cluster)
 	}
-	req := &collectors.Request{
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+	req := &collectorapi.Request{
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
 			// The NodePort has no flows; it makes the reader send an address-less filter too.
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: 30080}}},
-		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: 30080}}},
+		Endpoints:             []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
 		ConntrackSampleMillis: 100,
 	}
 	// Another Service's NATed flow and a direct (un-NATed) flow: neither is this Service's.
@@ -221,11 +221,11 @@ func TestReadInNetns(t *testing.T) {
 }
 
 // readInNode reads the scenario node's conntrack state with one method.
-func readInNode(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) *collectors.ConntrackObservation {
+func readInNode(t *testing.T, s *netns.Scenario, req *collectorapi.Request, method string) *collectorapi.ConntrackObservation {
 	t.Helper()
-	var obs *collectors.ConntrackObservation
+	var obs *collectorapi.ConntrackObservation
 	var err error
-	testnetns.Do(t, s.Node, func() {
+	netns.Do(t, s.Node, func() {
 		obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), Method: method}).Read(context.Background(), req)
 	})
 	if err != nil {
@@ -234,7 +234,7 @@ func readInNode(t *testing.T, s *testnetns.Scenario, req *collectors.Request, me
 	return obs
 }
 
-func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Request, method string) {
+func checkReadInNetns(t *testing.T, s *netns.Scenario, req *collectorapi.Request, method string) {
 	cluster := fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort)
 	obs := readInNode(t, s, req, method)
 	if obs.Flows != nil {
@@ -298,7 +298,7 @@ func checkReadInNetns(t *testing.T, s *testnetns.Scenario, req *collectors.Reque
 // (DNATed elsewhere) and to a Pod's own listener (not NATed). Only the first
 // two are the Service's; the observation names the addresses it used.
 func TestNodePortFlowsInNetns(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	const nodePort, externalIP, otherClusterIP = 30080, "10.96.0.88", "10.96.0.77"
 	// A NodePort rule the way kube-proxy matches it (destination local),
 	// an externalIP:NodePort rule, and another Service whose ClusterIP port
@@ -319,7 +319,7 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 	}
 	// The Pod's own port 30080.
 	s.Pod.Start(t, nil, "socat", "-u", fmt.Sprintf("TCP-LISTEN:%d,bind=%s,fork,reuseaddr", nodePort, s.PodIP), "OPEN:/dev/null")
-	testnetns.WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
+	netns.WaitListen(t, s.Pod, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
 
 	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
 	s.Connect(t, fmt.Sprintf("%s:%d", s.NodeIP, nodePort))
@@ -327,11 +327,11 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 	s.Connect(t, fmt.Sprintf("%s:%d", otherClusterIP, nodePort))
 	s.Connect(t, fmt.Sprintf("%s:%d", s.PodIP, nodePort))
 
-	req := &collectors.Request{
-		Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "NodePort", ClusterIPs: []string{s.ClusterIP},
+	req := &collectorapi.Request{
+		Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", Type: "NodePort", ClusterIPs: []string{s.ClusterIP},
 			ExternalIPs: []string{externalIP},
-			Ports:       []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: nodePort}}},
-		Endpoints:             []collectors.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
+			Ports:       []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort), NodePort: nodePort}}},
+		Endpoints:             []collectorapi.Endpoint{{IP: s.PodIP, Ports: map[string]int32{"http": int32(s.BackendPort)}, Ready: true}},
 		ConntrackSampleMillis: 50,
 	}
 	live := fmt.Sprintf("%s:%d", s.PodIP, s.BackendPort)
@@ -379,7 +379,7 @@ func TestNodePortFlowsInNetns(t *testing.T) {
 // TestLocalAddrsSkipIPVSDummy: kube-ipvs0 holds every ClusterIP in IPVS
 // mode; its addresses are not NodePort destinations.
 func TestLocalAddrsSkipIPVSDummy(t *testing.T) {
-	s := testnetns.NewScenario(t)
+	s := netns.NewScenario(t)
 	s.Node.MustRun(t, "ip", "link", "add", "kube-ipvs0", "type", "bridge") // no dummy driver on every kernel; only the name matters
 	s.Node.MustRun(t, "ip", "addr", "add", "10.96.0.77/32", "dev", "kube-ipvs0")
 	h := s.Node.Handle(t)

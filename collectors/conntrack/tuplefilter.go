@@ -10,7 +10,7 @@ import (
 	"github.com/ti-mo/netfilter"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // ctnetlink attribute numbers (include/uapi/linux/netfilter/nfnetlink_conntrack.h).
@@ -49,7 +49,7 @@ type origDst struct {
 // every dump walks the whole table in the kernel, so NodePorts are not dumped
 // once per node address (an IPVS node holds every ClusterIP on kube-ipvs0);
 // GroupFlows keeps only those whose destination is a NodePort address.
-func serviceDestinations(req *collectors.Request, nodePortAddrs []netip.Addr) []origDst {
+func serviceDestinations(req *collectorapi.Request, nodePortAddrs []netip.Addr) []origDst {
 	var out []origDst
 	seen := map[origDst]bool{}
 	add := func(d origDst) {
@@ -63,7 +63,7 @@ func serviceDestinations(req *collectors.Request, nodePortAddrs []netip.Addr) []
 		if fe.Addr.Addr().Is6() {
 			fam = unix.AF_INET6
 		}
-		add(origDst{fe.Addr.Addr(), fam, fe.Addr.Port(), collectors.IPProtoNumber(fe.Protocol)})
+		add(origDst{fe.Addr.Addr(), fam, fe.Addr.Port(), collectorapi.IPProtoNumber(fe.Protocol)})
 	}
 	var has4, has6 bool
 	for _, a := range nodePortAddrs {
@@ -74,10 +74,10 @@ func serviceDestinations(req *collectors.Request, nodePortAddrs []netip.Addr) []
 			continue
 		}
 		if has4 {
-			add(origDst{netip.Addr{}, unix.AF_INET, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
+			add(origDst{netip.Addr{}, unix.AF_INET, uint16(p.NodePort), collectorapi.IPProtoNumber(p.Protocol)})
 		}
 		if has6 {
-			add(origDst{netip.Addr{}, unix.AF_INET6, uint16(p.NodePort), collectors.IPProtoNumber(p.Protocol)})
+			add(origDst{netip.Addr{}, unix.AF_INET6, uint16(p.NodePort), collectorapi.IPProtoNumber(p.Protocol)})
 		}
 	}
 	return out
@@ -135,7 +135,7 @@ func dumpByOrigDst(nl *netlink.Conn, d origDst) ([]ct.Flow, error) {
 }
 
 // dumpServiceFlowsFiltered runs one kernel-filtered dump per destination.
-func dumpServiceFlowsFiltered(nl *netlink.Conn, req *collectors.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, error) {
+func dumpServiceFlowsFiltered(nl *netlink.Conn, req *collectorapi.Request, nodePortAddrs []netip.Addr) ([]ct.Flow, error) {
 	var all []ct.Flow
 	for _, d := range serviceDestinations(req, nodePortAddrs) {
 		flows, err := dumpByOrigDst(nl, d)

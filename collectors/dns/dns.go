@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Reader queries each of the request's ClusterDNS servers.
@@ -37,7 +38,7 @@ type Question struct {
 
 // Questions are the names the Service should have: A/AAAA on the Service name,
 // SRV _<port>._<proto>.<name> for each named port.
-func Questions(req *collectors.Request) []Question {
+func Questions(req *collectorapi.Request) []Question {
 	fqdn := fmt.Sprintf("%s.%s.svc.%s.", req.Service.Name, req.Service.Namespace, req.Domain())
 	qs := []Question{{fqdn, mdns.TypeA}, {fqdn, mdns.TypeAAAA}}
 	for _, p := range req.Service.Ports {
@@ -50,13 +51,13 @@ func Questions(req *collectors.Request) []Question {
 }
 
 // Read asks every server every question over UDP and TCP.
-func Read(ctx context.Context, req *collectors.Request) (*collectors.DNSObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.DNSObservation, error) {
 	return (&Reader{}).Read(ctx, req)
 }
 
 // Read asks every server every question over UDP and TCP.
-func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.DNSObservation, error) {
-	obs := &collectors.DNSObservation{Servers: req.ClusterDNS, Queries: []collectors.DNSQuery{}}
+func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.DNSObservation, error) {
+	obs := &collectorapi.DNSObservation{Servers: req.ClusterDNS, Queries: []collectorapi.DNSQuery{}}
 	if len(req.ClusterDNS) == 0 {
 		return obs, fmt.Errorf("request names no clusterDNS server")
 	}
@@ -65,7 +66,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		timeout = time.Duration(req.ProbeTimeoutMillis) * time.Millisecond
 	}
 	if timeout == 0 {
-		timeout = collectors.DefaultProbeTimeoutMillis * time.Millisecond
+		timeout = collectorapi.DefaultProbeTimeoutMillis * time.Millisecond
 	}
 	port := r.Port
 	if port == 0 {
@@ -83,7 +84,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 			}
 		}
 	}
-	obs.Queries = make([]collectors.DNSQuery, len(jobs))
+	obs.Queries = make([]collectorapi.DNSQuery, len(jobs))
 	var g errgroup.Group
 	limit := r.Concurrency
 	if limit <= 0 {
@@ -105,12 +106,12 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 }
 
 // Ask sends one question to one server over one transport.
-func Ask(ctx context.Context, server string, port uint16, transport string, q Question, timeout time.Duration) collectors.DNSQuery {
-	res := collectors.DNSQuery{Server: server, Transport: transport, Name: q.Name, Type: mdns.TypeToString[q.Type]}
+func Ask(ctx context.Context, server string, port uint16, transport string, q Question, timeout time.Duration) collectorapi.DNSQuery {
+	res := collectorapi.DNSQuery{Server: server, Transport: transport, Name: q.Name, Type: mdns.TypeToString[q.Type]}
 	addr, err := netip.ParseAddr(server)
 	if err != nil {
 		res.Error = err.Error()
-		res.ErrorClass = collectors.ErrClassOther
+		res.ErrorClass = collectorapi.ErrClassOther
 		return res
 	}
 	m := new(mdns.Msg)

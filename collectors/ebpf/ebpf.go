@@ -22,7 +22,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // LayoutNote names the layout this reader decodes.
@@ -40,22 +40,22 @@ const (
 )
 
 // Read inspects the bpffs mounted at root (empty: /sys/fs/bpf).
-func Read(ctx context.Context, req *collectors.Request, root string) (*collectors.EBPFObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request, root string) (*collectorapi.EBPFObservation, error) {
 	if root == "" {
 		root = "/sys/fs/bpf"
 	}
-	obs := &collectors.EBPFObservation{BPFFSRoot: root}
+	obs := &collectorapi.EBPFObservation{BPFFSRoot: root}
 	dir := filepath.Join(root, "tc", "globals")
 	if _, err := os.Stat(dir); err != nil {
 		if os.IsNotExist(err) {
-			obs.Cilium = &collectors.CiliumObservation{LayoutNote: LayoutNote}
-			obs.Calico = &collectors.CalicoObservation{}
+			obs.Cilium = &collectorapi.CiliumObservation{LayoutNote: LayoutNote}
+			obs.Calico = &collectorapi.CalicoObservation{}
 			return obs, nil // no pinned datapath maps: nothing detected, not an error
 		}
 		return obs, fmt.Errorf("bpffs: %w", err)
 	}
 	obs.Cilium = readCilium(req, dir)
-	obs.Calico = &collectors.CalicoObservation{}
+	obs.Calico = &collectorapi.CalicoObservation{}
 	for _, pattern := range []string{"cali_v4_nat_*", "cali_v6_nat_*"} {
 		for _, m := range glob(dir, pattern) {
 			obs.Calico.Maps = append(obs.Calico.Maps, m)
@@ -67,18 +67,18 @@ func Read(ctx context.Context, req *collectors.Request, root string) (*collector
 	return obs, ctx.Err()
 }
 
-func glob(dir, pattern string) []collectors.PinnedMap {
+func glob(dir, pattern string) []collectorapi.PinnedMap {
 	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
 	sort.Strings(matches)
-	var out []collectors.PinnedMap
+	var out []collectorapi.PinnedMap
 	for _, path := range matches {
 		out = append(out, describeMap(path))
 	}
 	return out
 }
 
-func describeMap(path string) collectors.PinnedMap {
-	pm := collectors.PinnedMap{Name: filepath.Base(path), Path: path}
+func describeMap(path string) collectorapi.PinnedMap {
+	pm := collectorapi.PinnedMap{Name: filepath.Base(path), Path: path}
 	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
 	if err != nil {
 		pm.Error = err.Error()
@@ -105,8 +105,8 @@ func (f family) backendSize() uint32 { return uint32(f.addrLen + 8) }
 
 const serviceValueSize = 12
 
-func readCilium(req *collectors.Request, dir string) *collectors.CiliumObservation {
-	c := &collectors.CiliumObservation{LayoutNote: LayoutNote}
+func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObservation {
+	c := &collectorapi.CiliumObservation{LayoutNote: LayoutNote}
 	c.Maps = append(glob(dir, "cilium_lb4_*"), glob(dir, "cilium_lb6_*")...)
 	for _, m := range c.Maps {
 		if m.Name == CiliumServices4 || m.Name == CiliumServices6 || strings.HasPrefix(m.Name, "cilium_lb4_services") || strings.HasPrefix(m.Name, "cilium_lb6_services") {
@@ -174,7 +174,7 @@ func readCilium(req *collectors.Request, dir string) *collectors.CiliumObservati
 // ciliumFrontends are the Service's frontends plus, for each NodePort, the
 // "surrogate" frontend Cilium programs on the zero address (0.0.0.0:nodePort,
 // and [::]:nodePort for IPv6 Services), which stands for every node address.
-func ciliumFrontends(req *collectors.Request) []collectors.Frontend {
+func ciliumFrontends(req *collectorapi.Request) []collectorapi.Frontend {
 	fes := req.Service.Frontends()
 	zeros := []netip.Addr{netip.IPv4Unspecified()}
 	for _, ip := range req.Service.ClusterIPAddrs() {
@@ -188,7 +188,7 @@ func ciliumFrontends(req *collectors.Request) []collectors.Frontend {
 			continue
 		}
 		for _, z := range zeros {
-			fes = append(fes, collectors.Frontend{Kind: "nodePort", PortName: p.Name, Addr: netip.AddrPortFrom(z, uint16(p.NodePort)), Protocol: p.Protocol, Port: p})
+			fes = append(fes, collectorapi.Frontend{Kind: "nodePort", PortName: p.Name, Addr: netip.AddrPortFrom(z, uint16(p.NodePort)), Protocol: p.Protocol, Port: p})
 		}
 	}
 	return fes
@@ -293,11 +293,11 @@ func BackendStateName(s uint8) string {
 // lookupFrontend reads slot 0 of one frontend and then each backend slot.
 // Newer Cilium keys carry the L4 protocol; older ones set it to 0, so both
 // are tried.
-func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8) (collectors.CiliumFrontend, error) {
-	f := collectors.CiliumFrontend{Frontend: fe.Kind, Address: fe.Addr.Addr().String(), Port: fe.Addr.Port(), Protocol: fe.Protocol, Scope: scope}
+func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectorapi.Frontend, scope uint8) (collectorapi.CiliumFrontend, error) {
+	f := collectorapi.CiliumFrontend{Frontend: fe.Kind, Address: fe.Addr.Addr().String(), Port: fe.Addr.Port(), Protocol: fe.Protocol, Scope: scope}
 	var master []byte
 	var proto uint8
-	for _, p := range []uint8{collectors.IPProtoNumber(fe.Protocol), 0} {
+	for _, p := range []uint8{collectorapi.IPProtoNumber(fe.Protocol), 0} {
 		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), 0, p, scope))
 		if err != nil {
 			return f, fmt.Errorf("lookup %s scope %d: %w", fe, scope, err)
@@ -320,7 +320,7 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8
 		if err != nil {
 			return f, fmt.Errorf("lookup %s slot %d: %w", fe, slot, err)
 		}
-		b := collectors.CiliumBackend{Slot: slot}
+		b := collectorapi.CiliumBackend{Slot: slot}
 		if v == nil {
 			f.Backends = append(f.Backends, b) // a hole: the slot is missing
 			continue
@@ -336,7 +336,7 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectors.Frontend, scope uint8
 			if bv != nil {
 				be := DecodeBackend(bv, addrLen)
 				b.Found = true
-				b.Address, b.Port, b.Protocol = be.Addr.String(), be.Port, collectors.IPProtoName(be.Proto)
+				b.Address, b.Port, b.Protocol = be.Addr.String(), be.Port, collectorapi.IPProtoName(be.Proto)
 				b.State, b.ClusterID, b.Zone = BackendStateName(be.State), be.ClusterID, be.Zone
 			}
 		}

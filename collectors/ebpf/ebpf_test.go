@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // mountBPFFS mounts a private bpffs at a temp dir and unmounts it after the test.
@@ -55,10 +55,10 @@ func put(t *testing.T, m *ebpf.Map, k, v []byte) {
 	}
 }
 
-func webRequest() *collectors.Request {
-	return &collectors.Request{Service: collectors.ServiceSpec{Namespace: "default", Name: "web",
+func webRequest() *collectorapi.Request {
+	return &collectorapi.Request{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web",
 		ClusterIPs: []string{"10.96.0.50"}, ExternalIPs: []string{"192.0.2.9"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}}}
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}}}
 }
 
 // TestCiliumMapsInOwnBPFFS writes default/web the way Cilium's agent would

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // The real kube-proxy v1.37.2 in iptables mode with a single-stack IPv6
@@ -13,16 +14,16 @@ import (
 // dumped with ip6tables-nft-save (collectors/testdata/PROVENANCE.md).
 func TestReadKubeProxyIPv6(t *testing.T) {
 	d := parseDump(t, readFixture(t, "kubeproxy-ipv6.save"))
-	q := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"fd00:96::50"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectors.Endpoint{ep("fd00:250::2", 8080, "http")}}
+	q := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"fd00:96::50"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("fd00:250::2", 8080, "http")}}
 	for _, withEndpoints := range []bool{true, false} {
 		if !withEndpoints {
 			q.Endpoints = nil // SEP found only by following the SVC chain's jump
 		}
 		r := &fakeRunner{nft: d}
 		obs := readWith(t, q, r)
-		b := backend(t, obs, BackendNFTables)
+		b := backend(t, obs, collectorapi.IPTablesBackendNFTables)
 		if b.Family != "IPv6" || !b.KubeProxyChains || b.MasqMark != "0x4000/0x4000" || len(b.Ports) != 1 {
 			t.Fatalf("backend: %+v", b)
 		}

@@ -5,8 +5,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallIPTablesRules
@@ -19,7 +20,7 @@ func overallQueries() map[string]Query {
 	return out
 }
 
-func checkOverall(t *testing.T, name string, b BackendObservation) {
+func checkOverall(t *testing.T, name string, b collectorapi.IPTablesBackendObservation) {
 	t.Helper()
 	if !b.KubeProxyChains || len(b.Ports) != 1 {
 		t.Fatalf("backend: %+v", b)
@@ -83,16 +84,15 @@ func TestReadKubeProxyOverall(t *testing.T) {
 	d := parseDump(t, readFixture(t, "kubeproxy-overall.save"))
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
-			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables))
-			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{legacy: d}), BackendLegacy))
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables))
+			checkOverall(t, name, backend(t, readWith(t, q, &fakeRunner{legacy: d}), collectorapi.IPTablesBackendLegacy))
 		})
 	}
 }
 
 func TestReadKubeProxyOverallInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft-restore", "nsenter")
-	ns := testnetns.New(t, "ipt")
-	ns.MustRun(t, "iptables-nft-restore", "../testdata/iptables/kubeproxy-overall.restore")
+	netns.RequireTools(t, "iptables-nft-restore", "nsenter")
+	ns := restored(t, "kubeproxy-overall.restore", "iptables-nft-restore")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
 			q.NetNS = ns.Path()
@@ -100,7 +100,7 @@ func TestReadKubeProxyOverallInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkOverall(t, name, backend(t, obs, BackendNFTables))
+			checkOverall(t, name, backend(t, obs, collectorapi.IPTablesBackendNFTables))
 		})
 	}
 }

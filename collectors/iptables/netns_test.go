@@ -3,23 +3,26 @@ package iptables
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
-func needTools(t *testing.T, tools ...string) {
+// restored creates a namespace and loads the fixture
+// (testdata/iptables/<fixture>) into it with each restore command in turn
+// (iptables-nft-restore, iptables-legacy-restore).
+func restored(t *testing.T, fixture string, restores ...string) *netns.NS {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
+	ns := netns.New(t, "ipt")
+	for _, restore := range restores {
+		ns.MustRun(t, restore, "../testdata/iptables/"+fixture)
 	}
+	return ns
 }
 
-func portsJSON(t *testing.T, b BackendObservation) string {
+func portsJSON(t *testing.T, b collectorapi.IPTablesBackendObservation) string {
 	t.Helper()
 	out, err := json.MarshalIndent(b.Ports, "", " ")
 	if err != nil {
@@ -28,7 +31,7 @@ func portsJSON(t *testing.T, b BackendObservation) string {
 	return string(out)
 }
 
-func legacyTables(t *testing.T, ns *testnetns.NS) string {
+func legacyTables(t *testing.T, ns *netns.NS) string {
 	t.Helper()
 	out, err := ns.Run("cat", "/proc/self/net/ip_tables_names")
 	if err != nil {
@@ -41,30 +44,26 @@ func legacyTables(t *testing.T, ns *testnetns.NS) string {
 // real iptables-nft-restore and iptables-legacy-restore into namespaces of
 // its own and reads it back with the real binaries.
 func TestReadRealBackendsInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
-	nftNS := testnetns.New(t, "ipt")
-	nftNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
-	legNS := testnetns.New(t, "ipt")
-	legNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
-	bothNS := testnetns.New(t, "ipt")
-	bothNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
-	bothNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
+	netns.RequireTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
+	nftNS := restored(t, "scenarios.restore", "iptables-nft-restore")
+	legNS := restored(t, "scenarios.restore", "iptables-legacy-restore")
+	bothNS := restored(t, "scenarios.restore", "iptables-nft-restore", "iptables-legacy-restore")
 
 	d := parseDump(t, readFixture(t, "scenarios.save"))
 	for name, q := range scenarioQueries() {
 		t.Run(name, func(t *testing.T) {
-			want := backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables)
+			want := backend(t, readWith(t, q, &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 
 			q.NetNS = nftNS.Path()
 			obs, err := Read(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := backend(t, obs, BackendNFTables)
+			n := backend(t, obs, collectorapi.IPTablesBackendNFTables)
 			if !n.KubeProxyChains || portsJSON(t, n) != portsJSON(t, want) {
 				t.Errorf("real nf_tables read differs from the recorded dump:\nreal: %s\nrecorded: %s", portsJSON(t, n), portsJSON(t, want))
 			}
-			if l := backend(t, obs, BackendLegacy); l.KubeProxyChains || len(l.Commands) != 0 {
+			if l := backend(t, obs, collectorapi.IPTablesBackendLegacy); l.KubeProxyChains || len(l.Commands) != 0 {
 				t.Errorf("legacy on an nf_tables node: %+v", l)
 			}
 			// The reader must not create legacy tables as a side effect.
@@ -77,11 +76,11 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := backend(t, obs, BackendLegacy)
+			l := backend(t, obs, collectorapi.IPTablesBackendLegacy)
 			if !l.KubeProxyChains || portsJSON(t, l) != portsJSON(t, want) {
 				t.Errorf("real legacy read differs:\nreal: %s\nrecorded: %s", portsJSON(t, l), portsJSON(t, want))
 			}
-			if n := backend(t, obs, BackendNFTables); n.KubeProxyChains {
+			if n := backend(t, obs, collectorapi.IPTablesBackendNFTables); n.KubeProxyChains {
 				t.Errorf("nf_tables reported chains on a legacy node")
 			}
 
@@ -90,7 +89,7 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !backend(t, obs, BackendNFTables).KubeProxyChains || !backend(t, obs, BackendLegacy).KubeProxyChains {
+			if !backend(t, obs, collectorapi.IPTablesBackendNFTables).KubeProxyChains || !backend(t, obs, collectorapi.IPTablesBackendLegacy).KubeProxyChains {
 				t.Errorf("both backends hold chains but were not both reported")
 			}
 		})
@@ -101,8 +100,8 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 // "incompatible" and there are no legacy tables: no chains, no errors, and
 // no legacy table created by reading.
 func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft", "nft", "nsenter")
-	ns := testnetns.New(t, "ipt")
+	netns.RequireTools(t, "iptables-nft", "nft", "nsenter")
+	ns := netns.New(t, "ipt")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/scenarios.nft")
 	q := scenarioQueries()["web"]
 	q.NetNS = ns.Path()
@@ -123,17 +122,16 @@ func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
 // Large-cluster mode through the real legacy save: SEP chains without
 // comments, printed before the SVC chain, are resolved by following jumps.
 func TestReadLargeLegacyInNetNS(t *testing.T) {
-	needTools(t, "iptables-legacy-restore", "nsenter")
-	ns := testnetns.New(t, "ipt")
-	ns.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/large.restore")
-	q := Query{NetNS: ns.Path(), Backends: []string{BackendLegacy}}
+	netns.RequireTools(t, "iptables-legacy-restore", "nsenter")
+	ns := restored(t, "large.restore", "iptables-legacy-restore")
+	q := Query{NetNS: ns.Path(), Backends: []string{collectorapi.IPTablesBackendLegacy}}
 	q.Service.Namespace, q.Service.Name, q.Service.ClusterIPs = "default", "big", []string{"10.96.1.1"}
 	q.Service.Ports = scenarioQueries()["web"].Service.Ports
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := backend(t, obs, BackendLegacy)
+	l := backend(t, obs, collectorapi.IPTablesBackendLegacy)
 	p := l.Ports[0]
 	if len(p.Endpoints) != 1001 || len(p.Service.Selection) != 1001 {
 		t.Fatalf("endpoints %d selection %d", len(p.Endpoints), len(p.Service.Selection))

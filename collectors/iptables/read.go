@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
 )
 
@@ -31,7 +31,7 @@ const (
 // Read reads the kube-proxy iptables state of q.Service on the node (or in
 // q.NetNS). Errors of one backend are reported in that backend's entry; Read
 // itself fails only on a malformed query.
-func Read(ctx context.Context, q Query) (*Observation, error) {
+func Read(ctx context.Context, q Query) (*collectorapi.IPTablesObservation, error) {
 	if q.Service.Namespace == "" || q.Service.Name == "" {
 		return nil, errors.New("iptables: query names no Service")
 	}
@@ -39,10 +39,10 @@ func Read(ctx context.Context, q Query) (*Observation, error) {
 	if r == nil {
 		r = ExecRunner{NetNS: q.NetNS}
 	}
-	obs := &Observation{}
+	obs := &collectorapi.IPTablesObservation{}
 	backends := q.Backends
 	if len(backends) == 0 {
-		backends = []string{BackendNFTables, BackendLegacy}
+		backends = []string{collectorapi.IPTablesBackendNFTables, collectorapi.IPTablesBackendLegacy}
 	}
 	// Backends and families are independent: read them concurrently, so
 	// probing the backend that holds nothing costs no wall time.
@@ -53,14 +53,14 @@ func Read(ctx context.Context, q Query) (*Observation, error) {
 	for _, fam := range families(q) {
 		for _, b := range backends {
 			switch b {
-			case BackendNFTables, BackendLegacy:
+			case collectorapi.IPTablesBackendNFTables, collectorapi.IPTablesBackendLegacy:
 				jobs = append(jobs, job{fam, b})
 			default:
 				obs.Errors = append(obs.Errors, fmt.Sprintf("unknown backend %q", b))
 			}
 		}
 	}
-	results := make([]BackendObservation, len(jobs))
+	results := make([]collectorapi.IPTablesBackendObservation, len(jobs))
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -71,7 +71,7 @@ func Read(ctx context.Context, q Query) (*Observation, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if j.backend == BackendNFTables {
+			if j.backend == collectorapi.IPTablesBackendNFTables {
 				results[i] = readNFT(ctx, r, q, j.fam)
 			} else {
 				results[i] = readLegacy(ctx, r, q, j.fam)
@@ -94,7 +94,7 @@ func defaultMode(ctx context.Context, r Runner) (version, mode string) {
 		return "", ""
 	}
 	version = strings.TrimSpace(out.String())
-	mode = BackendLegacy
+	mode = collectorapi.IPTablesBackendLegacy
 	if i := strings.Index(version, "("); i >= 0 {
 		mode = strings.Trim(version[i:], "()")
 	}
@@ -108,13 +108,13 @@ func families(q Query) []string {
 	return q.Service.IPFamilies()
 }
 
-// familyOf is collectors.AddrFamily ("IPv4", "IPv6").
-var familyOf = collectors.AddrFamily
+// familyOf is collectorapi.AddrFamily ("IPv4", "IPv6").
+var familyOf = collectorapi.AddrFamily
 
 // portPlan is what the reader looks for for one Service port.
 type portPlan struct {
 	spn, proto string
-	port       collectors.ServicePort
+	port       collectorapi.ServicePort
 	chains     kubeproxy.IPTablesChains
 	// seps maps the KUBE-SEP names predicted from the query's endpoints to
 	// their endpoint strings.
@@ -157,7 +157,7 @@ type chainKey struct{ table, chain string }
 
 // chainListing is one chain's rules; exists is false for a missing chain.
 type chainListing struct {
-	rules  []Rule
+	rules  []collectorapi.IPTablesRule
 	exists bool
 	err    error
 }
@@ -245,8 +245,8 @@ func iptablesCommand(family, suffix string) string {
 }
 
 // readNFT reads through iptables-nft, one chain per command.
-func readNFT(ctx context.Context, r Runner, q Query, family string) BackendObservation {
-	bo := BackendObservation{Backend: BackendNFTables, Family: family, Method: "per-chain"}
+func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi.IPTablesBackendObservation {
+	bo := collectorapi.IPTablesBackendObservation{Backend: collectorapi.IPTablesBackendNFTables, Family: family, Method: "per-chain"}
 	cmdName := iptablesCommand(family, "-nft")
 	var cmdMu sync.Mutex
 	par := q.Parallel
@@ -324,8 +324,8 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) BackendObser
 }
 
 // readLegacy streams iptables-legacy-save per existing table.
-func readLegacy(ctx context.Context, r Runner, q Query, family string) BackendObservation {
-	bo := BackendObservation{Backend: BackendLegacy, Family: family, Method: "save-stream"}
+func readLegacy(ctx context.Context, r Runner, q Query, family string) collectorapi.IPTablesBackendObservation {
+	bo := collectorapi.IPTablesBackendObservation{Backend: collectorapi.IPTablesBackendLegacy, Family: family, Method: "save-stream"}
 	namesFile := "/proc/self/net/ip_tables_names"
 	if family == "IPv6" {
 		namesFile = "/proc/self/net/ip6_tables_names"
@@ -397,7 +397,7 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) BackendOb
 }
 
 // assemble builds the per-port observation from a store.
-func assemble(ctx context.Context, st *store, q Query, family string, bo *BackendObservation) {
+func assemble(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation) {
 	bo.KubeProxyChains = true
 	plans := plan(q, family)
 
@@ -431,7 +431,7 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *Backen
 	}
 
 	for _, p := range plans {
-		po := PortObservation{ServicePortName: p.spn, Protocol: strings.ToUpper(p.proto), Port: p.port.Port, NodePort: p.port.NodePort}
+		po := collectorapi.IPTablesPortObservation{ServicePortName: p.spn, Protocol: strings.ToUpper(p.proto), Port: p.port.Port, NodePort: p.port.NodePort}
 		hashChains := map[string]bool{p.chains.Service: true, p.chains.Local: true, p.chains.External: true, p.chains.Firewall: true}
 
 		// Entry rules: by jump to a hash chain, or by comment.
@@ -445,7 +445,7 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *Backen
 			if !byHash && !byComment {
 				continue
 			}
-			po.Entry = append(po.Entry, EntryRule{Kind: entryKind(r, p.spn), Rule: r})
+			po.Entry = append(po.Entry, collectorapi.IPTablesEntryRule{Kind: entryKind(r, p.spn), IPTablesRule: r})
 			if !byHash && strings.HasPrefix(r.Target(), "KUBE-") {
 				otherNames = append(otherNames, r.Target())
 			}
@@ -486,7 +486,7 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *Backen
 		refs := map[string][]string{}
 		comments := map[string]string{}
 		var sepOrder []string
-		selectors := []*Chain{po.Service, po.Local}
+		selectors := []*collectorapi.IPTablesChain{po.Service, po.Local}
 		for _, c := range po.Other {
 			if strings.HasPrefix(c.Name, "KUBE-SVC-") || strings.HasPrefix(c.Name, "KUBE-SVL-") {
 				selectors = append(selectors, c)
@@ -526,7 +526,7 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *Backen
 			if _, ok := p.seps[n]; ok {
 				foundBy = "hash"
 			}
-			ec := EndpointChain{Chain: *buildChain(st, n, foundBy), ReferencedBy: refs[n]}
+			ec := collectorapi.IPTablesEndpointChain{IPTablesChain: *buildChain(st, n, foundBy), ReferencedBy: refs[n]}
 			switch {
 			case p.seps[n] != "":
 				ec.Endpoint, ec.EndpointFrom = p.seps[n], "hash"
@@ -553,7 +553,7 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *Backen
 	}
 }
 
-func entryKind(r Rule, spn string) string {
+func entryKind(r collectorapi.IPTablesRule, spn string) string {
 	switch {
 	case r.Comment == spn+" cluster IP":
 		return "clusterIP"
@@ -579,9 +579,9 @@ func endpointFromComment(comment, spn string) string {
 
 // buildChain turns a listing into a Chain, decoding the endpoint selection
 // of SVC/SVL chains.
-func buildChain(st *store, name, foundBy string) *Chain {
+func buildChain(st *store, name, foundBy string) *collectorapi.IPTablesChain {
 	l := st.get(chainKey{"nat", name})
-	c := &Chain{Name: name, Exists: l.exists, Rules: l.rules}
+	c := &collectorapi.IPTablesChain{Name: name, Exists: l.exists, Rules: l.rules}
 	if l.exists {
 		c.FoundBy = foundBy
 	}
@@ -593,11 +593,11 @@ func buildChain(st *store, name, foundBy string) *Chain {
 			rr := r
 			c.Masquerade = &rr
 		case strings.HasPrefix(t, "KUBE-SEP-") && r.Recent != nil && r.Recent.Check:
-			c.Affinity = append(c.Affinity, AffinityRule{Target: t, Endpoint: endpointAfterArrow(r.Comment),
+			c.Affinity = append(c.Affinity, collectorapi.IPTablesAffinityRule{Target: t, Endpoint: endpointAfterArrow(r.Comment),
 				Name: r.Recent.Name, Seconds: r.Recent.Seconds, Reap: r.Recent.Reap, Raw: r.Raw})
 		case strings.HasPrefix(t, "KUBE-SEP-"):
-			c.Selection = append(c.Selection, EndpointJump{Target: t, Endpoint: endpointAfterArrow(r.Comment),
-				Probability: r.Probability, Raw: r.Raw, probability: r.ProbabilityValue})
+			c.Selection = append(c.Selection, collectorapi.IPTablesEndpointJump{Target: t, Endpoint: endpointAfterArrow(r.Comment),
+				Probability: r.Probability, Raw: r.Raw})
 			probs = append(probs, r.ProbabilityValue)
 		}
 	}

@@ -8,44 +8,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
-
-func ep(ip string, port int32, portName string) collectors.Endpoint {
-	return collectors.Endpoint{IP: ip, Ports: map[string]int32{portName: port}, Ready: true, Serving: true}
-}
 
 // scenarioQueries are the Services of collectors/testdata/iptables/scenarios.*
 // as the API would report them.
 func scenarioQueries() map[string]Query {
-	web := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectors.Endpoint{ep("10.244.1.5", 8080, "http"), ep("10.244.2.7", 8080, "http"), ep("10.244.3.9", 8080, "http"),
+	web := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.5", 8080, "http"), fixture.Endpoint("10.244.2.7", 8080, "http"), fixture.Endpoint("10.244.3.9", 8080, "http"),
 			{IP: "10.244.4.4", Ports: map[string]int32{"http": 8080}, Serving: true, Terminating: true}}}
-	sticky := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
+	sticky := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
 		SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800,
-		Ports: []collectors.ServicePort{{Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectors.Endpoint{ep("10.244.1.6", 8080, ""), ep("10.244.2.8", 8080, "")}}
-	lb := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
+		Ports: []collectorapi.ServicePort{{Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.6", 8080, ""), fixture.Endpoint("10.244.2.8", 8080, "")}}
+	lb := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
 		LoadBalancerIPs: []string{"192.0.2.10"}, ExternalTrafficPolicy: "Local", HealthCheckNodePort: 32000,
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
-		Endpoints: []collectors.Endpoint{ep("10.244.1.7", 80, "http"), ep("10.244.2.9", 80, "http")}}
-	empty := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}}
-	itp := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",
-		Ports: []collectors.ServicePort{{Name: "dns", Protocol: "UDP", Port: 53}, {Name: "dns-tcp", Protocol: "TCP", Port: 53}}},
-		Endpoints: []collectors.Endpoint{{IP: "10.244.2.10", Ports: map[string]int32{"dns": 53, "dns-tcp": 53}, Ready: true, Serving: true}}}
-	term := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "term", ClusterIPs: []string{"10.96.0.55"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectors.Endpoint{{IP: "10.244.1.12", Ports: map[string]int32{"http": 80}, Serving: true, Terminating: true}}}
-	extip := Query{Service: collectors.ServiceSpec{Namespace: "default", Name: "extip", Type: "NodePort", ClusterIPs: []string{"10.96.0.56"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.7", 80, "http"), fixture.Endpoint("10.244.2.9", 80, "http")}}
+	empty := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}}
+	itp := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",
+		Ports: []collectorapi.ServicePort{{Name: "dns", Protocol: "UDP", Port: 53}, {Name: "dns-tcp", Protocol: "TCP", Port: 53}}},
+		Endpoints: []collectorapi.Endpoint{{IP: "10.244.2.10", Ports: map[string]int32{"dns": 53, "dns-tcp": 53}, Ready: true, Serving: true}}}
+	term := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "term", ClusterIPs: []string{"10.96.0.55"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectorapi.Endpoint{{IP: "10.244.1.12", Ports: map[string]int32{"http": 80}, Serving: true, Terminating: true}}}
+	extip := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "extip", Type: "NodePort", ClusterIPs: []string{"10.96.0.56"},
 		ExternalIPs: []string{"198.51.100.5"}, ExternalTrafficPolicy: "Local",
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30082}}},
-		Endpoints: []collectors.Endpoint{ep("10.244.2.11", 80, "http")}}
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30082}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.2.11", 80, "http")}}
 	return map[string]Query{"web": web, "sticky": sticky, "lb": lb, "empty": empty, "itp": itp, "term": term, "extip": extip}
 }
 
-func readWith(t *testing.T, q Query, r *fakeRunner) *Observation {
+func readWith(t *testing.T, q Query, r *fakeRunner) *collectorapi.IPTablesObservation {
 	t.Helper()
 	q.Runner = r
 	obs, err := Read(context.Background(), q)
@@ -55,7 +52,7 @@ func readWith(t *testing.T, q Query, r *fakeRunner) *Observation {
 	return obs
 }
 
-func backend(t *testing.T, obs *Observation, name string) BackendObservation {
+func backend(t *testing.T, obs *collectorapi.IPTablesObservation, name string) collectorapi.IPTablesBackendObservation {
 	t.Helper()
 	for _, b := range obs.Backends {
 		if b.Backend == name {
@@ -66,7 +63,7 @@ func backend(t *testing.T, obs *Observation, name string) BackendObservation {
 		}
 	}
 	t.Fatalf("no %s backend in %+v", name, obs.Backends)
-	return BackendObservation{}
+	return collectorapi.IPTablesBackendObservation{}
 }
 
 func TestParseRule(t *testing.T) {
@@ -115,11 +112,11 @@ func TestReadScenariosNFTables(t *testing.T) {
 		if obs.DefaultMode != "nf_tables" {
 			t.Errorf("default mode %q", obs.DefaultMode)
 		}
-		b := backend(t, obs, BackendNFTables)
+		b := backend(t, obs, collectorapi.IPTablesBackendNFTables)
 		if !b.KubeProxyChains || b.MasqMark != "0x4000/0x4000" || len(b.Canary) != 1 || len(b.NodePortsTail) != 1 {
 			t.Errorf("backend: chains=%v mark=%q canary=%v tail=%d", b.KubeProxyChains, b.MasqMark, b.Canary, len(b.NodePortsTail))
 		}
-		if lb := backend(t, obs, BackendLegacy); lb.KubeProxyChains || len(lb.Commands) != 0 {
+		if lb := backend(t, obs, collectorapi.IPTablesBackendLegacy); lb.KubeProxyChains || len(lb.Commands) != 0 {
 			t.Errorf("legacy should be empty and untouched: %+v", lb)
 		}
 		if got := r.ran("iptables-legacy"); len(got) != 0 {
@@ -169,7 +166,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("sticky", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["sticky"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["sticky"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		p := b.Ports[0]
 		if p.ServicePortName != "default/sticky" || p.Service.Name != "KUBE-SVC-BJWR5DPVIKTHVKZU" {
 			t.Fatalf("unnamed port: %s %s", p.ServicePortName, p.Service.Name)
@@ -190,7 +187,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("lb", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["lb"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["lb"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		p := b.Ports[0]
 		kinds := map[string]string{}
 		for _, e := range p.Entry {
@@ -232,7 +229,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("empty", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["empty"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["empty"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		p := b.Ports[0]
 		if len(p.Entry) != 0 || p.Service.Exists || len(p.Endpoints) != 0 {
 			t.Errorf("nat state for a Service without endpoints: %+v", p)
@@ -248,7 +245,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("itp", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["itp"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["itp"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		if len(b.Ports) != 2 {
 			t.Fatalf("ports %d", len(b.Ports))
 		}
@@ -266,7 +263,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("term", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["term"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["term"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		p := b.Ports[0]
 		if len(p.Service.Selection) != 1 || p.Service.Selection[0].Endpoint != "10.244.1.12:80" || len(p.Endpoints) != 1 || p.Endpoints[0].DNAT != "10.244.1.12:80" {
 			t.Errorf("terminating-only: %+v %+v", p.Service.Selection, p.Endpoints)
@@ -274,7 +271,7 @@ func TestReadScenariosNFTables(t *testing.T) {
 	})
 
 	t.Run("extip", func(t *testing.T) {
-		b := backend(t, readWith(t, qs["extip"], &fakeRunner{nft: d}), BackendNFTables)
+		b := backend(t, readWith(t, qs["extip"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 		p := b.Ports[0]
 		kinds := map[string]bool{}
 		for _, e := range p.Entry {
@@ -304,17 +301,17 @@ func TestReadScenariosLegacyMatchesNFTables(t *testing.T) {
 	d := parseDump(t, readFixture(t, "scenarios.save"))
 	for name, q := range scenarioQueries() {
 		t.Run(name, func(t *testing.T) {
-			nft := backend(t, readWith(t, q, &fakeRunner{nft: d}), BackendNFTables)
+			nft := backend(t, readWith(t, q, &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 			r := &fakeRunner{legacy: d}
 			obs := readWith(t, q, r)
-			leg := backend(t, obs, BackendLegacy)
+			leg := backend(t, obs, collectorapi.IPTablesBackendLegacy)
 			if !leg.KubeProxyChains || leg.Method != "save-stream" || strings.Join(leg.LegacyTables, ",") != "filter,nat" {
 				t.Errorf("legacy backend: %+v", leg)
 			}
 			if saves := r.ran("iptables-legacy-save"); len(saves) != 2 {
 				t.Errorf("legacy saves: %v", saves)
 			}
-			if n := backend(t, obs, BackendNFTables); n.KubeProxyChains {
+			if n := backend(t, obs, collectorapi.IPTablesBackendNFTables); n.KubeProxyChains {
 				t.Errorf("nf_tables reported chains on a legacy node")
 			}
 			a, _ := json.MarshalIndent(nft.Ports, "", " ")
@@ -332,7 +329,7 @@ func TestReadScenariosLegacyMatchesNFTables(t *testing.T) {
 func TestReadBothBackends(t *testing.T) {
 	d := parseDump(t, readFixture(t, "scenarios.save"))
 	obs := readWith(t, scenarioQueries()["web"], &fakeRunner{nft: d, legacy: d})
-	n, l := backend(t, obs, BackendNFTables), backend(t, obs, BackendLegacy)
+	n, l := backend(t, obs, collectorapi.IPTablesBackendNFTables), backend(t, obs, collectorapi.IPTablesBackendLegacy)
 	if !n.KubeProxyChains || !l.KubeProxyChains {
 		t.Errorf("both backends hold chains: nft=%v legacy=%v", n.KubeProxyChains, l.KubeProxyChains)
 	}
@@ -355,15 +352,15 @@ func TestReadNFTablesModeNode(t *testing.T) {
 
 func TestReadLargeClusterWithoutComments(t *testing.T) {
 	d := parseDump(t, readFixture(t, "large.save"))
-	svc := collectors.ServiceSpec{Namespace: "default", Name: "big", ClusterIPs: []string{"10.96.1.1"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
-	var eps []collectors.Endpoint
+	svc := collectorapi.ServiceSpec{Namespace: "default", Name: "big", ClusterIPs: []string{"10.96.1.1"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
+	var eps []collectorapi.Endpoint
 	for i := 0; i < 1001; i++ {
-		eps = append(eps, ep(fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), 8080, "http"))
+		eps = append(eps, fixture.Endpoint(fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), 8080, "http"))
 	}
 	for _, tc := range []struct {
 		name     string
-		eps      []collectors.Endpoint
+		eps      []collectorapi.Endpoint
 		from     string
 		legacy   bool
 		parallel int
@@ -375,10 +372,10 @@ func TestReadLargeClusterWithoutComments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &fakeRunner{nft: d}
-			be := BackendNFTables
+			be := collectorapi.IPTablesBackendNFTables
 			if tc.legacy {
 				r = &fakeRunner{legacy: d}
-				be = BackendLegacy
+				be = collectorapi.IPTablesBackendLegacy
 			}
 			b := backend(t, readWith(t, Query{Service: svc, Endpoints: tc.eps, Parallel: tc.parallel, Backends: []string{be}}, r), be)
 			p := b.Ports[0]

@@ -4,75 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
-
-// Rule is one iptables-save / `iptables -S` rule line, split into the fields
-// a judge needs, next to the raw text it came from. Fields are filled only
-// when the rule carries them; Options keeps every option in order so nothing
-// the parser does not know about is lost.
-type Rule struct {
-	Raw   string `json:"raw"`
-	Chain string `json:"chain"`
-
-	Comment     string `json:"comment,omitempty"`
-	Source      string `json:"source,omitempty"`
-	NotSource   bool   `json:"notSource,omitempty"`
-	Destination string `json:"destination,omitempty"`
-	NotDest     bool   `json:"notDestination,omitempty"`
-	Protocol    string `json:"protocol,omitempty"`
-	DPort       string `json:"dport,omitempty"`
-	// DstType / SrcType come from -m addrtype (e.g. LOCAL).
-	DstType    string `json:"dstType,omitempty"`
-	NotDstType bool   `json:"notDstType,omitempty"`
-	SrcType    string `json:"srcType,omitempty"`
-
-	// Probability is the --probability text exactly as printed (iptables-save
-	// prints 11 decimals of the kernel's stored value) and ProbabilityValue its
-	// numeric value; nil when the rule has no statistic match.
-	Probability      string   `json:"probability,omitempty"`
-	ProbabilityValue *float64 `json:"probabilityValue,omitempty"`
-
-	Recent *Recent `json:"recent,omitempty"`
-
-	// Jump is the -j target, Goto the -g target.
-	Jump string `json:"jump,omitempty"`
-	Goto string `json:"goto,omitempty"`
-	// ToDestination is DNAT's --to-destination.
-	ToDestination string `json:"toDestination,omitempty"`
-	// Mark is MARK's --set-xmark (or --or-mark/--xor-mark as written) value,
-	// or the value of a "-m mark --mark" match.
-	Mark       string `json:"mark,omitempty"`
-	RejectWith string `json:"rejectWith,omitempty"`
-
-	Options []Option `json:"options,omitempty"`
-}
-
-// Recent is an xt_recent match: kube-proxy's session affinity.
-type Recent struct {
-	Name    string `json:"name"`
-	Check   bool   `json:"rcheck,omitempty"`
-	Set     bool   `json:"set,omitempty"`
-	Seconds int    `json:"seconds,omitempty"`
-	Reap    bool   `json:"reap,omitempty"`
-	Mask    string `json:"mask,omitempty"`
-	Source  bool   `json:"rsource,omitempty"`
-}
-
-// Option is one option of a rule as written: its name with dashes
-// ("-m", "--dport"), whether a "!" preceded it, and its arguments.
-type Option struct {
-	Name    string   `json:"name"`
-	Negated bool     `json:"negated,omitempty"`
-	Args    []string `json:"args,omitempty"`
-}
-
-// Target returns the jump or goto target.
-func (r *Rule) Target() string {
-	if r.Jump != "" {
-		return r.Jump
-	}
-	return r.Goto
-}
 
 // splitWords splits an iptables-save line into words. Double-quoted words may
 // hold spaces; a backslash inside quotes escapes the next character (that is
@@ -124,8 +58,8 @@ var noArgOptions = map[string]bool{
 // ParseRule parses one "-A CHAIN …" line as printed by iptables-save or
 // `iptables -S`. It never fails on options it does not know: they are kept
 // in Options. Lines that are not "-A" rules are an error.
-func ParseRule(line string) (Rule, error) {
-	r := Rule{Raw: line}
+func ParseRule(line string) (collectorapi.IPTablesRule, error) {
+	r := collectorapi.IPTablesRule{Raw: line}
 	if !strings.HasPrefix(line, "-A ") {
 		return r, fmt.Errorf("not a rule line")
 	}
@@ -159,7 +93,7 @@ func ParseRule(line string) (Rule, error) {
 				i++
 			}
 		}
-		opt := Option{Name: name, Negated: neg, Args: args}
+		opt := collectorapi.IPTablesOption{Name: name, Negated: neg, Args: args}
 		r.Options = append(r.Options, opt)
 		arg := ""
 		if len(args) > 0 {
@@ -169,7 +103,7 @@ func ParseRule(line string) (Rule, error) {
 		case "-m", "--match":
 			module = arg
 			if module == "recent" && r.Recent == nil {
-				r.Recent = &Recent{}
+				r.Recent = &collectorapi.IPTablesRecent{}
 			}
 		case "-s", "--source":
 			r.Source, r.NotSource = arg, neg

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // saveFilter reads iptables-save output as a stream and keeps only the lines
@@ -21,7 +23,7 @@ type saveFilter struct {
 	spnB   [][]byte
 	wanted map[string]bool
 	table  string
-	kept   map[chainKey][]Rule
+	kept   map[chainKey][]collectorapi.IPTablesRule
 	// declared holds "\n<table> <chain>" for every ":chain" line.
 	declared []byte
 	// orphans holds comment-less KUBE-SEP rule lines, each "<table> <line>\n",
@@ -61,7 +63,7 @@ var sharedChains = map[string]bool{
 }
 
 func newSaveFilter(plans []portPlan) *saveFilter {
-	f := &saveFilter{wanted: map[string]bool{}, kept: map[chainKey][]Rule{}, declared: []byte{'\n'}}
+	f := &saveFilter{wanted: map[string]bool{}, kept: map[chainKey][]collectorapi.IPTablesRule{}, declared: []byte{'\n'}}
 	for _, p := range plans {
 		f.spns = append(f.spns, p.spn)
 		f.spnB = append(f.spnB, []byte(p.spn))
@@ -220,7 +222,7 @@ func (f *saveFilter) isDeclared(k chainKey) bool {
 // orphanRules returns the kept-aside rules of one chain. The first call
 // indexes the arena (one pass); the assembler asks only when a selection
 // chain jumps to an endpoint chain the query did not predict.
-func (f *saveFilter) orphanRules(k chainKey) []Rule {
+func (f *saveFilter) orphanRules(k chainKey) []collectorapi.IPTablesRule {
 	if f.orphanIndex == nil {
 		f.orphanIndex = map[chainKey][][3]int{}
 		for ci, chunk := range f.orphans {
@@ -244,7 +246,7 @@ func (f *saveFilter) orphanRules(k chainKey) []Rule {
 			}
 		}
 	}
-	var rules []Rule
+	var rules []collectorapi.IPTablesRule
 	for _, sp := range f.orphanIndex[k] {
 		if r, err := ParseRule(string(f.orphans[sp[0]][sp[1]:sp[2]])); err == nil && r.Chain == k.chain {
 			rules = append(rules, r)

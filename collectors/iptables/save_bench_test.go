@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/test/bench/netfilter/kpgen"
 )
 
@@ -17,10 +17,10 @@ func BenchmarkSaveFilter(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := kpgen.BenchService(5000)
-	q := Query{Service: collectors.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
+	q := Query{Service: collectorapi.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
 	for _, e := range s.Endpoints {
-		q.Endpoints = append(q.Endpoints, collectors.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true})
+		q.Endpoints = append(q.Endpoints, collectorapi.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true})
 	}
 	plans := plan(q, "IPv4")
 	b.SetBytes(int64(buf.Len()))

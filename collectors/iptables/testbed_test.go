@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from the
@@ -13,7 +14,7 @@ import (
 // way the plugin would: Service spec plus the union of its EndpointSlices.
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	s := fixture.TestbedService(t, name)
 	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 
@@ -26,9 +27,9 @@ func TestReadTestbedNode1(t *testing.T) {
 		name   string
 		runner func() *fakeRunner
 		be     string
-	}{{"nf_tables", func() *fakeRunner { return &fakeRunner{nft: d} }, BackendNFTables}, {"legacy", func() *fakeRunner { return &fakeRunner{legacy: d} }, BackendLegacy}} {
+	}{{"nf_tables", func() *fakeRunner { return &fakeRunner{nft: d} }, collectorapi.IPTablesBackendNFTables}, {"legacy", func() *fakeRunner { return &fakeRunner{legacy: d} }, collectorapi.IPTablesBackendLegacy}} {
 		t.Run(r.name, func(t *testing.T) {
-			get := func(name string) PortObservation {
+			get := func(name string) collectorapi.IPTablesPortObservation {
 				t.Helper()
 				b := backend(t, readWith(t, apiQuery(t, name), r.runner()), r.be)
 				if !b.KubeProxyChains || b.MasqMark != "0x4000/0x4000" {

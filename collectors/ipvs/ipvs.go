@@ -24,6 +24,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Handle is the part of *ipvs.Handle the reader uses (per-service lookups, so
@@ -38,7 +39,7 @@ type Handle interface {
 type Reader struct {
 	Handle    Handle
 	NodeIPs   []netip.Addr
-	KubeIPVS0 *collectors.LinkAddresses
+	KubeIPVS0 *collectorapi.LinkAddresses
 }
 
 // IPVS service flags (include/uapi/linux/ip_vs.h).
@@ -74,8 +75,8 @@ func Available(proc string) bool {
 }
 
 // Read opens IPVS in the current network namespace and reads the Service.
-func Read(ctx context.Context, req *collectors.Request) (*collectors.IPVSObservation, error) {
-	obs := &collectors.IPVSObservation{}
+func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObservation, error) {
+	obs := &collectorapi.IPVSObservation{}
 	kubeIPVS0, nodeIPs := linkAddresses()
 	obs.KubeIPVS0 = kubeIPVS0
 	if !Available("/proc/thread-self") {
@@ -92,8 +93,8 @@ func Read(ctx context.Context, req *collectors.Request) (*collectors.IPVSObserva
 }
 
 // Read looks up every expected frontend of the Service.
-func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.IPVSObservation, error) {
-	obs := &collectors.IPVSObservation{Available: true, KubeIPVS0: r.KubeIPVS0}
+func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObservation, error) {
+	obs := &collectorapi.IPVSObservation{Available: true, KubeIPVS0: r.KubeIPVS0}
 	type frontend struct {
 		kind, portName, protocol string
 		addr                     netip.AddrPort
@@ -114,7 +115,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		if err := ctx.Err(); err != nil {
 			return obs, err
 		}
-		vs := collectors.IPVSVirtualServer{Frontend: fe.kind, PortName: fe.portName, Address: fe.addr.Addr().String(),
+		vs := collectorapi.IPVSVirtualServer{Frontend: fe.kind, PortName: fe.portName, Address: fe.addr.Addr().String(),
 			Port: fe.addr.Port(), Protocol: fe.protocol}
 		family := uint16(syscall.AF_INET)
 		if fe.addr.Addr().Is6() {
@@ -137,7 +138,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 			vs.Error = "destinations: " + err.Error()
 		}
 		for _, d := range dests {
-			vs.RealServers = append(vs.RealServers, collectors.IPVSRealServer{
+			vs.RealServers = append(vs.RealServers, collectorapi.IPVSRealServer{
 				Address: d.Address.String(), Port: d.Port, Weight: d.Weight,
 				ActiveConns: d.ActiveConnections, InactiveConns: d.InactiveConnections,
 				Forwarding: forwarding(d.ConnectionFlags),
@@ -185,8 +186,8 @@ func protoNumber(p string) uint16 {
 
 // linkAddresses reads kube-ipvs0's addresses and the node IPs NodePorts
 // listen on in IPVS mode: every address not on kube-ipvs0, loopback excluded.
-func linkAddresses() (*collectors.LinkAddresses, []netip.Addr) {
-	la := &collectors.LinkAddresses{Name: "kube-ipvs0"}
+func linkAddresses() (*collectorapi.LinkAddresses, []netip.Addr) {
+	la := &collectorapi.LinkAddresses{Name: "kube-ipvs0"}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		la.Error = err.Error()

@@ -14,6 +14,7 @@ import (
 	"github.com/moby/ipvs"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // fakeIPVS replays recorded IPVS state: what `ipvsadm -Ln` showed on an
@@ -61,15 +62,15 @@ func recorded() *fakeIPVS {
 	return f
 }
 
-func webRequest() *collectors.Request {
-	return &collectors.Request{Service: collectors.ServiceSpec{Namespace: "default", Name: "web", Type: "NodePort",
+func webRequest() *collectorapi.Request {
+	return &collectorapi.Request{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", Type: "NodePort",
 		ClusterIPs: []string{"10.96.0.50"},
-		Ports:      []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}}}
+		Ports:      []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}}}
 }
 
 func TestReadRecorded(t *testing.T) {
 	r := &Reader{Handle: recorded(), NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.0.11"), netip.MustParseAddr("10.0.1.11")},
-		KubeIPVS0: &collectors.LinkAddresses{Name: "kube-ipvs0", Present: true, Addresses: []string{"10.96.0.50"}}}
+		KubeIPVS0: &collectorapi.LinkAddresses{Name: "kube-ipvs0", Present: true, Addresses: []string{"10.96.0.50"}}}
 	obs, err := r.Read(context.Background(), webRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +130,10 @@ func TestReadThisKernel(t *testing.T) {
 	if Available("/proc/thread-self") {
 		t.Skip("this kernel has IPVS loaded; the recorded-data tests cover the reader")
 	}
-	s := collectors.RunSection(context.Background(), func(ctx context.Context) (*collectors.IPVSObservation, error) {
+	s := collectors.RunSection(context.Background(), func(ctx context.Context) (*collectorapi.IPVSObservation, error) {
 		return Read(ctx, webRequest())
 	})
-	if s.Status != collectors.StatusUnavailable || s.Data == nil || s.Data.Available || s.Data.Status == "" {
+	if s.Status != collectorapi.StatusUnavailable || s.Data == nil || s.Data.Available || s.Data.Status == "" {
 		t.Fatalf("%+v", s)
 	}
 }

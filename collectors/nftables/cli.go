@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Runner runs the nft command for the CLI fallback.
@@ -47,13 +49,13 @@ type cliSource struct {
 type cliTable struct {
 	present bool
 	chains  map[string]bool
-	rules   map[string][]Rule
+	rules   map[string][]collectorapi.NFTablesRule
 	sets    map[string]*cliSet
 }
 
 type cliSet struct {
 	timeout  int64
-	elements map[string]Element
+	elements map[string]collectorapi.NFTablesElement
 }
 
 func (s *cliSource) close() {}
@@ -87,20 +89,20 @@ func (s *cliSource) tablePresent(f string) (bool, error) {
 	return t.present, nil
 }
 
-func (s *cliSource) chain(f, name string) (*Chain, error) {
+func (s *cliSource) chain(f, name string) (*collectorapi.NFTablesChain, error) {
 	t, err := s.load(f)
 	if err != nil {
 		return nil, err
 	}
-	return &Chain{Name: name, Exists: t.chains[name], Rules: t.rules[name]}, nil
+	return &collectorapi.NFTablesChain{Name: name, Exists: t.chains[name], Rules: t.rules[name]}, nil
 }
 
-func (s *cliSource) element(f, set string, k elemKey) (Element, error) {
+func (s *cliSource) element(f, set string, k elemKey) (collectorapi.NFTablesElement, error) {
 	t, err := s.load(f)
 	if err != nil {
-		return Element{}, err
+		return collectorapi.NFTablesElement{}, err
 	}
-	el := Element{Map: set, Key: k.String()}
+	el := collectorapi.NFTablesElement{Map: set, Key: k.String()}
 	if st := t.sets[set]; st != nil {
 		if e, ok := st.elements[el.Key]; ok {
 			e.Map = set
@@ -110,16 +112,16 @@ func (s *cliSource) element(f, set string, k elemKey) (Element, error) {
 	return el, nil
 }
 
-func (s *cliSource) affinitySet(f, name string) (AffinitySet, error) {
+func (s *cliSource) affinitySet(f, name string) (collectorapi.NFTablesAffinitySet, error) {
 	t, err := s.load(f)
 	if err != nil {
-		return AffinitySet{}, err
+		return collectorapi.NFTablesAffinitySet{}, err
 	}
 	st := t.sets[name]
 	if st == nil {
-		return AffinitySet{Name: name}, nil
+		return collectorapi.NFTablesAffinitySet{Name: name}, nil
 	}
-	return AffinitySet{Name: name, Exists: true, TimeoutSeconds: st.timeout}, nil
+	return collectorapi.NFTablesAffinitySet{Name: name, Exists: true, TimeoutSeconds: st.timeout}, nil
 }
 
 // ParseJSON parses `nft --json list table …` output into chains, decoded
@@ -131,7 +133,7 @@ func ParseJSON(b []byte) (*cliTable, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("nft json: %w", err)
 	}
-	t := &cliTable{chains: map[string]bool{}, rules: map[string][]Rule{}, sets: map[string]*cliSet{}}
+	t := &cliTable{chains: map[string]bool{}, rules: map[string][]collectorapi.NFTablesRule{}, sets: map[string]*cliSet{}}
 	for _, obj := range doc.Nftables {
 		for kind, raw := range obj {
 			switch kind {
@@ -166,7 +168,7 @@ func ParseJSON(b []byte) (*cliTable, error) {
 				if err := json.Unmarshal(raw, &st); err != nil {
 					return nil, fmt.Errorf("nft json %s: %w", kind, err)
 				}
-				cs := &cliSet{timeout: st.Timeout, elements: map[string]Element{}}
+				cs := &cliSet{timeout: st.Timeout, elements: map[string]collectorapi.NFTablesElement{}}
 				for _, e := range st.Elem {
 					el := decodeJSONElement(e, kind == "map")
 					cs.elements[el.Key] = el
@@ -180,8 +182,8 @@ func ParseJSON(b []byte) (*cliTable, error) {
 
 // decodeJSONElement decodes a set element ("10.96.0.1", {"elem":{…}}) or a
 // map element ([key, value]).
-func decodeJSONElement(raw json.RawMessage, isMap bool) Element {
-	el := Element{Found: true}
+func decodeJSONElement(raw json.RawMessage, isMap bool) collectorapi.NFTablesElement {
+	el := collectorapi.NFTablesElement{Found: true}
 	keyRaw := raw
 	if isMap {
 		var pair []json.RawMessage
@@ -253,8 +255,8 @@ func jsonVerdict(raw json.RawMessage) (verdict, target string) {
 }
 
 // decodeJSONRule extracts the same meaning decodeRule takes from netlink.
-func decodeJSONRule(exprs []json.RawMessage) Rule {
-	var r Rule
+func decodeJSONRule(exprs []json.RawMessage) collectorapi.NFTablesRule {
+	var r collectorapi.NFTablesRule
 	var texts []string
 	for _, raw := range exprs {
 		texts = append(texts, string(raw))
@@ -383,7 +385,7 @@ func jsonMatchValue(raw json.RawMessage) string {
 	return jsonScalar(raw)
 }
 
-func jsonNumgen(kind string, key, data json.RawMessage) *NumgenMap {
+func jsonNumgen(kind string, key, data json.RawMessage) *collectorapi.NFTablesNumgenMap {
 	var k struct {
 		Numgen *struct {
 			Mode string `json:"mode"`
@@ -393,7 +395,7 @@ func jsonNumgen(kind string, key, data json.RawMessage) *NumgenMap {
 	if json.Unmarshal(key, &k) != nil || k.Numgen == nil {
 		return nil
 	}
-	ng := &NumgenMap{Kind: kind, Modulus: k.Numgen.Mod}
+	ng := &collectorapi.NFTablesNumgenMap{Kind: kind, Modulus: k.Numgen.Mod}
 	var d struct {
 		Set []json.RawMessage `json:"set"`
 	}
@@ -409,7 +411,7 @@ func jsonNumgen(kind string, key, data json.RawMessage) *NumgenMap {
 		if json.Unmarshal(pair[0], &idx) != nil {
 			continue
 		}
-		ent := NumgenEntry{Index: idx}
+		ent := collectorapi.NFTablesNumgenEntry{Index: idx}
 		if kind == "vmap" {
 			ent.Verdict, ent.Target = jsonVerdict(pair[1])
 		} else {
@@ -424,7 +426,7 @@ func jsonNumgen(kind string, key, data json.RawMessage) *NumgenMap {
 		}
 		ng.Entries = append(ng.Entries, ent)
 	}
-	ng.finish()
+	finishNumgen(ng)
 	return ng
 }
 

@@ -3,6 +3,8 @@ package nftables
 import (
 	"os"
 	"testing"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // FuzzParseJSON: nft --json output of any shape never panics the parser.
@@ -33,7 +35,7 @@ func FuzzDecodeNetlink(f *testing.F) {
 	f.Add([]byte{0x0c, 0x00, 0x03, 0x00, 0x08, 0x00, 0x01, 0x00, 0xff, 0xff, 0xff, 0xfc})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var el Element
+		var el collectorapi.NFTablesElement
 		_ = decodeElemList(b, &el)
 		_, _ = decodeVerdict(b)
 		_ = decodeAddrPort(b, len(b)%2 == 0)

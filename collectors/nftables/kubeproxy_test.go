@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallNFTablesRules
@@ -22,7 +21,7 @@ func overallQueries() map[string]Query {
 	return out
 }
 
-func checkOverall(t *testing.T, name string, obs *Observation) {
+func checkOverall(t *testing.T, name string, obs *collectorapi.NFTablesObservation) {
 	t.Helper()
 	tb := obs.Tables[0]
 	if !tb.Present || tb.Error != "" || len(tb.Ports) != 1 {
@@ -80,8 +79,7 @@ func TestReadKubeProxyOverallCLI(t *testing.T) {
 }
 
 func TestReadKubeProxyOverallNetlink(t *testing.T) {
-	ns := testnetns.New(t, "nft")
-	ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall.nft")
+	ns := loadTable(t, "kubeproxy-overall.nft")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
 			q.NetNS = ns.Path()
@@ -89,7 +87,7 @@ func TestReadKubeProxyOverallNetlink(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if obs.Source != SourceNetlink {
+			if obs.Source != collectorapi.NFTablesSourceNetlink {
 				t.Fatalf("source %s: %s", obs.Source, obs.NetlinkError)
 			}
 			checkOverall(t, name, obs)
@@ -107,12 +105,12 @@ func TestReadKubeProxyOverallNetlink(t *testing.T) {
 
 // IPv6: kube-proxy v1.37.2's TestOverallNFTablesRulesIPv6 in table ip6.
 func TestReadKubeProxyOverallIPv6(t *testing.T) {
-	svc4 := Query{Service: collectors.ServiceSpec{Namespace: "ns4", Name: "svc4", ClusterIPs: []string{"fd00:172:30::44"},
-		ExternalIPs: []string{"2001:db8:99::33"}, Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}}}
-	svc5 := Query{Service: collectors.ServiceSpec{Namespace: "ns5", Name: "svc5", ClusterIPs: []string{"fd00:172:30::45"}, SessionAffinity: "ClientIP",
-		Ports: []collectors.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectors.Endpoint{ep("fd00:10:180::3", 80, "p80")}}
-	check := func(t *testing.T, o4, o5 *Observation) {
+	svc4 := Query{Service: collectorapi.ServiceSpec{Namespace: "ns4", Name: "svc4", ClusterIPs: []string{"fd00:172:30::44"},
+		ExternalIPs: []string{"2001:db8:99::33"}, Ports: []collectorapi.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}}}
+	svc5 := Query{Service: collectorapi.ServiceSpec{Namespace: "ns5", Name: "svc5", ClusterIPs: []string{"fd00:172:30::45"}, SessionAffinity: "ClientIP",
+		Ports: []collectorapi.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}},
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("fd00:10:180::3", 80, "p80")}}
+	check := func(t *testing.T, o4, o5 *collectorapi.NFTablesObservation) {
 		t.Helper()
 		tb := o4.Tables[0]
 		if tb.Family != "ip6" || !tb.Present || !tb.ClusterIPs[0].Member {
@@ -135,7 +133,7 @@ func TestReadKubeProxyOverallIPv6(t *testing.T) {
 		}
 	}
 	t.Run("cli", func(t *testing.T) {
-		read := func(q Query) *Observation {
+		read := func(q Query) *collectorapi.NFTablesObservation {
 			q.ForceCLI = true
 			q.Runner = runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
 				if strings.Join(args, " ") != "--json list table ip6 kube-proxy" {
@@ -152,15 +150,14 @@ func TestReadKubeProxyOverallIPv6(t *testing.T) {
 		check(t, read(svc4), read(svc5))
 	})
 	t.Run("netlink", func(t *testing.T) {
-		ns := testnetns.New(t, "nft")
-		ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall-ipv6.nft")
-		read := func(q Query) *Observation {
+		ns := loadTable(t, "kubeproxy-overall-ipv6.nft")
+		read := func(q Query) *collectorapi.NFTablesObservation {
 			q.NetNS = ns.Path()
 			o, err := Read(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Source != SourceNetlink {
+			if o.Source != collectorapi.NFTablesSourceNetlink {
 				t.Fatalf("source %s", o.Source)
 			}
 			return o

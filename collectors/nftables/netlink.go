@@ -17,6 +17,8 @@ import (
 	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // netlinkSource reads the ruleset through netlink: github.com/google/nftables
@@ -79,13 +81,13 @@ func (s *netlinkSource) tablePresent(f string) (bool, error) {
 	return true, nil
 }
 
-func (s *netlinkSource) chain(f, name string) (*Chain, error) {
+func (s *netlinkSource) chain(f, name string) (*collectorapi.NFTablesChain, error) {
 	t := s.table(f)
 	rules, err := s.conn.GetRules(t, &gnft.Chain{Name: name, Table: t})
 	if err != nil && !isNotFound(err) {
 		return nil, err
 	}
-	c := &Chain{Name: name, Exists: err == nil && len(rules) > 0}
+	c := &collectorapi.NFTablesChain{Name: name, Exists: err == nil && len(rules) > 0}
 	if !c.Exists {
 		// A rule dump filtered by a missing chain is empty, not an error:
 		// ask for the chain itself.
@@ -105,20 +107,20 @@ func (s *netlinkSource) chain(f, name string) (*Chain, error) {
 	return c, nil
 }
 
-func (s *netlinkSource) affinitySet(f, name string) (AffinitySet, error) {
+func (s *netlinkSource) affinitySet(f, name string) (collectorapi.NFTablesAffinitySet, error) {
 	set, err := s.conn.GetSetByName(s.table(f), name)
 	if err != nil {
 		if isNotFound(err) {
-			return AffinitySet{Name: name}, nil
+			return collectorapi.NFTablesAffinitySet{Name: name}, nil
 		}
-		return AffinitySet{Name: name}, err
+		return collectorapi.NFTablesAffinitySet{Name: name}, err
 	}
-	return AffinitySet{Name: name, Exists: true, TimeoutSeconds: int64(set.Timeout / time.Second)}, nil
+	return collectorapi.NFTablesAffinitySet{Name: name, Exists: true, TimeoutSeconds: int64(set.Timeout / time.Second)}, nil
 }
 
 // element looks one key up with a non-dump NFT_MSG_GETSETELEM.
-func (s *netlinkSource) element(f, set string, k elemKey) (Element, error) {
-	el := Element{Map: set, Key: k.String()}
+func (s *netlinkSource) element(f, set string, k elemKey) (collectorapi.NFTablesElement, error) {
+	el := collectorapi.NFTablesElement{Map: set, Key: k.String()}
 	key, err := k.encode(f)
 	if err != nil {
 		return el, err
@@ -169,7 +171,7 @@ func (s *netlinkSource) element(f, set string, k elemKey) (Element, error) {
 
 // decodeElemList fills el from an NFT_MSG_NEWSETELEM payload holding one
 // element.
-func decodeElemList(b []byte, el *Element) error {
+func decodeElemList(b []byte, el *collectorapi.NFTablesElement) error {
 	ad, err := netlink.NewAttributeDecoder(b)
 	if err != nil {
 		return err
@@ -295,8 +297,8 @@ func (k elemKey) encode(f string) ([]byte, error) {
 }
 
 // decodeRule turns a rule's expressions into its meaning and an nft-like text.
-func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (Rule, error) {
-	out := Rule{Handle: r.Handle}
+func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (collectorapi.NFTablesRule, error) {
+	out := collectorapi.NFTablesRule{Handle: r.Handle}
 	if c, ok := userdata.GetString(r.UserData, userdata.TypeComment); ok {
 		out.Comment = c
 	}
@@ -393,7 +395,7 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (Rule, error) {
 						return out, err
 					}
 					out.Numgen = ng
-					w = src.text + " vmap { " + ng.render() + " }"
+					w = src.text + " vmap { " + renderNumgen(ng) + " }"
 				}
 				words = append(words, w)
 			case e.IsDestRegSet:
@@ -425,7 +427,7 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (Rule, error) {
 					return out, err
 				}
 				out.Numgen = ng
-				words = append(words, fmt.Sprintf("dnat to numgen random mod %d map { %s }", addr.modulus, ng.render()))
+				words = append(words, fmt.Sprintf("dnat to numgen random mod %d map { %s }", addr.modulus, renderNumgen(ng)))
 				continue
 			}
 			ip := ipFromBytes(addr.data)
@@ -624,17 +626,17 @@ func allBytes(b []byte, v byte) bool {
 }
 
 // numgenMap reads an anonymous numgen map's elements.
-func (s *netlinkSource) numgenMap(t *gnft.Table, name, kind string, modulus uint32, v6 bool) (*NumgenMap, error) {
+func (s *netlinkSource) numgenMap(t *gnft.Table, name, kind string, modulus uint32, v6 bool) (*collectorapi.NFTablesNumgenMap, error) {
 	elems, err := s.conn.GetSetElements(&gnft.Set{Table: t, Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("elements of %s: %w", name, err)
 	}
-	ng := &NumgenMap{Kind: kind, Modulus: modulus, Set: name}
+	ng := &collectorapi.NFTablesNumgenMap{Kind: kind, Modulus: modulus, Set: name}
 	for _, el := range elems {
 		if len(el.Key) < 4 {
 			continue
 		}
-		ent := NumgenEntry{Index: binary.NativeEndian.Uint32(el.Key[:4])}
+		ent := collectorapi.NFTablesNumgenEntry{Index: binary.NativeEndian.Uint32(el.Key[:4])}
 		if kind == "vmap" {
 			ent.Verdict, ent.Target = decodeVerdict(el.Val)
 		} else {
@@ -642,7 +644,7 @@ func (s *netlinkSource) numgenMap(t *gnft.Table, name, kind string, modulus uint
 		}
 		ng.Entries = append(ng.Entries, ent)
 	}
-	ng.finish()
+	finishNumgen(ng)
 	return ng, nil
 }
 

@@ -4,9 +4,9 @@ package nftables
 
 import "errors"
 
-// netlinkSource exists on Linux only: nftables is a Linux facility. The
-// plugin (built for every OS) imports this package for its types; on other
-// systems Read falls back to the nft CLI, which is not there either.
+// netlinkSource exists on Linux only: nftables is a Linux facility. On other
+// systems, where this package still builds, Read falls back to the nft CLI,
+// which is not there either.
 type netlinkSource struct{ source }
 
 func newNetlinkSource(int) (*netlinkSource, error) {

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // loadTable creates a namespace holding the fixture's kube-proxy table.
-func loadTable(t *testing.T, fixture string) *testnetns.NS {
+func loadTable(t *testing.T, fixture string) *netns.NS {
 	t.Helper()
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/"+fixture)
 	return ns
 }
@@ -31,7 +31,7 @@ func TestReadNetlinkInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if obs.Source != SourceNetlink || obs.NetlinkError != "" {
+			if obs.Source != collectorapi.NFTablesSourceNetlink || obs.NetlinkError != "" {
 				t.Fatalf("source %s (%s)", obs.Source, obs.NetlinkError)
 			}
 			checkScenario(t, name, obs)
@@ -40,7 +40,7 @@ func TestReadNetlinkInNetNS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cli.Source != SourceCLI {
+			if cli.Source != collectorapi.NFTablesSourceCLI {
 				t.Fatalf("cli source %s", cli.Source)
 			}
 			checkScenario(t, name, cli)
@@ -52,7 +52,7 @@ func TestReadNetlinkInNetNS(t *testing.T) {
 }
 
 func TestReadNetlinkNoTable(t *testing.T) {
-	ns := testnetns.New(t, "nft")
+	ns := netns.New(t, "nft")
 	q := scenarioQueries()["web"]
 	q.NetNS = ns.Path()
 	q.Families = []string{"ip", "ip6"}
@@ -60,13 +60,13 @@ func TestReadNetlinkNoTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Source != SourceNetlink || len(obs.Tables) != 2 || obs.Tables[0].Present || obs.Tables[1].Present {
+	if obs.Source != collectorapi.NFTablesSourceNetlink || len(obs.Tables) != 2 || obs.Tables[0].Present || obs.Tables[1].Present {
 		t.Errorf("%+v", obs)
 	}
 }
 
 func TestReadNetlinkFallbackOnBadNetNS(t *testing.T) {
-	testnetns.RequireRoot(t)
+	netns.RequireRoot(t)
 	q := scenarioQueries()["web"]
 	q.NetNS = "/nonexistent/netns"
 	q.Runner = &fileRunner{file: "../testdata/nftables/scenarios.json"}
@@ -74,7 +74,7 @@ func TestReadNetlinkFallbackOnBadNetNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Source != SourceCLI || obs.NetlinkError == "" {
+	if obs.Source != collectorapi.NFTablesSourceCLI || obs.NetlinkError == "" {
 		t.Fatalf("expected the CLI fallback with the netlink error, got %s %q", obs.Source, obs.NetlinkError)
 	}
 	checkScenario(t, "web", obs)
@@ -83,8 +83,8 @@ func TestReadNetlinkFallbackOnBadNetNS(t *testing.T) {
 // More than 1000 endpoints: one numgen map of 1001 entries.
 func TestReadNetlinkLarge(t *testing.T) {
 	ns := loadTable(t, "large.nft")
-	q := Query{NetNS: ns.Path(), Service: collectors.ServiceSpec{Namespace: "default", Name: "big", ClusterIPs: []string{"10.96.1.1"},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
+	q := Query{NetNS: ns.Path(), Service: collectorapi.ServiceSpec{Namespace: "default", Name: "big", ClusterIPs: []string{"10.96.1.1"},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)

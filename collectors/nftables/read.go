@@ -8,27 +8,27 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
 )
 
 // source is one way of reading the kube-proxy table: netlink or nft-cli.
 type source interface {
 	tablePresent(family string) (bool, error)
-	chain(family, name string) (*Chain, error)
-	element(family, set string, k elemKey) (Element, error)
-	affinitySet(family, name string) (AffinitySet, error)
+	chain(family, name string) (*collectorapi.NFTablesChain, error)
+	element(family, set string, k elemKey) (collectorapi.NFTablesElement, error)
+	affinitySet(family, name string) (collectorapi.NFTablesAffinitySet, error)
 	close()
 }
 
 // Read reads q.Service's nftables state. It reads through netlink and falls
 // back to `nft --json` when netlink fails (or with q.ForceCLI); the
 // observation says which.
-func Read(ctx context.Context, q Query) (*Observation, error) {
+func Read(ctx context.Context, q Query) (*collectorapi.NFTablesObservation, error) {
 	if q.Service.Namespace == "" || q.Service.Name == "" {
 		return nil, errors.New("nftables: query names no Service")
 	}
-	obs := &Observation{Source: SourceNetlink}
+	obs := &collectorapi.NFTablesObservation{Source: collectorapi.NFTablesSourceNetlink}
 	var src source
 	if !q.ForceCLI {
 		s, err := openNetlink(q.NetNS)
@@ -45,7 +45,7 @@ func Read(ctx context.Context, q Query) (*Observation, error) {
 		}
 	}
 	if src == nil {
-		obs.Source = SourceCLI
+		obs.Source = collectorapi.NFTablesSourceCLI
 		r := q.Runner
 		if r == nil {
 			r = ExecRunner{NetNS: q.NetNS}
@@ -88,7 +88,7 @@ func families(q Query) []string {
 var nftFamily = map[string]string{"IPv4": "ip", "IPv6": "ip6"}
 
 // addrFamily is the nftables family of an address ("ip", "ip6", "").
-func addrFamily(ip string) string { return nftFamily[collectors.AddrFamily(ip)] }
+func addrFamily(ip string) string { return nftFamily[collectorapi.AddrFamily(ip)] }
 
 func ofFamily(ips []string, f string) []string {
 	var out []string
@@ -100,8 +100,8 @@ func ofFamily(ips []string, f string) []string {
 	return out
 }
 
-func readTable(src source, q Query, f string) TableObservation {
-	to := TableObservation{Family: f, Name: TableName}
+func readTable(src source, q Query, f string) collectorapi.NFTablesTableObservation {
+	to := collectorapi.NFTablesTableObservation{Family: f, Name: TableName}
 	present, err := src.tablePresent(f)
 	if err != nil {
 		to.Error = err.Error()
@@ -111,7 +111,7 @@ func readTable(src source, q Query, f string) TableObservation {
 	if !present {
 		return to
 	}
-	fail := func(err error) TableObservation {
+	fail := func(err error) collectorapi.NFTablesTableObservation {
 		to.Error = err.Error()
 		return to
 	}
@@ -121,7 +121,7 @@ func readTable(src source, q Query, f string) TableObservation {
 		if err != nil {
 			return fail(err)
 		}
-		to.ClusterIPs = append(to.ClusterIPs, Membership{Set: "cluster-ips", Key: ip, Member: el.Found})
+		to.ClusterIPs = append(to.ClusterIPs, collectorapi.NFTablesMembership{Set: "cluster-ips", Key: ip, Member: el.Found})
 	}
 	frontends := append(append(append([]string{}, clusterIPs...), ofFamily(q.Service.ExternalIPs, f)...), ofFamily(q.Service.LoadBalancerIPs, f)...)
 	affinity := strings.EqualFold(q.Service.SessionAffinity, "ClientIP")
@@ -130,12 +130,12 @@ func readTable(src source, q Query, f string) TableObservation {
 		if proto == "" {
 			proto = "tcp"
 		}
-		po := PortObservation{
+		po := collectorapi.NFTablesPortObservation{
 			ServicePortName: kubeproxy.ServicePortName(q.Service.Namespace, q.Service.Name, p.Name),
 			Protocol:        strings.ToUpper(proto), Port: p.Port, NodePort: p.NodePort,
 			ChainNames: kubeproxy.NFTServiceChains(q.Service.Namespace, q.Service.Name, proto, p.Name),
 		}
-		lookup := func(set string, k elemKey, into *[]Element) error {
+		lookup := func(set string, k elemKey, into *[]collectorapi.NFTablesElement) error {
 			el, err := src.element(f, set, k)
 			if err != nil {
 				return err
@@ -165,7 +165,7 @@ func readTable(src source, q Query, f string) TableObservation {
 			}
 		}
 		cn := po.ChainNames
-		get := func(name, by string) (*Chain, error) {
+		get := func(name, by string) (*collectorapi.NFTablesChain, error) {
 			c, err := src.chain(f, name)
 			if err != nil {
 				return nil, err
@@ -189,7 +189,7 @@ func readTable(src source, q Query, f string) TableObservation {
 		}
 		known := map[string]bool{cn.Service: true, cn.Local: true, cn.External: true, cn.Firewall: true, "reject-chain": true}
 		var others []string
-		for _, list := range [][]Element{po.ServiceIPs, po.ServiceNodePorts, po.FirewallIPs, po.NoEndpointServices, po.NoEndpointNodePorts} {
+		for _, list := range [][]collectorapi.NFTablesElement{po.ServiceIPs, po.ServiceNodePorts, po.FirewallIPs, po.NoEndpointServices, po.NoEndpointNodePorts} {
 			for _, el := range list {
 				if el.Target != "" && !known[el.Target] {
 					known[el.Target] = true
@@ -214,7 +214,7 @@ func readTable(src source, q Query, f string) TableObservation {
 				epNames = append(epNames, n)
 			}
 		}
-		for _, c := range append([]*Chain{po.Service, po.Local}, po.Other...) {
+		for _, c := range append([]*collectorapi.NFTablesChain{po.Service, po.Local}, po.Other...) {
 			for _, r := range c.Rules {
 				add(r.Target)
 				if r.Numgen != nil {
@@ -268,8 +268,8 @@ func readTable(src source, q Query, f string) TableObservation {
 	return to
 }
 
-// render prints the map's entries the way nft does.
-func (n *NumgenMap) render() string {
+// renderNumgen prints a numgen map's entries the way nft does.
+func renderNumgen(n *collectorapi.NFTablesNumgenMap) string {
 	var parts []string
 	for _, e := range n.Entries {
 		v := e.Address
@@ -281,9 +281,9 @@ func (n *NumgenMap) render() string {
 	return strings.Join(parts, ", ")
 }
 
-// finish sorts the entries and computes shares: each index present gets
-// 1/modulus of new connections.
-func (n *NumgenMap) finish() {
+// finishNumgen sorts a numgen map's entries and computes shares: each index
+// present gets 1/modulus of new connections.
+func finishNumgen(n *collectorapi.NFTablesNumgenMap) {
 	sort.Slice(n.Entries, func(i, j int) bool { return n.Entries[i].Index < n.Entries[j].Index })
 	if n.Modulus == 0 {
 		return
@@ -300,4 +300,4 @@ func (n *NumgenMap) finish() {
 	}
 }
 
-var _ = collectors.RequestAPIVersion
+var _ = collectorapi.RequestAPIVersion

@@ -9,43 +9,40 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
-
-func ep(ip string, port int32, portName string) collectors.Endpoint {
-	return collectors.Endpoint{IP: ip, Ports: map[string]int32{portName: port}, Ready: true, Serving: true}
-}
 
 // scenarioQueries are the Services of collectors/testdata/nftables/scenarios.*.
 func scenarioQueries() map[string]Query {
 	return map[string]Query{
-		"web": {Service: collectors.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-			Endpoints: []collectors.Endpoint{ep("10.244.1.5", 8080, "http"), ep("10.244.2.7", 8080, "http"), ep("10.244.3.9", 8080, "http")}},
-		"sticky": {Service: collectors.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
-			SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800, Ports: []collectors.ServicePort{{Protocol: "TCP", Port: 80}}},
-			Endpoints: []collectors.Endpoint{ep("10.244.1.6", 8080, ""), ep("10.244.2.8", 8080, "")}},
-		"lb": {Service: collectors.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
+		"web": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.5", 8080, "http"), fixture.Endpoint("10.244.2.7", 8080, "http"), fixture.Endpoint("10.244.3.9", 8080, "http")}},
+		"sticky": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
+			SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800, Ports: []collectorapi.ServicePort{{Protocol: "TCP", Port: 80}}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.6", 8080, ""), fixture.Endpoint("10.244.2.8", 8080, "")}},
+		"lb": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
 			LoadBalancerIPs: []string{"192.0.2.10"}, ExternalTrafficPolicy: "Local",
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
-			Endpoints: []collectors.Endpoint{ep("10.244.1.7", 80, "http"), ep("10.244.2.9", 80, "http")}},
-		"empty": {Service: collectors.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}},
-		"itp": {Service: collectors.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",
-			Ports: []collectors.ServicePort{{Name: "dns", Protocol: "UDP", Port: 53}, {Name: "dns-tcp", Protocol: "TCP", Port: 53}}}},
-		"term": {Service: collectors.ServiceSpec{Namespace: "default", Name: "term", ClusterIPs: []string{"10.96.0.55"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}},
-		"extip": {Service: collectors.ServiceSpec{Namespace: "default", Name: "extip", Type: "NodePort", ClusterIPs: []string{"10.96.0.56"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.7", 80, "http"), fixture.Endpoint("10.244.2.9", 80, "http")}},
+		"empty": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}},
+		"itp": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",
+			Ports: []collectorapi.ServicePort{{Name: "dns", Protocol: "UDP", Port: 53}, {Name: "dns-tcp", Protocol: "TCP", Port: 53}}}},
+		"term": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "term", ClusterIPs: []string{"10.96.0.55"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}},
+		"extip": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "extip", Type: "NodePort", ClusterIPs: []string{"10.96.0.56"},
 			ExternalIPs: []string{"198.51.100.5"}, ExternalTrafficPolicy: "Local",
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30082}}}},
-		"absent": {Service: collectors.ServiceSpec{Namespace: "default", Name: "absent", ClusterIPs: []string{"10.96.9.9"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30082}}}},
+		"absent": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "absent", ClusterIPs: []string{"10.96.9.9"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}},
 	}
 }
 
 // checkScenario asserts what a correct reader must observe for each
 // scenario, whichever source it used.
-func checkScenario(t *testing.T, name string, obs *Observation) {
+func checkScenario(t *testing.T, name string, obs *collectorapi.NFTablesObservation) {
 	t.Helper()
 	if len(obs.Tables) != 1 || !obs.Tables[0].Present || obs.Tables[0].Error != "" {
 		t.Fatalf("tables: %+v", obs.Tables)
@@ -197,7 +194,7 @@ func TestReadScenariosCLI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if obs.Source != SourceCLI || r.calls != 1 {
+			if obs.Source != collectorapi.NFTablesSourceCLI || r.calls != 1 {
 				t.Errorf("source %s, nft calls %d", obs.Source, r.calls)
 			}
 			checkScenario(t, name, obs)
@@ -227,7 +224,7 @@ func TestParseJSONLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ng *NumgenMap
+	var ng *collectorapi.NFTablesNumgenMap
 	for name, rules := range tb.rules {
 		if strings.HasPrefix(name, "service-") && strings.Contains(name, "default/big/") {
 			ng = rules[0].Numgen
@@ -246,8 +243,8 @@ func TestParseJSONLarge(t *testing.T) {
 }
 
 func TestNumgenUnmatched(t *testing.T) {
-	ng := &NumgenMap{Modulus: 3, Entries: []NumgenEntry{{Index: 2}, {Index: 0}}}
-	ng.finish()
+	ng := &collectorapi.NFTablesNumgenMap{Modulus: 3, Entries: []collectorapi.NFTablesNumgenEntry{{Index: 2}, {Index: 0}}}
+	finishNumgen(ng)
 	if ng.Entries[0].Index != 0 || math.Abs(ng.UnmatchedShare-1.0/3) > 1e-12 {
 		t.Errorf("%+v", ng)
 	}
@@ -269,7 +266,7 @@ func TestElemKeyEncode(t *testing.T) {
 
 // normalized drops what legitimately differs between netlink and CLI
 // (rendered text, anonymous set names).
-func normalized(obs *Observation) string {
+func normalized(obs *collectorapi.NFTablesObservation) string {
 	c := *obs
 	c.Source, c.NetlinkError = "", ""
 	b, _ := json.Marshal(c)

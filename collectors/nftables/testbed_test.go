@@ -7,22 +7,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/internal/fixture"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from
 // the recorded API objects (testdata/iptables/testbed-api.json).
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	s := fixture.TestbedService(t, name)
 	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 
 // Real kube-proxy v1.37.2 in nftables mode (node svtb-node2 of the testbed).
-func checkTestbedNode2(t *testing.T, read func(Query) *Observation) {
+func checkTestbedNode2(t *testing.T, read func(Query) *collectorapi.NFTablesObservation) {
 	t.Helper()
-	port := func(name string) PortObservation {
+	port := func(name string) collectorapi.NFTablesPortObservation {
 		t.Helper()
 		o := read(apiQuery(t, name))
 		if len(o.Tables) != 1 || !o.Tables[0].Present || o.Tables[0].Error != "" || !o.Tables[0].ClusterIPs[0].Member {
@@ -65,7 +65,7 @@ func checkTestbedNode2(t *testing.T, read func(Query) *Observation) {
 }
 
 func TestReadTestbedNode2CLI(t *testing.T) {
-	checkTestbedNode2(t, func(q Query) *Observation {
+	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.ForceCLI = true
 		q.Runner = runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
 			if !strings.Contains(strings.Join(args, " "), "table ip kube-proxy") {
@@ -84,15 +84,14 @@ func TestReadTestbedNode2CLI(t *testing.T) {
 // The real listing is valid `nft -f` input: load it into a namespace and
 // read it through netlink.
 func TestReadTestbedNode2Netlink(t *testing.T) {
-	ns := testnetns.New(t, "nft")
-	ns.MustRun(t, "nft", "-f", "../testdata/nftables/testbed-node2.list")
-	checkTestbedNode2(t, func(q Query) *Observation {
+	ns := loadTable(t, "testbed-node2.list")
+	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.NetNS = ns.Path()
 		o, err := Read(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o.Source != SourceNetlink {
+		if o.Source != collectorapi.NFTablesSourceNetlink {
 			t.Fatalf("source %s %s", o.Source, o.NetlinkError)
 		}
 		q.ForceCLI = true

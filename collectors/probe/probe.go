@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // DefaultConcurrency bounds probes in flight.
@@ -46,7 +47,7 @@ type Target struct {
 // are limited to the request's EndpointProbeLimit per port, this node's
 // first (the ones its datapath must reach locally), then ready ones, each
 // group in request order.
-func Targets(req *collectors.Request) (targets []Target, endpointsTotal int) {
+func Targets(req *collectorapi.Request) (targets []Target, endpointsTotal int) {
 	seen := map[string]bool{}
 	add := func(t Target) bool {
 		k := t.Addr.String() + "/" + t.Protocol
@@ -62,10 +63,10 @@ func Targets(req *collectors.Request) (targets []Target, endpointsTotal int) {
 	}
 	limit := req.EndpointProbeLimit
 	if limit <= 0 {
-		limit = collectors.DefaultEndpointProbeLimit
+		limit = collectorapi.DefaultEndpointProbeLimit
 	}
 	eps := slices.Clone(req.Endpoints)
-	rank := func(e collectors.Endpoint) int {
+	rank := func(e collectorapi.Endpoint) int {
 		r := 2
 		if req.NodeName != "" && e.NodeName == req.NodeName {
 			r = 0
@@ -74,7 +75,7 @@ func Targets(req *collectors.Request) (targets []Target, endpointsTotal int) {
 		}
 		return r
 	}
-	slices.SortStableFunc(eps, func(a, b collectors.Endpoint) int { return rank(a) - rank(b) })
+	slices.SortStableFunc(eps, func(a, b collectorapi.Endpoint) int { return rank(a) - rank(b) })
 	for _, p := range req.Service.Ports {
 		taken := 0
 		counted := map[netip.AddrPort]bool{}
@@ -99,20 +100,20 @@ func Targets(req *collectors.Request) (targets []Target, endpointsTotal int) {
 }
 
 // Read probes every target with the request's timeout and the given concurrency.
-func Read(ctx context.Context, req *collectors.Request, concurrency int) (*collectors.ProbeObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*collectorapi.ProbeObservation, error) {
 	timeout := time.Duration(req.ProbeTimeoutMillis) * time.Millisecond
 	if timeout == 0 {
-		timeout = collectors.DefaultProbeTimeoutMillis * time.Millisecond
+		timeout = collectorapi.DefaultProbeTimeoutMillis * time.Millisecond
 	}
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
 	targets, total := Targets(req)
-	obs := &collectors.ProbeObservation{
+	obs := &collectorapi.ProbeObservation{
 		TimeoutMillis:  int(timeout / time.Millisecond),
 		Concurrency:    concurrency,
 		EndpointsTotal: total,
-		Probes:         make([]collectors.Probe, len(targets)),
+		Probes:         make([]collectorapi.Probe, len(targets)),
 	}
 	for _, t := range targets {
 		if t.Kind == "endpoint" {
@@ -136,8 +137,8 @@ func Read(ctx context.Context, req *collectors.Request, concurrency int) (*colle
 }
 
 // One probes one target.
-func One(ctx context.Context, t Target, timeout time.Duration) collectors.Probe {
-	p := collectors.Probe{Target: t.Kind, PortName: t.PortName, Address: t.Addr.String(), Protocol: t.Protocol}
+func One(ctx context.Context, t Target, timeout time.Duration) collectorapi.Probe {
+	p := collectorapi.Probe{Target: t.Kind, PortName: t.PortName, Address: t.Addr.String(), Protocol: t.Protocol}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -152,7 +153,7 @@ func One(ctx context.Context, t Target, timeout time.Duration) collectors.Probe 
 		p.Outcome = OutcomeReply
 		if err == nil && !replied {
 			p.Outcome = OutcomeNoReply
-			p.ErrorClass = collectors.ErrClassTimeout
+			p.ErrorClass = collectorapi.ErrClassTimeout
 			p.Error = "no reply within " + timeout.String() + " (open and silent, or filtered)"
 		}
 	default:

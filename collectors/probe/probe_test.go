@@ -9,14 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/loopback"
 )
 
 func TestTargets(t *testing.T) {
-	req := &collectors.Request{
-		Service: collectors.ServiceSpec{ClusterIPs: []string{"10.96.0.50", "fd00::50"}, ExternalIPs: []string{"192.0.2.9"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}, {Name: "dns", Protocol: "UDP", Port: 53}}},
-		Endpoints: []collectors.Endpoint{
+	req := &collectorapi.Request{
+		Service: collectorapi.ServiceSpec{ClusterIPs: []string{"10.96.0.50", "fd00::50"}, ExternalIPs: []string{"192.0.2.9"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}, {Name: "dns", Protocol: "UDP", Port: 53}}},
+		Endpoints: []collectorapi.Endpoint{
 			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080, "dns": 53}},
 			{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080}}, // duplicate
 		},
@@ -48,11 +49,11 @@ func TestTargets(t *testing.T) {
 // TestTargetsLimitEndpoints: above the limit, this node's endpoints come
 // first, then ready ones; the total still counts every endpoint.
 func TestTargetsLimitEndpoints(t *testing.T) {
-	req := &collectors.Request{NodeName: "n2", EndpointProbeLimit: 3,
-		Service: collectors.ServiceSpec{ClusterIPs: []string{"10.96.0.50"},
-			Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
+	req := &collectorapi.Request{NodeName: "n2", EndpointProbeLimit: 3,
+		Service: collectorapi.ServiceSpec{ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
 	for i := range 200 {
-		req.Endpoints = append(req.Endpoints, collectors.Endpoint{IP: "10.244.0." + strconv.Itoa(i),
+		req.Endpoints = append(req.Endpoints, collectorapi.Endpoint{IP: "10.244.0." + strconv.Itoa(i),
 			Ports: map[string]int32{"http": 8080}, Ready: i%2 == 1, NodeName: map[bool]string{true: "n2", false: "n1"}[i%50 == 0]})
 	}
 	targets, total := Targets(req)
@@ -82,41 +83,9 @@ func TestTargetsLimitEndpoints(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nothing listens on (briefly bound, then closed).
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestOneOnLoopback probes live and closed TCP/UDP ports on 127.0.0.1.
 func TestOneOnLoopback(t *testing.T) {
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
-	go func() {
-		for {
-			c, err := tcp.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	tcp := loopback.AcceptTCP(t)
 	echo, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +113,11 @@ func TestOneOnLoopback(t *testing.T) {
 		target         Target
 		outcome, class string
 	}{
-		{"tcp open", Target{Kind: "endpoint", Addr: ap(tcp.Addr().(*net.TCPAddr).Port), Protocol: "TCP"}, OutcomeConnected, ""},
-		{"tcp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "tcp")), Protocol: "TCP"}, OutcomeFailed, collectors.ErrClassRefused},
+		{"tcp open", Target{Kind: "endpoint", Addr: ap(tcp), Protocol: "TCP"}, OutcomeConnected, ""},
+		{"tcp closed", Target{Kind: "endpoint", Addr: ap(loopback.FreePort(t, "tcp")), Protocol: "TCP"}, OutcomeFailed, collectorapi.ErrClassRefused},
 		{"udp echo", Target{Kind: "endpoint", Addr: ap(echo.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeReply, ""},
-		{"udp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "udp")), Protocol: "UDP"}, OutcomeFailed, collectors.ErrClassRefused},
-		{"udp silent", Target{Kind: "endpoint", Addr: ap(silent.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeNoReply, collectors.ErrClassTimeout},
+		{"udp closed", Target{Kind: "endpoint", Addr: ap(loopback.FreePort(t, "udp")), Protocol: "UDP"}, OutcomeFailed, collectorapi.ErrClassRefused},
+		{"udp silent", Target{Kind: "endpoint", Addr: ap(silent.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeNoReply, collectorapi.ErrClassTimeout},
 		{"sctp", Target{Kind: "endpoint", Addr: ap(1), Protocol: "SCTP"}, OutcomeSkipped, ""},
 	}
 	for _, c := range cases {
@@ -165,25 +134,11 @@ func TestOneOnLoopback(t *testing.T) {
 }
 
 func TestReadBoundsAndOrders(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
-	closed := freePort(t, "tcp")
-	req := &collectors.Request{
-		Service:            collectors.ServiceSpec{ClusterIPs: []string{"127.0.0.1"}, Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(port)}}},
-		Endpoints:          []collectors.Endpoint{{IP: "127.0.0.2", Ports: map[string]int32{"http": int32(closed)}}},
+	port := loopback.AcceptTCP(t)
+	closed := loopback.FreePort(t, "tcp")
+	req := &collectorapi.Request{
+		Service:            collectorapi.ServiceSpec{ClusterIPs: []string{"127.0.0.1"}, Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(port)}}},
+		Endpoints:          []collectorapi.Endpoint{{IP: "127.0.0.2", Ports: map[string]int32{"http": int32(closed)}}},
 		ProbeTimeoutMillis: 500,
 	}
 	obs, err := Read(context.Background(), req, 1)
@@ -196,7 +151,7 @@ func TestReadBoundsAndOrders(t *testing.T) {
 	if obs.Probes[0].Target != "clusterIP" || obs.Probes[0].Outcome != OutcomeConnected {
 		t.Errorf("clusterIP probe %+v", obs.Probes[0])
 	}
-	if obs.Probes[1].Target != "endpoint" || obs.Probes[1].ErrorClass != collectors.ErrClassRefused {
+	if obs.Probes[1].Target != "endpoint" || obs.Probes[1].ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("endpoint probe %+v", obs.Probes[1])
 	}
 }

@@ -15,24 +15,14 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 func inf(sign int) float64 { return math.Inf(sign) }
 
-// Datapath modes as fingerprints name them.
-const (
-	ModeIPTables       = "iptables"
-	ModeIPTablesLegacy = "iptables-legacy"
-	ModeNFTables       = "nftables"
-	ModeIPVS           = "ipvs"
-	ModeCilium         = "cilium"
-	ModeCalico         = "calico"
-)
-
 // NodeFingerprints checks the current network namespace and bpffs.
-func NodeFingerprints(ctx context.Context, bpffsRoot string) []collectors.Fingerprint {
-	var out []collectors.Fingerprint
+func NodeFingerprints(ctx context.Context, bpffsRoot string) []collectorapi.Fingerprint {
+	var out []collectorapi.Fingerprint
 	out = append(out, nftFingerprints()...)
 	// thread-self: the namespace of this thread, which is what netlink sees too.
 	out = append(out, legacyFingerprints("/proc/thread-self")...)
@@ -44,15 +34,15 @@ func NodeFingerprints(ctx context.Context, bpffsRoot string) []collectors.Finger
 // nftFingerprints asks nf_tables through netlink (no binaries, no lock):
 // kube-proxy's own nftables tables, and the KUBE-PROXY-CANARY chain that
 // iptables-nft keeps in "table ip nat" etc. in iptables mode.
-func nftFingerprints() []collectors.Fingerprint {
-	var out []collectors.Fingerprint
+func nftFingerprints() []collectorapi.Fingerprint {
+	var out []collectorapi.Fingerprint
 	conn, err := nftables.New()
 	if err != nil {
-		return []collectors.Fingerprint{{Mode: ModeNFTables, Check: "nf_tables netlink", Error: err.Error()}}
+		return []collectorapi.Fingerprint{{Mode: collectorapi.ModeNFTables, Check: "nf_tables netlink", Error: err.Error()}}
 	}
 	tables, err := conn.ListTables()
 	if err != nil {
-		return []collectors.Fingerprint{{Mode: ModeNFTables, Check: "nf_tables netlink", Error: err.Error()}}
+		return []collectorapi.Fingerprint{{Mode: collectorapi.ModeNFTables, Check: "nf_tables netlink", Error: err.Error()}}
 	}
 	have := map[string]bool{}
 	for _, t := range tables {
@@ -60,7 +50,7 @@ func nftFingerprints() []collectors.Fingerprint {
 	}
 	for _, fam := range []string{"ip", "ip6"} {
 		key := fam + " kube-proxy"
-		fp := collectors.Fingerprint{Mode: ModeNFTables, Check: "table " + key, Found: have[key]}
+		fp := collectorapi.Fingerprint{Mode: collectorapi.ModeNFTables, Check: "table " + key, Found: have[key]}
 		if fp.Found {
 			fp.Evidence = "nf_tables has table " + key
 		}
@@ -71,7 +61,7 @@ func nftFingerprints() []collectors.Fingerprint {
 		f    nftables.TableFamily
 	}{{"ip", nftables.TableFamilyIPv4}, {"ip6", nftables.TableFamilyIPv6}} {
 		for _, table := range []string{"mangle", "nat", "filter"} {
-			fp := collectors.Fingerprint{Mode: ModeIPTables,
+			fp := collectorapi.Fingerprint{Mode: collectorapi.ModeIPTables,
 				Check: fmt.Sprintf("chain %s KUBE-PROXY-CANARY (iptables-nft, %s)", table, fam.name)}
 			if have[fam.name+" "+table] {
 				_, err := conn.ListChain(&nftables.Table{Name: table, Family: fam.f}, "KUBE-PROXY-CANARY")
@@ -136,25 +126,25 @@ func LegacyTables(proc string) (v4, v6 []string, err error) {
 // legacyFingerprints looks for KUBE-PROXY-CANARY in the legacy backend with
 // go-iptables (iptables-legacy -t T -S KUBE-PROXY-CANARY 1), only in tables
 // that already exist.
-func legacyFingerprints(proc string) []collectors.Fingerprint {
+func legacyFingerprints(proc string) []collectorapi.Fingerprint {
 	v4, v6, err := LegacyTables(proc)
 	if err != nil {
-		return []collectors.Fingerprint{{Mode: ModeIPTablesLegacy, Check: "legacy table names", Error: err.Error()}}
+		return []collectorapi.Fingerprint{{Mode: collectorapi.ModeIPTablesLegacy, Check: "legacy table names", Error: err.Error()}}
 	}
-	var out []collectors.Fingerprint
+	var out []collectorapi.Fingerprint
 	for _, fam := range []struct {
 		name, bin string
 		proto     iptables.Protocol
 		tables    []string
 	}{{"ip", "iptables-legacy", iptables.ProtocolIPv4, v4}, {"ip6", "ip6tables-legacy", iptables.ProtocolIPv6, v6}} {
-		out = append(out, collectors.Fingerprint{Mode: ModeIPTablesLegacy, Check: "legacy " + fam.name + " tables present",
+		out = append(out, collectorapi.Fingerprint{Mode: collectorapi.ModeIPTablesLegacy, Check: "legacy " + fam.name + " tables present",
 			Found: len(fam.tables) > 0, Evidence: strings.Join(fam.tables, " ")})
 		var ipt *iptables.IPTables
 		for _, table := range []string{"mangle", "nat", "filter"} {
 			if !slices.Contains(fam.tables, table) {
 				continue
 			}
-			fp := collectors.Fingerprint{Mode: ModeIPTablesLegacy,
+			fp := collectorapi.Fingerprint{Mode: collectorapi.ModeIPTablesLegacy,
 				Check: fmt.Sprintf("chain %s KUBE-PROXY-CANARY (iptables-legacy, %s)", table, fam.name)}
 			if ipt == nil {
 				path, err := exec.LookPath(fam.bin)
@@ -181,8 +171,8 @@ func legacyFingerprints(proc string) []collectors.Fingerprint {
 	return out
 }
 
-func linkFingerprint() collectors.Fingerprint {
-	fp := collectors.Fingerprint{Mode: ModeIPVS, Check: "link kube-ipvs0"}
+func linkFingerprint() collectorapi.Fingerprint {
+	fp := collectorapi.Fingerprint{Mode: collectorapi.ModeIPVS, Check: "link kube-ipvs0"}
 	link, err := netlink.LinkByName("kube-ipvs0")
 	var notFound netlink.LinkNotFoundError
 	switch {
@@ -198,17 +188,20 @@ func linkFingerprint() collectors.Fingerprint {
 
 // BPFFingerprints globs the pinned maps of Cilium (cilium_lb4_*/cilium_lb6_*)
 // and Calico eBPF (cali_v4_nat_fe*/cali_v6_nat_fe*) under <root>/tc/globals.
-func BPFFingerprints(root string) []collectors.Fingerprint {
+func BPFFingerprints(root string) []collectorapi.Fingerprint {
 	if root == "" {
 		root = "/sys/fs/bpf"
 	}
 	dir := filepath.Join(root, "tc", "globals")
-	var out []collectors.Fingerprint
-	for _, c := range []struct{ mode, pattern string }{
-		{ModeCilium, "cilium_lb4_*"}, {ModeCilium, "cilium_lb6_*"},
-		{ModeCalico, "cali_v4_nat_fe*"}, {ModeCalico, "cali_v6_nat_fe*"},
+	var out []collectorapi.Fingerprint
+	for _, c := range []struct {
+		mode    collectorapi.DatapathMode
+		pattern string
+	}{
+		{collectorapi.ModeCilium, "cilium_lb4_*"}, {collectorapi.ModeCilium, "cilium_lb6_*"},
+		{collectorapi.ModeCalico, "cali_v4_nat_fe*"}, {collectorapi.ModeCalico, "cali_v6_nat_fe*"},
 	} {
-		fp := collectors.Fingerprint{Mode: c.mode, Check: "pinned maps " + filepath.Join(dir, c.pattern)}
+		fp := collectorapi.Fingerprint{Mode: c.mode, Check: "pinned maps " + filepath.Join(dir, c.pattern)}
 		matches, err := filepath.Glob(filepath.Join(dir, c.pattern))
 		if err != nil {
 			fp.Error = err.Error()

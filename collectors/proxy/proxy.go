@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Options says where kube-proxy listens and where bpffs is.
@@ -29,16 +30,16 @@ type Options struct {
 	BPFFSRoot      string
 	HTTPTimeout    time.Duration
 	// Fingerprints probes node state; nil means the real node (NodeFingerprints).
-	Fingerprints func(ctx context.Context) []collectors.Fingerprint
+	Fingerprints func(ctx context.Context) []collectorapi.Fingerprint
 }
 
 // Read asks kube-proxy and collects fingerprints.
-func Read(ctx context.Context, opts Options) (*collectors.ProxyObservation, error) {
+func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, error) {
 	if opts.HTTPTimeout == 0 {
 		opts.HTTPTimeout = time.Second
 	}
 	client := &http.Client{Timeout: opts.HTTPTimeout}
-	obs := &collectors.ProxyObservation{}
+	obs := &collectorapi.ProxyObservation{}
 
 	// The three endpoints are asked concurrently: a filtered port costs one
 	// timeout, not three.
@@ -47,11 +48,11 @@ func Read(ctx context.Context, opts Options) (*collectors.ProxyObservation, erro
 		var body []byte
 		obs.ProxyMode, body = fetch(ctx, client, "http://"+opts.MetricsAddress+"/proxyMode", 256)
 		if obs.ProxyMode.Error == "" && obs.ProxyMode.StatusCode == http.StatusOK {
-			obs.Mode = strings.TrimSpace(string(body))
+			obs.Mode = collectorapi.DatapathMode(strings.TrimSpace(string(body)))
 		}
 	})
 	wg.Go(func() {
-		hz := &collectors.KubeProxyHealth{}
+		hz := &collectorapi.KubeProxyHealth{}
 		var body []byte
 		hz.Fetch, body = fetch(ctx, client, "http://"+opts.HealthzAddress+"/healthz", 4096)
 		if hz.Fetch.Error == "" && len(body) > 0 {
@@ -65,7 +66,7 @@ func Read(ctx context.Context, opts Options) (*collectors.ProxyObservation, erro
 
 	fp := opts.Fingerprints
 	if fp == nil {
-		fp = func(ctx context.Context) []collectors.Fingerprint { return NodeFingerprints(ctx, opts.BPFFSRoot) }
+		fp = func(ctx context.Context) []collectorapi.Fingerprint { return NodeFingerprints(ctx, opts.BPFFSRoot) }
 	}
 	obs.Fingerprints = fp(ctx)
 	wg.Wait()
@@ -74,8 +75,8 @@ func Read(ctx context.Context, opts Options) (*collectors.ProxyObservation, erro
 
 // fetch GETs url and returns the evidence and up to keep bytes of the body
 // (the evidence's Body holds them too).
-func fetch(ctx context.Context, client *http.Client, url string, keep int64) (collectors.HTTPFetch, []byte) {
-	f := collectors.HTTPFetch{URL: url}
+func fetch(ctx context.Context, client *http.Client, url string, keep int64) (collectorapi.HTTPFetch, []byte) {
+	f := collectorapi.HTTPFetch{URL: url}
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -102,7 +103,7 @@ func fetch(ctx context.Context, client *http.Client, url string, keep int64) (co
 }
 
 // ParseHealthz decodes kube-proxy's /healthz JSON (200 or 503 both carry it).
-func ParseHealthz(body []byte, into *collectors.KubeProxyHealth) error {
+func ParseHealthz(body []byte, into *collectorapi.KubeProxyHealth) error {
 	var raw struct {
 		LastUpdated  string `json:"lastUpdated"`
 		CurrentTime  string `json:"currentTime"`
@@ -119,9 +120,9 @@ func ParseHealthz(body []byte, into *collectors.KubeProxyHealth) error {
 	into.LastUpdated, into.CurrentTime = raw.LastUpdated, raw.CurrentTime
 	into.NodeEligible, into.Healthy = raw.NodeEligible, raw.Healthy
 	if len(raw.Status) > 0 {
-		into.Families = map[string]collectors.FamilyHealth{}
+		into.Families = map[string]collectorapi.FamilyHealth{}
 		for fam, s := range raw.Status {
-			into.Families[fam] = collectors.FamilyHealth{LastUpdated: s.LastUpdated, Healthy: s.Healthy}
+			into.Families[fam] = collectorapi.FamilyHealth{LastUpdated: s.LastUpdated, Healthy: s.Healthy}
 		}
 	}
 	return nil
@@ -161,8 +162,8 @@ func picked(name string) bool {
 	return false
 }
 
-func readMetrics(ctx context.Context, client *http.Client, url string) *collectors.ProxyMetrics {
-	m := &collectors.ProxyMetrics{Fetch: collectors.HTTPFetch{URL: url}}
+func readMetrics(ctx context.Context, client *http.Client, url string) *collectorapi.ProxyMetrics {
+	m := &collectorapi.ProxyMetrics{Fetch: collectorapi.HTTPFetch{URL: url}}
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -189,8 +190,8 @@ func readMetrics(ctx context.Context, client *http.Client, url string) *collecto
 // ParseMetrics streams Prometheus text exposition and keeps the samples whose
 // name keep accepts. It understands what kube-proxy emits: comments,
 // "name value", "name{l="v",…} value [timestamp]", escaped label values.
-func ParseMetrics(r io.Reader, keep func(name string) bool) ([]collectors.MetricSample, error) {
-	var out []collectors.MetricSample
+func ParseMetrics(r io.Reader, keep func(name string) bool) ([]collectorapi.MetricSample, error) {
+	var out []collectorapi.MetricSample
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -208,7 +209,7 @@ func ParseMetrics(r io.Reader, keep func(name string) bool) ([]collectors.Metric
 		if !keep(name) {
 			continue
 		}
-		s := collectors.MetricSample{Name: name}
+		s := collectorapi.MetricSample{Name: name}
 		rest := text[nameEnd:]
 		if rest[0] == '{' {
 			labels, after, err := parseLabels(rest[1:])

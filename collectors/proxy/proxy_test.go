@@ -2,17 +2,18 @@ package proxy
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/loopback"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // metricsRecorded is the shape of a v1.37 kube-proxy /metrics page in
@@ -40,7 +41,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]collectors.MetricSample{}
+	byKey := map[string]collectorapi.MetricSample{}
 	for _, s := range got {
 		byKey[s.Name+"|"+s.Labels["code"]+s.Labels["ip_family"]] = s
 	}
@@ -84,7 +85,7 @@ func fakeKubeProxy(t *testing.T, mode string) (metrics, healthz string) {
 	return strings.TrimPrefix(m.URL, "http://"), strings.TrimPrefix(h.URL, "http://")
 }
 
-func noFingerprints(context.Context) []collectors.Fingerprint { return nil }
+func noFingerprints(context.Context) []collectorapi.Fingerprint { return nil }
 
 func TestReadFakeKubeProxy(t *testing.T) {
 	metrics, healthz := fakeKubeProxy(t, "nftables")
@@ -92,7 +93,7 @@ func TestReadFakeKubeProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Mode != "nftables" || obs.ProxyMode.StatusCode != 200 {
+	if obs.Mode != collectorapi.ModeNFTables || obs.ProxyMode.StatusCode != 200 {
 		t.Errorf("mode %q fetch %+v", obs.Mode, obs.ProxyMode)
 	}
 	h := obs.Healthz
@@ -105,17 +106,12 @@ func TestReadFakeKubeProxy(t *testing.T) {
 }
 
 func TestReadUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := "127.0.0.1:" + strconv.Itoa(loopback.FreePort(t, "tcp"))
 	obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 500 * time.Millisecond, Fingerprints: noFingerprints})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.Mode != "" || obs.ProxyMode.ErrorClass != collectors.ErrClassRefused || obs.Healthz.Fetch.ErrorClass != collectors.ErrClassRefused {
+	if obs.Mode != "" || obs.ProxyMode.ErrorClass != collectorapi.ErrClassRefused || obs.Healthz.Fetch.ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("%+v %+v", obs.ProxyMode, obs.Healthz.Fetch)
 	}
 }
@@ -146,7 +142,7 @@ func TestBPFFingerprints(t *testing.T) {
 // test namespace: nftables "table ip kube-proxy", an iptables-nft canary, a
 // legacy canary, a kube-ipvs0 dummy link. All are reported, none judged.
 func TestNodeFingerprintsInNetns(t *testing.T) {
-	ns := testnetns.New(t, "fp")
+	ns := netns.New(t, "fp")
 	ns.MustRun(t, "nft", "add", "table", "ip", "kube-proxy")
 	// kube-proxy makes kube-ipvs0 a dummy link; this kernel may lack the dummy
 	// driver, and the check only looks at the name, so a veth stands in.
@@ -162,8 +158,8 @@ func TestNodeFingerprintsInNetns(t *testing.T) {
 		legacyCanary = true
 	}
 	t.Logf("planted: iptables-nft canary %v, iptables-legacy canary %v", nftCanary, legacyCanary)
-	var fps []collectors.Fingerprint
-	testnetns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
+	var fps []collectorapi.Fingerprint
+	netns.Do(t, ns, func() { fps = NodeFingerprints(context.Background(), t.TempDir()) })
 	found := map[string]bool{}
 	for _, fp := range fps {
 		if fp.Error != "" {

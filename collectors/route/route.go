@@ -16,7 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // Reader reads routes through Handle (nil: the current network namespace)
@@ -27,12 +27,12 @@ type Reader struct {
 }
 
 // Read looks up every Pod IP of the request.
-func Read(ctx context.Context, req *collectors.Request) (*collectors.RouteObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.RouteObservation, error) {
 	return (&Reader{}).Read(ctx, req)
 }
 
 // Read looks up every Pod IP of the request.
-func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.RouteObservation, error) {
+func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.RouteObservation, error) {
 	h := r.Handle
 	if h == nil {
 		var err error
@@ -42,14 +42,14 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 		}
 		defer h.Close()
 	}
-	obs := &collectors.RouteObservation{
+	obs := &collectorapi.RouteObservation{
 		IPv4Forward:           r.sysctl("net/ipv4/ip_forward"),
 		IPv6Forward:           r.sysctl("net/ipv6/conf/all/forwarding"),
 		RPFilterAll:           r.sysctl("net/ipv4/conf/all/rp_filter"),
 		RPFilterDefault:       r.sysctl("net/ipv4/conf/default/rp_filter"),
 		BridgeNFCallIPTables:  r.sysctl("net/bridge/bridge-nf-call-iptables"),
 		BridgeNFCallIP6Tables: r.sysctl("net/bridge/bridge-nf-call-ip6tables"),
-		Routes:                []collectors.RouteLookup{},
+		Routes:                []collectorapi.RouteLookup{},
 	}
 	seen := map[string]bool{}
 	links := map[int]*linkFacts{}
@@ -64,7 +64,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 }
 
 // RouteTargets are the request's Pod IPs or, when it names none, its endpoint IPs.
-func RouteTargets(req *collectors.Request) []string {
+func RouteTargets(req *collectorapi.Request) []string {
 	if len(req.PodIPs) > 0 {
 		return req.PodIPs
 	}
@@ -79,14 +79,14 @@ func RouteTargets(req *collectors.Request) []string {
 // of Pod IPs go out through a handful of devices: each is read once.
 type linkFacts struct {
 	name      string
-	info      *collectors.LinkInfo
+	info      *collectorapi.LinkInfo
 	rpFilter  string
 	rpFetched bool
 	err       error
 }
 
-func (r *Reader) lookup(h *netlink.Handle, ip string, links map[int]*linkFacts) collectors.RouteLookup {
-	out := collectors.RouteLookup{Destination: ip}
+func (r *Reader) lookup(h *netlink.Handle, ip string, links map[int]*linkFacts) collectorapi.RouteLookup {
+	out := collectorapi.RouteLookup{Destination: ip}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		out.Error = err.Error()
@@ -144,9 +144,9 @@ func (r *Reader) lookup(h *netlink.Handle, ip string, links map[int]*linkFacts) 
 
 // LinkInfoOf describes a link: kind (veth, bridge, vxlan, ipip, wireguard, …),
 // admin and operational state, MTU and master.
-func LinkInfoOf(h *netlink.Handle, link netlink.Link) *collectors.LinkInfo {
+func LinkInfoOf(h *netlink.Handle, link netlink.Link) *collectorapi.LinkInfo {
 	a := link.Attrs()
-	li := &collectors.LinkInfo{
+	li := &collectorapi.LinkInfo{
 		Name:      a.Name,
 		Index:     a.Index,
 		Kind:      link.Type(),

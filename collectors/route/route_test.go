@@ -10,8 +10,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // TestSysctlsFromRecordedProc reads a recorded /proc/sys tree: br_netfilter
@@ -42,7 +42,7 @@ func TestSysctlsFromRecordedProc(t *testing.T) {
 	if got := r.sysctl("net/bridge/bridge-nf-call-iptables"); got != "absent" {
 		t.Errorf("bridge-nf-call-iptables %q", got)
 	}
-	if got := RouteTargets(&collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.1.5"}}}); len(got) != 1 || got[0] != "10.244.1.5" {
+	if got := RouteTargets(&collectorapi.Request{Endpoints: []collectorapi.Endpoint{{IP: "10.244.1.5"}}}); len(got) != 1 || got[0] != "10.244.1.5" {
 		t.Errorf("endpoint IPs as route targets: %v", got)
 	}
 	if RouteTypeName(unix.RTN_BLACKHOLE) != "blackhole" || RouteTypeName(99) != "type-99" {
@@ -54,9 +54,9 @@ func TestSysctlsFromRecordedProc(t *testing.T) {
 // route, all inside namespaces the test creates, and reads them through a
 // netlink handle bound to the test namespace.
 func TestReadInNetns(t *testing.T) {
-	node := testnetns.New(t, "rt")
-	pod := testnetns.New(t, "rtpod")
-	testnetns.VethPair(t, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
+	node := netns.New(t, "rt")
+	pod := netns.New(t, "rtpod")
+	netns.VethPair(t, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(t, "ip", "route", "add", "blackhole", "10.251.0.0/16")
 	node.MustRun(t, "ip", "route", "add", "10.252.0.7/32", "via", "10.250.0.2")
 	node.MustRun(t, "ip", "-6", "addr", "add", "fd00:250::1/64", "dev", "veth-pod", "nodad")
@@ -68,9 +68,9 @@ func TestReadInNetns(t *testing.T) {
 	}
 	defer h.Close()
 	// Sysctls are per netns too: read them from a thread inside the namespace.
-	var obs *collectors.RouteObservation
-	testnetns.Do(t, node, func() {
-		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectors.Request{
+	var obs *collectorapi.RouteObservation
+	netns.Do(t, node, func() {
+		obs, err = (&Reader{Handle: h}).Read(context.Background(), &collectorapi.Request{
 			PodIPs: []string{"10.250.0.2", "10.251.3.4", "10.252.0.7", "10.250.0.2", "fd00:250::2", "fd00:999::1"},
 		})
 	})
@@ -112,11 +112,11 @@ func TestReadInNetns(t *testing.T) {
 // BenchmarkReadManyPodIPs: a 5,000-endpoint Service's Pod IPs, all routed
 // through one device, as on a node with one CNI bridge or tunnel.
 func BenchmarkReadManyPodIPs(b *testing.B) {
-	node := testnetns.New(b, "rtb")
-	pod := testnetns.New(b, "rtbpod")
-	testnetns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
+	node := netns.New(b, "rtb")
+	pod := netns.New(b, "rtbpod")
+	netns.VethPair(b, node, "veth-pod", "10.250.0.1/24", pod, "eth0", "10.250.0.2/24")
 	node.MustRun(b, "ip", "route", "add", "10.240.0.0/12", "via", "10.250.0.2")
-	req := &collectors.Request{}
+	req := &collectorapi.Request{}
 	for i := range 5000 {
 		req.PodIPs = append(req.PodIPs, fmt.Sprintf("10.24%d.%d.%d", 1+i/65536, (i/256)%256, i%256))
 	}
@@ -126,7 +126,7 @@ func BenchmarkReadManyPodIPs(b *testing.B) {
 	}
 	defer h.Close()
 	b.ReportAllocs()
-	testnetns.Do(b, node, func() {
+	netns.Do(b, node, func() {
 		for b.Loop() {
 			obs, err := (&Reader{Handle: h}).Read(context.Background(), req)
 			if err != nil || len(obs.Routes) != 5000 || obs.Routes[4999].Device != "veth-pod" {

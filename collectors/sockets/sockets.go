@@ -27,7 +27,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // DefaultMaxListeners caps the listeners kept per Pod on ports that are not
@@ -48,7 +48,7 @@ type Reader struct {
 }
 
 // Read reads the sockets with the default Reader.
-func Read(ctx context.Context, req *collectors.Request) (*collectors.SocketsObservation, error) {
+func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.SocketsObservation, error) {
 	return (&Reader{}).Read(ctx, req)
 }
 
@@ -70,7 +70,7 @@ var tables = []table{
 // Read finds one process of every endpoint Pod on the request's node (one
 // scan of /proc that stops when all are found), and reads each network
 // namespace's socket tables once.
-func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors.SocketsObservation, error) {
+func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.SocketsObservation, error) {
 	root := r.ProcRoot
 	if root == "" {
 		root = "/proc"
@@ -79,7 +79,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 	if self == 0 {
 		self = os.Getpid()
 	}
-	obs := &collectors.SocketsObservation{HostPID: self != 1}
+	obs := &collectorapi.SocketsObservation{HostPID: self != 1}
 	pods := localPods(req)
 	if len(pods) == 0 {
 		return obs, nil
@@ -89,7 +89,7 @@ func (r *Reader) Read(ctx context.Context, req *collectors.Request) (*collectors
 	if err != nil {
 		return obs, err
 	}
-	byNetNS := map[string]*collectors.PodSockets{}
+	byNetNS := map[string]*collectorapi.PodSockets{}
 	for _, p := range pods {
 		ps := p.out
 		switch {
@@ -119,11 +119,11 @@ type wantedPod struct {
 	markers []string
 	// settled is true once a non-pause process of the Pod was found.
 	settled bool
-	out     *collectors.PodSockets
+	out     *collectorapi.PodSockets
 }
 
 // localPods groups the request's endpoints on this node by Pod UID.
-func localPods(req *collectors.Request) []*wantedPod {
+func localPods(req *collectorapi.Request) []*wantedPod {
 	byUID := map[string]*wantedPod{}
 	var out []*wantedPod
 	for _, ep := range req.Endpoints {
@@ -134,7 +134,7 @@ func localPods(req *collectors.Request) []*wantedPod {
 		if p == nil {
 			p = &wantedPod{
 				markers: []string{"pod" + ep.PodUID, "pod" + strings.ReplaceAll(ep.PodUID, "-", "_")},
-				out:     &collectors.PodSockets{PodName: ep.PodName, PodUID: ep.PodUID},
+				out:     &collectorapi.PodSockets{PodName: ep.PodName, PodUID: ep.PodUID},
 			}
 			byUID[ep.PodUID] = p
 			out = append(out, p)
@@ -223,7 +223,7 @@ func netnsID(pidDir string) string {
 // targetPorts are the port numbers of every endpoint in the request: the
 // listeners on them are kept whatever the cap, so a capped list never hides
 // the one socket the judgment needs.
-func targetPorts(req *collectors.Request) map[uint16]bool {
+func targetPorts(req *collectorapi.Request) map[uint16]bool {
 	out := map[uint16]bool{}
 	for _, ep := range req.Endpoints {
 		for _, p := range ep.Ports {
@@ -235,12 +235,12 @@ func targetPorts(req *collectors.Request) map[uint16]bool {
 
 // readTables reads the four socket tables of pidDir's namespace into ps:
 // every listener on a target port, and up to MaxListeners others.
-func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets, target map[uint16]bool) {
+func (r *Reader) readTables(pidDir string, ps *collectorapi.PodSockets, target map[uint16]bool) {
 	limit := r.MaxListeners
 	if limit <= 0 {
 		limit = DefaultMaxListeners
 	}
-	seen := map[collectors.Listener]bool{}
+	seen := map[collectorapi.Listener]bool{}
 	others := 0
 	read := 0
 	var failures []string
@@ -296,10 +296,10 @@ func (r *Reader) readTables(pidDir string, ps *collectors.PodSockets, target map
 // ParseTable parses one /proc/net/{tcp,tcp6,udp,udp6} table and returns the
 // sockets in state (hex, as the st column prints it). protocol and family
 // label the result.
-func ParseTable(rd io.Reader, protocol, family, state string) ([]collectors.Listener, error) {
+func ParseTable(rd io.Reader, protocol, family, state string) ([]collectorapi.Listener, error) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 512), 64<<10)
-	var out []collectors.Listener
+	var out []collectorapi.Listener
 	header := true
 	for sc.Scan() {
 		if header {
@@ -317,7 +317,7 @@ func ParseTable(rd io.Reader, protocol, family, state string) ([]collectors.List
 		if err != nil {
 			return out, fmt.Errorf("line %q: %w", sc.Text(), err)
 		}
-		out = append(out, collectors.Listener{Protocol: protocol, Address: addr.Unmap().String(), Port: port, Family: family})
+		out = append(out, collectorapi.Listener{Protocol: protocol, Address: addr.Unmap().String(), Port: port, Family: family})
 	}
 	return out, sc.Err()
 }

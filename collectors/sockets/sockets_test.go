@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // The testdata tree is /proc content recorded on the testbed: PID 27995 is
@@ -22,7 +22,7 @@ import (
 const corednsUID = "6f95efc2-3a6a-4938-ad42-bb9ab812f943"
 
 func TestReadRecordedProc(t *testing.T) {
-	req := &collectors.Request{NodeName: "svtb-node2", Endpoints: []collectors.Endpoint{
+	req := &collectorapi.Request{NodeName: "svtb-node2", Endpoints: []collectorapi.Endpoint{
 		{IP: "10.244.2.2", NodeName: "svtb-node2", PodName: "coredns-x", PodUID: corednsUID},
 		{IP: "10.244.2.2", NodeName: "svtb-node2", PodName: "coredns-x", PodUID: corednsUID}, // a second slice port
 		{IP: "10.244.2.9", NodeName: "svtb-node2", PodName: "gone", PodUID: "00000000-0000-0000-0000-000000000000"},
@@ -69,7 +69,7 @@ func TestReadRecordedProc(t *testing.T) {
 }
 
 func TestReadWithoutHostPID(t *testing.T) {
-	req := &collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.2.2", PodUID: corednsUID}}}
+	req := &collectorapi.Request{Endpoints: []collectorapi.Endpoint{{IP: "10.244.2.2", PodUID: corednsUID}}}
 	// The collector is PID 1 and sees only itself: an empty /proc.
 	obs, err := (&Reader{ProcRoot: t.TempDir(), SelfPID: 1}).Read(context.Background(), req)
 	if err != nil {
@@ -107,7 +107,7 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "10", "net"), filepath.Join(root, "20", "net")); err != nil {
 		t.Fatal(err)
 	}
-	req := &collectors.Request{Endpoints: []collectors.Endpoint{
+	req := &collectorapi.Request{Endpoints: []collectorapi.Endpoint{
 		{IP: "10.244.1.5", PodUID: uid, Ports: map[string]int32{"http": 8081}},
 		{IP: "10.244.1.6", PodUID: "9d1c0a3e-52b3-4d7e-9a55-0123456789ab", Ports: map[string]int32{"http": 8081}},
 	}}
@@ -124,7 +124,7 @@ func TestSystemdCgroupAndDedupe(t *testing.T) {
 	}
 	// Capped at one listener besides those on the target port 8081, which
 	// are always kept: 127.0.0.1:8080 (first in the table) stays, :9999 goes.
-	if len(a.Listeners) != 2 || !a.Truncated || a.Listeners[0] != (collectors.Listener{Protocol: "TCP", Address: "127.0.0.1", Port: 8080, Family: "IPv4"}) ||
+	if len(a.Listeners) != 2 || !a.Truncated || a.Listeners[0] != (collectorapi.Listener{Protocol: "TCP", Address: "127.0.0.1", Port: 8080, Family: "IPv4"}) ||
 		a.Listeners[1].Port != 8081 {
 		t.Errorf("listeners capped at 1 + target port: %+v truncated=%v", a.Listeners, a.Truncated)
 	}
@@ -172,12 +172,12 @@ func TestParseHexAddrPort(t *testing.T) {
 // process's cgroup is not a Pod's, so the test's procfs view maps a fake Pod
 // directory onto the real process: cgroup faked, net/ and ns/ the real ones.
 func TestReadRealNamespace(t *testing.T) {
-	n := testnetns.New(t, "sock")
+	n := netns.New(t, "sock")
 	cmd := n.Start(t, nil, "socat", "TCP-LISTEN:18080,bind=127.0.0.1,reuseaddr,fork", "STDOUT")
 	// A second process in the same namespace binds UDP: the tables read
 	// through the first one show the whole namespace.
 	n.Start(t, nil, "socat", "-u", "UDP-RECV:18081", "STDOUT")
-	testnetns.WaitListen(t, n, "127.0.0.1:18080")
+	netns.WaitListen(t, n, "127.0.0.1:18080")
 	for i := 0; i < 100; i++ {
 		if out, _ := n.Run("ss", "-Hlun", "sport", "= :18081"); strings.TrimSpace(out) != "" {
 			break
@@ -201,7 +201,7 @@ func TestReadRealNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	req := &collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.250.0.2", PodUID: uid}}}
+	req := &collectorapi.Request{Endpoints: []collectorapi.Endpoint{{IP: "10.250.0.2", PodUID: uid}}}
 	obs, err := (&Reader{ProcRoot: root, SelfPID: 99}).Read(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestReadRealNamespace(t *testing.T) {
 	if !ps.Found {
 		t.Fatalf("not read: %+v", ps)
 	}
-	want := map[collectors.Listener]bool{
+	want := map[collectorapi.Listener]bool{
 		{Protocol: "TCP", Address: "127.0.0.1", Port: 18080, Family: "IPv4"}: false,
 		{Protocol: "UDP", Address: "0.0.0.0", Port: 18081, Family: "IPv4"}:   false,
 	}
@@ -260,7 +260,7 @@ func write(t *testing.T, path, content string) {
 // BenchmarkScanWholeProc is the worst case: a Pod with no process on this
 // node makes the reader look at every /proc/<pid>/cgroup once.
 func BenchmarkScanWholeProc(b *testing.B) {
-	req := &collectors.Request{Endpoints: []collectors.Endpoint{{IP: "10.244.9.9", PodUID: "00000000-dead-beef-0000-000000000000"}}}
+	req := &collectorapi.Request{Endpoints: []collectorapi.Endpoint{{IP: "10.244.9.9", PodUID: "00000000-dead-beef-0000-000000000000"}}}
 	r := &Reader{SelfPID: 99}
 	var scanned int
 	for b.Loop() {

@@ -12,7 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 )
 
 // completionDir builds kubectl-svctrace and puts it next to the shipped
@@ -130,7 +130,7 @@ func TestCompletionNamespacesAndNodes(t *testing.T) {
 		// cobra answers :0 (default, file names) when no completion function is
 		// registered for the flag at all: a missing hook, not wrong names.
 		t.Skip("--node has no completion function registered yet: cmd/cli must call " +
-			"cmd.RegisterFlagCompletionFunc(\"node\", CompleteNodeNames(f)) (issue 5/6)")
+			"cmd.RegisterFlagCompletionFunc(\"node\", CompleteNodeNames(f))")
 	}
 	want := tb.NodeNames()
 	slices.Sort(want)

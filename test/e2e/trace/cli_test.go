@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/svctrace/kubectl-svctrace/cmd/cli"
-	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/cliexample"
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 )
 
 // run runs the built kubectl-svctrace as a user would and returns what it

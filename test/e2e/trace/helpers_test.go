@@ -21,8 +21,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 

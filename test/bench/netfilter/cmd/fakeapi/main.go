@@ -1,5 +1,5 @@
 // Command fakeapi serves nfbench's bench Services from a fake Kubernetes API
-// (collectors/testnetns/fakeapi) to a real kube-proxy. It is a binary of its
+// (internal/testutil/fakeapi) to a real kube-proxy. It is a binary of its
 // own so that nfbench's reader child, whose RSS and start time are measured,
 // does not link the Kubernetes API types (the collector does not either).
 //
@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/testnetns/fakeapi"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
 	"github.com/svctrace/kubectl-svctrace/test/bench/netfilter/kpgen"
 )
 

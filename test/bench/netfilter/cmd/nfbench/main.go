@@ -8,7 +8,7 @@
 //
 // Rules come from the real kube-proxy (-source kubeproxy, the default when
 // its binary is found): it runs in a network namespace per mode that the tool
-// creates and deletes, against a fake API (collectors/testnetns/fakeapi)
+// creates and deletes, against a fake API (internal/testutil/fakeapi)
 // serving the n Services, with its iptables commands pointed at the mode's
 // backend; once all n Services are in the rules it is killed, so nothing
 // resyncs while we measure. -source kpgen loads rules from kpgen (a generator
@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/collectors"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/iptables"
 	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
 	"github.com/svctrace/kubectl-svctrace/test/bench/netfilter/kpgen"
@@ -245,11 +245,11 @@ func readChild(args []string) int {
 	mode := args[0]
 	idx, _ := strconv.Atoi(args[1])
 	s := kpgen.BenchService(idx) // what cmd/fakeapi serves too (it checks)
-	svc := collectors.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
-		Ports: []collectors.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
-	var eps []collectors.Endpoint
+	svc := collectorapi.ServiceSpec{Namespace: s.Namespace, Name: s.Name, ClusterIPs: []string{s.ClusterIP},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
+	var eps []collectorapi.Endpoint
 	for _, e := range s.Endpoints {
-		eps = append(eps, collectors.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true, Serving: true})
+		eps = append(eps, collectorapi.Endpoint{IP: e.IP, Ports: map[string]int32{"http": e.Port}, Ready: true, Serving: true})
 	}
 	if os.Getenv(noAPIEndpointsEnv) != "" {
 		eps = nil // found by following jumps; still checked against s.Endpoints below

@@ -1,9 +1,6 @@
-package collectors
+package v1alpha1
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // ObservationAPIVersion and ObservationKind identify the JSON svctrace-collector
 // prints. Fields are only ever added within one apiVersion.
@@ -11,51 +8,6 @@ const (
 	ObservationAPIVersion = "svctrace.dev/v1alpha1"
 	ObservationKind       = "NodeObservation"
 )
-
-// Section names, as a request's "sections" and the observation's keys spell them.
-const (
-	SectionProxy     = "proxy"
-	SectionIPTables  = "iptables"
-	SectionNFTables  = "nftables"
-	SectionIPVS      = "ipvs"
-	SectionEBPF      = "ebpf"
-	SectionConntrack = "conntrack"
-	SectionRoute     = "route"
-	SectionDNS       = "dns"
-	SectionProbe     = "probe"
-	SectionSockets   = "sockets"
-)
-
-// AllSections lists every section in the order the collector reports them.
-var AllSections = []string{
-	SectionProxy, SectionIPTables, SectionNFTables, SectionIPVS, SectionEBPF,
-	SectionConntrack, SectionRoute, SectionDNS, SectionProbe, SectionSockets,
-}
-
-// SectionStatus says how far a section got. It is not a verdict on the
-// Service: "ok" means the reader ran, not that what it saw is healthy.
-type SectionStatus string
-
-const (
-	// StatusOK: the reader ran to the end; Data holds what it saw.
-	StatusOK SectionStatus = "ok"
-	// StatusError: the reader failed; Error says why, Data may hold a partial result.
-	StatusError SectionStatus = "error"
-	// StatusUnavailable: the facility does not exist on this node (e.g. a
-	// kernel without IPVS); Error holds the reason. Not a failure of the collector.
-	StatusUnavailable SectionStatus = "unavailable"
-	// StatusNotImplemented: this collector build has no reader for the section.
-	StatusNotImplemented SectionStatus = "not-implemented"
-)
-
-// Section is one reader's result. Each section carries its own error and
-// timing so that one failing reader never hides what the others saw.
-type Section[T any] struct {
-	Status         SectionStatus `json:"status"`
-	Error          string        `json:"error,omitempty"`
-	DurationMillis float64       `json:"durationMillis"`
-	Data           *T            `json:"data,omitempty"`
-}
 
 // Observation is what one svctrace-collector run saw on one node for one
 // Service: apiVersion svctrace.dev/v1alpha1, kind NodeObservation.
@@ -77,14 +29,11 @@ type Observation struct {
 }
 
 // Sections holds one entry per requested section; sections not requested
-// are absent. iptables and nftables are read by their own packages
-// (collectors/iptables, collectors/nftables) and embedded here as their JSON,
-// so that this package does not depend on their types; decode Data into
-// iptables.Observation / nftables.Observation.
+// are absent.
 type Sections struct {
 	Proxy     *Section[ProxyObservation]     `json:"proxy,omitempty"`
-	IPTables  *Section[json.RawMessage]      `json:"iptables,omitempty"`
-	NFTables  *Section[json.RawMessage]      `json:"nftables,omitempty"`
+	IPTables  *Section[IPTablesObservation]  `json:"iptables,omitempty"`
+	NFTables  *Section[NFTablesObservation]  `json:"nftables,omitempty"`
 	IPVS      *Section[IPVSObservation]      `json:"ipvs,omitempty"`
 	EBPF      *Section[EBPFObservation]      `json:"ebpf,omitempty"`
 	Conntrack *Section[ConntrackObservation] `json:"conntrack,omitempty"`
@@ -141,8 +90,9 @@ type HTTPFetch struct {
 // left traces on the node. Every fingerprint found is listed; which one is a
 // leftover is for the judge to decide.
 type ProxyObservation struct {
-	// Mode is the body of /proxyMode (iptables, ipvs, nftables), empty when unreachable.
-	Mode      string           `json:"mode,omitempty"`
+	// Mode is the body of /proxyMode (ModeIPTables, ModeIPVS, ModeNFTables,
+	// ModeKernelspace), empty when unreachable.
+	Mode      DatapathMode     `json:"mode,omitempty"`
 	ProxyMode HTTPFetch        `json:"proxyMode"`
 	Healthz   *KubeProxyHealth `json:"healthz,omitempty"`
 	Metrics   *ProxyMetrics    `json:"metrics,omitempty"`
@@ -182,8 +132,9 @@ type MetricSample struct {
 
 // Fingerprint is one trace a datapath leaves on a node.
 type Fingerprint struct {
-	// Mode is iptables, iptables-legacy, nftables, ipvs, cilium or calico.
-	Mode string `json:"mode"`
+	// Mode is ModeIPTables, ModeIPTablesLegacy, ModeNFTables, ModeIPVS,
+	// ModeCilium or ModeCalico.
+	Mode DatapathMode `json:"mode"`
 	// Check names what was looked at, e.g. "chain nat KUBE-PROXY-CANARY (nft backend)".
 	Check    string `json:"check"`
 	Found    bool   `json:"found"`

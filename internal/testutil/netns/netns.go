@@ -1,8 +1,8 @@
-// Package testnetns gives integration tests network namespaces of their own,
+// Package netns gives integration tests network namespaces of their own,
 // so that nothing a test does touches the root namespace's rules, routes or
 // sysctls. Every namespace and process it creates is removed in t.Cleanup.
 // Tests that use it are skipped when not run as root.
-package testnetns
+package netns
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
 )
 
 // NS is a named network namespace (/var/run/netns/<Name>) owned by one test.
@@ -33,6 +33,16 @@ func RequireRoot(t testing.TB) {
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2's ip")
+	}
+}
+
+// RequireTools skips the test when one of the commands is not installed.
+func RequireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
 	}
 }
 
@@ -83,9 +93,9 @@ func (n *NS) Start(t testing.TB, env []string, args ...string) *exec.Cmd {
 
 // Handle opens the namespace (closed at cleanup), for netlink.NewHandleAt
 // and conntrack.Dial's NetNS.
-func (n *NS) Handle(t testing.TB) netns.NsHandle {
+func (n *NS) Handle(t testing.TB) vnetns.NsHandle {
 	t.Helper()
-	h, err := netns.GetFromName(n.Name)
+	h, err := vnetns.GetFromName(n.Name)
 	if err != nil {
 		t.Fatalf("open netns %s: %v", n.Name, err)
 	}
@@ -104,7 +114,7 @@ func Do(t testing.TB, n *NS, f func()) {
 	go func() {
 		runtime.LockOSThread()
 		// No UnlockOSThread: the thread dies with this goroutine.
-		if err := netns.Set(h); err != nil {
+		if err := vnetns.Set(h); err != nil {
 			done <- fmt.Errorf("setns %s: %w", n.Name, err)
 			return
 		}

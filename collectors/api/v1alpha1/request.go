@@ -1,9 +1,4 @@
-// Package collectors holds the node-side observers of svctrace and the data they
-// exchange with the plugin. Collectors observe, trace judges: nothing in this
-// tree decides whether what it saw is right; it reports what is there, with the
-// raw evidence, so that trace/ can compare it with the Service and its
-// EndpointSlices.
-package collectors
+package v1alpha1
 
 import (
 	"errors"

@@ -1,31 +1,16 @@
-package collectors
+package v1alpha1
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
-	"syscall"
 	"testing"
 )
-
-func TestParseCapEff(t *testing.T) {
-	// NET_ADMIN (12) + NET_RAW (13), what the collector Pod is given.
-	c := ParseCapEff("0000000000003000")
-	if c.Error != "" || !slices.Equal(c.Effective, []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}) {
-		t.Fatalf("got %+v", c)
-	}
-	if c := ParseCapEff("zz"); c.Error == "" {
-		t.Fatal("want an error for a bad mask")
-	}
-	if c := ParseCapEff("0000000000000000"); len(c.Effective) != 0 {
-		t.Fatalf("empty mask gave %v", c.Effective)
-	}
-}
 
 func TestValidate(t *testing.T) {
 	good := Request{APIVersion: RequestAPIVersion, Kind: RequestKind,
@@ -55,29 +40,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestClassifyNetError(t *testing.T) {
-	cases := []struct {
-		err  error
-		want string
-	}{
-		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), ErrClassRefused},
-		{fmt.Errorf("read: %w", syscall.ECONNRESET), ErrClassReset},
-		{fmt.Errorf("dial: %w", syscall.EHOSTUNREACH), ErrClassUnreachable},
-		{context.DeadlineExceeded, ErrClassTimeout},
-		{os.ErrDeadlineExceeded, ErrClassTimeout},
-		{errors.New("weird"), ErrClassOther},
-		{nil, ""},
-	}
-	for _, c := range cases {
-		if got := ClassifyNetError(c.err); got != c.want {
-			t.Errorf("%v: got %q want %q", c.err, got, c.want)
-		}
-	}
-}
-
 // TestExampleRequest keeps the documented example request valid.
 func TestExampleRequest(t *testing.T) {
-	b, err := os.ReadFile("testdata/requests/web.json")
+	b, err := os.ReadFile("../../testdata/requests/web.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +63,7 @@ func TestExampleRequest(t *testing.T) {
 // TestSampleObservationsDecode keeps the recorded observations decodable
 // into the current model, with the envelope the plugin checks.
 func TestSampleObservationsDecode(t *testing.T) {
-	files, _ := filepath.Glob("testdata/observations/*.json")
+	files, _ := filepath.Glob("../../testdata/observations/*.json")
 	if len(files) == 0 {
 		t.Fatal("no sample observations")
 	}
@@ -118,4 +83,72 @@ func TestSampleObservationsDecode(t *testing.T) {
 			t.Errorf("%s: envelope %s %s %q", f, o.APIVersion, o.Kind, o.Service)
 		}
 	}
+}
+
+// TestSampleObservationsRoundTrip keeps every field of the recorded
+// observations, the iptables and nftables sections included, in the model:
+// decoding one and encoding it again gives back each recorded field with its
+// name and value. Fields added since the recording may appear on top.
+func TestSampleObservationsRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/observations/*.json")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o Observation
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		again, err := json.Marshal(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got any
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(again, &got); err != nil {
+			t.Fatal(err)
+		}
+		if d := jsonDiff("", got, want); d != "" {
+			t.Errorf("%s does not survive a decode and encode: %s", f, d)
+		}
+	}
+}
+
+// jsonDiff names the first place where want (a decoded JSON document) has
+// something got lacks or holds differently; keys only got has are ignored.
+func jsonDiff(path string, got, want any) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%s: got %v, want an object", path, got)
+		}
+		keys := slices.Sorted(maps.Keys(w))
+		for _, k := range keys {
+			if _, ok := g[k]; !ok {
+				return fmt.Sprintf("%s.%s: missing (want %v)", path, k, w[k])
+			}
+			if d := jsonDiff(path+"."+k, g[k], w[k]); d != "" {
+				return d
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Sprintf("%s: got %v, want %v", path, got, want)
+		}
+		for i := range w {
+			if d := jsonDiff(fmt.Sprintf("%s[%d]", path, i), g[i], w[i]); d != "" {
+				return d
+			}
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("%s: got %v, want %v", path, got, want)
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package collectors
+package v1alpha1
 
 import (
 	"bytes"
