@@ -2,7 +2,6 @@
 # fresh machine (see README). `make help` lists the targets.
 SHELL := /bin/bash
 GO    ?= go
-export GOFLAGS ?= -mod=mod
 
 .PHONY: help build test
 help: ## list targets
@@ -16,7 +15,7 @@ test: ## unit tests (no cluster needed)
 
 # Release and distribution (issue 6); the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
-lint: ## gofmt -l, go vet and the pinned staticcheck
+lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil
 	bash test/release/lint.sh
 image: ## collector image, registry-free (testbed builder), checked against build/collector/
 	bash test/release/image.sh

@@ -63,7 +63,6 @@ func buildCollector(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svctrace-collector")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
@@ -294,7 +293,6 @@ func BenchmarkCollectorPeakRSS(b *testing.B) {
 	s := testnetns.NewScenario(b)
 	bin := filepath.Join(b.TempDir(), "svctrace-collector")
 	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
