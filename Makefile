@@ -21,7 +21,7 @@ image: ## collector image, registry-free (testbed builder), checked against buil
 	bash test/release/image.sh
 dist: ## goreleaser check + snapshot into dist/, then verify every archive
 	bash test/release/dist.sh
-krew-check: ## render the krew manifest from dist/, validate it, install it with krew for real
+krew-check: ## validate goreleaser's krew manifest (dist/krew/svctrace.yaml), install it with krew for real
 	bash test/release/krew-check.sh
 clean: ## remove bin/ and dist/ (CLEAN_CACHE=1 also removes the pinned tools)
 	bash test/release/clean.sh
