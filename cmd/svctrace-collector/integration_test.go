@@ -41,7 +41,6 @@ func buildCollector(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svctrace-collector")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

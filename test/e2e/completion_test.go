@@ -23,7 +23,7 @@ func completionDir(t *testing.T, tb *framework.Testbed) string {
 	ctx := framework.Context(t, 5*time.Minute)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-svctrace"), "./cmd/kubectl-svctrace")
 	cmd.Dir = tb.RepoRoot
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build kubectl-svctrace: %v\n%s", err, out)
 	}
