@@ -2,7 +2,6 @@
 # fresh machine (see README). `make help` lists the targets.
 SHELL := /bin/bash
 GO    ?= go
-export GOFLAGS ?= -mod=mod
 
 .PHONY: help build test
 help: ## list targets
@@ -16,13 +15,13 @@ test: ## unit tests (no cluster needed)
 
 # Release and distribution (issue 6); the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
-lint: ## gofmt -l, go vet and the pinned staticcheck
+lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil
 	bash test/release/lint.sh
 image: ## collector image, registry-free (testbed builder), checked against build/collector/
 	bash test/release/image.sh
 dist: ## goreleaser check + snapshot into dist/, then verify every archive
 	bash test/release/dist.sh
-krew-check: ## render the krew manifest from dist/, validate it, install it with krew for real
+krew-check: ## validate goreleaser's krew manifest (dist/krew/svctrace.yaml), install it with krew for real
 	bash test/release/krew-check.sh
 clean: ## remove bin/ and dist/ (CLEAN_CACHE=1 also removes the pinned tools)
 	bash test/release/clean.sh

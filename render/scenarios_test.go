@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
-// Scenarios are built from API objects and judged by trace.Judge, so the
+// Scenarios are built from API objects and assembled by trace.Assemble (the function a live trace goes through), so the
 // goldens show what the real checks produce, with a fixed clock.
 var fixedNow = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
@@ -95,15 +94,9 @@ type scenario struct {
 	name string
 	in   func() *trace.Input
 	opts trace.Options
-	// views, when set, are judged as the node inspector's results.
+	// views, when set, are the node report the scenario's collectors returned.
 	views func() (*trace.CollectorRun, []trace.NodeView)
 }
-
-// nodeInspector stands for the collector Pods: the scenario's views are
-// judged after Judge, as cmd/nodeinspect does.
-type nodeInspector struct{}
-
-func (nodeInspector) Inspect(context.Context, *trace.Input, *trace.ServiceTrace) error { return nil }
 
 var scenarios = []scenario{
 	{name: "healthy", in: baseInput, opts: trace.Options{NoNode: true}},
@@ -171,7 +164,7 @@ var scenarios = []scenario{
 	{name: "not-found", in: func() *trace.Input {
 		return &trace.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
-	{name: "collectors-failed", in: baseInput, opts: trace.Options{Inspector: nodeInspector{}},
+	{name: "collectors-failed", in: baseInput,
 		views: func() (*trace.CollectorRun, []trace.NodeView) {
 			run := &trace.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}
@@ -200,12 +193,10 @@ func (sc scenario) trace() *trace.ServiceTrace {
 	opts.Version = "v0.1.0-test"
 	opts.Context = "kind-svctrace"
 	in := sc.in()
-	t := trace.Judge(in, opts)
+	var report *trace.NodeReport
 	if sc.views != nil {
 		run, views := sc.views()
-		t.Metadata.Collector = run
-		trace.JudgeNodes(in, t, views)
+		report = &trace.NodeReport{Collector: run, Nodes: views}
 	}
-	trace.Finish(t)
-	return t
+	return trace.Assemble(in, report, opts)
 }

@@ -5,7 +5,6 @@
 # cached outside the tree by version).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export GOFLAGS=${GOFLAGS:--mod=mod}
 step() { printf '\n==> %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 step "deps";        make --no-print-directory deps

@@ -52,6 +52,7 @@ const (
 	CodeSvcSelectorMatches  = "SVC016"
 	CodeSvcPortFilterAbsent = "SVC017"
 	CodeSvcSlicesIgnored    = "SVC018"
+	CodeSvcNamespaceMissing = "SVC019"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -159,6 +160,9 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcSlicesIgnored, Layer: LayerService, Severity: SeverityError, Title: "EndpointSlices ignored by kube-proxy",
 		Message:  "{count} of {total} EndpointSlices carry the label service.kubernetes.io/headless ({slices}): kube-proxy watches only slices without it, so it ignores their {endpoints} endpoint(s){impact}",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -L service.kubernetes.io/headless,endpointslice.kubernetes.io/managed-by"},
+	{Code: CodeSvcNamespaceMissing, Layer: LayerService, Severity: SeverityError, Title: "Namespace not found",
+		Message:  "namespace {namespace} does not exist, so neither does Service {service} in it{closest}",
+		NextStep: "kubectl get namespaces"},
 	{Code: CodeSvcPortFilterAbsent, Layer: LayerService, Severity: SeverityError, Title: "Port not in Service",
 		Message:  "--port {port} matches no port of Service {service} (ports: {ports})",
 		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ports}'"},

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -296,8 +298,6 @@ func TestChecks(t *testing.T) {
 			return s
 		}()), layer: LayerEndpoints, want: CodePortSliceProtocol, status: StatusFail, absent: []string{CodeEpsNoReady},
 			contains: "as UDP"},
-		{name: "port filter absent", objs: healthy(), opts: Options{Port: "https"}, layer: LayerService,
-			want: CodeSvcPortFilterAbsent, status: StatusFail},
 		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: LayerDNS,
 			want: CodeDNSExpected, contains: "web.default.svc.corp.internal"},
 	}
@@ -398,24 +398,27 @@ func TestNodeLayersSkippedWithReason(t *testing.T) {
 	}
 }
 
-type fakeInspector struct{ called bool }
-
-func (f *fakeInspector) Inspect(_ context.Context, in *Input, t *ServiceTrace) error {
-	f.called = true
-	if in.Service == nil || len(in.Slices) == 0 {
-		return nil
-	}
-	l := t.Layer(LayerDatapath)
-	if l.Status == StatusSkipped { // the contract: a layer that does not apply stays skipped
-		return nil
-	}
-	l.Nodes = append(l.Nodes, NodeResult{Node: "node-a", Status: StatusPass})
-	l.Status = StatusPass
-	return nil
+// fakeInspector records the plan it was given and reports one failed node.
+type fakeInspector struct {
+	called bool
+	plan   NodePlan
+	fail   bool
 }
 
-func TestInspectorFillsNodeLayers(t *testing.T) {
-	f := &fakeInspector{}
+func (f *fakeInspector) Inspect(_ context.Context, plan NodePlan) (*NodeReport, error) {
+	f.called = true
+	f.plan = plan
+	r := &NodeReport{Collector: &CollectorRun{Image: "img", Namespace: "svctrace-system", Profile: "netadmin"}}
+	for _, n := range plan.Nodes {
+		if f.fail {
+			r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Failure: "collector could not pull its image"})
+		}
+	}
+	return r, nil
+}
+
+func TestInspectorGetsPlanAndReportIsJudged(t *testing.T) {
+	f := &fakeInspector{fail: true}
 	client := fake.NewClientset(healthy()...)
 	tr, err := Run(context.Background(), client, "default", "web", Options{Inspector: f, Now: fixedNow})
 	if err != nil {
@@ -424,11 +427,81 @@ func TestInspectorFillsNodeLayers(t *testing.T) {
 	if !f.called {
 		t.Fatal("inspector not called")
 	}
-	if l := tr.Layer(LayerDatapath); l.Status != StatusPass || len(l.Nodes) != 1 {
-		t.Fatalf("datapath %+v", l)
+	var planned []string
+	for _, n := range f.plan.Nodes {
+		planned = append(planned, n.Name)
+		if n.Request == nil || n.Request.NodeName != n.Name || n.Request.Service.Name != "web" {
+			t.Errorf("node %s planned with request %+v", n.Name, n.Request)
+		}
+		if !slices.Equal(n.Roles, []string{RoleEndpoints}) {
+			t.Errorf("node %s roles %v, want [endpoints]", n.Name, n.Roles)
+		}
 	}
-	if l := tr.Layer(LayerRoute); l.Status != StatusUnknown {
-		t.Fatalf("route layer the inspector left empty is %s, want unknown", l.Status)
+	if len(planned) == 0 {
+		t.Fatal("no node planned for a Service with endpoints")
+	}
+	if tr.Metadata.Collector == nil || tr.Metadata.Collector.Image != "img" {
+		t.Fatalf("collector metadata from the report not kept: %+v", tr.Metadata.Collector)
+	}
+	l := tr.Layer(LayerDatapath)
+	if l.Status == StatusPass || len(l.Nodes) != len(planned) {
+		t.Fatalf("datapath %s with %d node results, want not pass with %d", l.Status, len(l.Nodes), len(planned))
+	}
+}
+
+func TestReportFailureLeavesAPILayers(t *testing.T) {
+	client := fake.NewClientset(healthy()...)
+	in, err := Fetch(context.Background(), client, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "collector Pods cannot run in namespace \"svctrace-system\": missing permission: verb create on resource pods"
+	tr := Assemble(in, &NodeReport{Failure: why}, Options{Inspector: &fakeInspector{}, Now: fixedNow})
+	for _, n := range NodeLayers {
+		if l := tr.Layer(n); l.Status != StatusUnknown || l.Reason != why {
+			t.Errorf("layer %s: %s %q, want unknown with the report's failure", n, l.Status, l.Reason)
+		}
+	}
+	if l := tr.Layer(LayerService); l.Status != StatusPass {
+		t.Errorf("service layer %s, want pass: the API layers must still be judged", l.Status)
+	}
+}
+
+func TestPortMatchingNoServicePortIsAnError(t *testing.T) {
+	f := &fakeInspector{}
+	client := fake.NewClientset(healthy()...)
+	_, err := Run(context.Background(), client, "default", "web", Options{Port: "nosuch", Inspector: f})
+	var pe *PortNotFoundError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "http 80/TCP") {
+		t.Fatalf("err %v, want a PortNotFoundError listing http 80/TCP", err)
+	}
+	if f.called {
+		t.Fatal("collectors started for a --port that matches nothing")
+	}
+	if _, err := Run(context.Background(), client, "default", "web", Options{Port: "80", NoNode: true}); err != nil {
+		t.Fatalf("--port 80: %v", err)
+	}
+	// A saved trace re-judged with a port it lacks still says so.
+	in, err := Fetch(context.Background(), client, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := codes(Assemble(in, nil, Options{Port: "https", NoNode: true}), LayerService)[CodeSvcPortFilterAbsent]; c.Status != StatusFail {
+		t.Fatalf("%s: %+v", CodeSvcPortFilterAbsent, c)
+	}
+}
+
+func TestMissingNamespaceIsNamed(t *testing.T) {
+	client := fake.NewClientset(healthy()...)
+	tr, err := Run(context.Background(), client, "defualt", "web", Options{NoNode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := codes(tr, LayerService)[CodeSvcNamespaceMissing]; !ok {
+		t.Fatalf("no %s for a missing namespace: %v", CodeSvcNamespaceMissing, codes(tr, LayerService))
+	}
+	if !strings.Contains(tr.Verdict.Summary+tr.Verdict.LikelyCause, "namespace defualt does not exist") {
+		t.Fatalf("verdict %+v", tr.Verdict)
 	}
 }
 

@@ -117,6 +117,8 @@ func healthy() []runtime.Object {
 			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true}),
 		node("node-a", true), node("node-b", true),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}},
 	}
 	return append(objs, clusterDNS()...)
 }

@@ -33,6 +33,11 @@ type Input struct {
 	ServiceNotFound bool
 	// ClosestServices are the Service names nearest to Name (only when not found).
 	ClosestServices []string
+	// NamespaceNotFound: the Service is missing because its namespace is
+	// (only when the namespace could be read); ClosestNamespaces then holds
+	// the nearest namespace names.
+	NamespaceNotFound bool
+	ClosestNamespaces []string
 
 	// Slices are every EndpointSlice labelled kubernetes.io/service-name=Name.
 	Slices []discoveryv1.EndpointSlice
@@ -129,6 +134,17 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	switch {
 	case apierrors.IsNotFound(err):
 		in.ServiceNotFound = true
+		if _, err := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			in.NamespaceNotFound = true
+			if list, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 4 * PageSize}); err == nil {
+				var names []string
+				for _, ns := range list.Items {
+					names = append(names, ns.Name)
+				}
+				in.ClosestNamespaces = Closest(namespace, names, 3)
+			}
+			return in, ctx.Err()
+		}
 		names, gap := listServiceNames(ctx, client, namespace)
 		if gap != nil {
 			gap.Impact = "closest Service names not shown"

@@ -44,10 +44,10 @@ type judge struct {
 	epPortNames map[string]bool // slice port names of slices with endpoints
 }
 
-// Judge turns the fetched objects into a ServiceTrace with the API-side
-// layers decided and the node layers left for a NodeInspector (or skipped,
-// per opts). Call Finish afterwards (Run does).
-func Judge(in *Input, opts Options) *ServiceTrace {
+// judgeAPI turns the fetched objects into a ServiceTrace with the API-side
+// layers decided and the node layers left empty; Assemble fills or skips
+// them and finishes the trace.
+func judgeAPI(in *Input, opts Options) *ServiceTrace {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = DefaultClusterDomain
 	}
@@ -85,14 +85,6 @@ func Judge(in *Input, opts Options) *ServiceTrace {
 	j.dnsChecks()
 	j.gapChecks()
 	judgePolicy(in, t, opts.From)
-	if reason := opts.nodeSkipReason(); reason != "" {
-		for _, name := range NodeLayers {
-			t.Layer(name).Skip(reason)
-		}
-		c := NewCheck(CodeDNSLiveQuery, Args{"fqdn": j.fqdn, "reason": "skipped, " + reason})
-		c.Status = StatusSkipped
-		j.add(LayerDNS, c)
-	}
 	return t
 }
 
@@ -122,6 +114,22 @@ func (j *judge) args(a Args) Args {
 }
 
 func (j *judge) notFound() {
+	if j.in.NamespaceNotFound {
+		closest := ""
+		var fields []Field
+		if len(j.in.ClosestNamespaces) > 0 {
+			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
+			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
+		}
+		j.emit(CodeSvcNamespaceMissing, Args{"closest": closest}, fields...)
+		j.gapChecks()
+		for _, name := range LayerOrder {
+			if name != LayerService {
+				j.t.Layer(name).Skip(fmt.Sprintf("namespace %s not found", j.in.Namespace))
+			}
+		}
+		return
+	}
 	closest := ""
 	if len(j.in.ClosestServices) > 0 {
 		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
@@ -411,4 +419,16 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// skipNodeLayers marks the node layers skipped and says the live DNS query
+// did not run.
+func skipNodeLayers(t *ServiceTrace, reason string) {
+	for _, name := range NodeLayers {
+		t.Layer(name).Skip(reason)
+	}
+	fqdn := fmt.Sprintf("%s.%s.svc.%s", t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
+	c := NewCheck(CodeDNSLiveQuery, Args{"fqdn": fqdn, "reason": "skipped, " + reason})
+	c.Status = StatusSkipped
+	t.Layer(LayerDNS).Add(c)
 }

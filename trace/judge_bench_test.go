@@ -48,8 +48,7 @@ func bigInput(n int) *Input {
 
 func TestBigServiceJudgesCleanly(t *testing.T) {
 	in := bigInput(5000)
-	tr := Judge(in, Options{Now: fixedNow, NoNode: true})
-	Finish(tr)
+	tr := Assemble(in, nil, Options{Now: fixedNow, NoNode: true})
 	assertCatalogued(t, tr)
 	if tr.Endpoints.Total != 5000 || len(tr.Endpoints.Slices) != 50 {
 		t.Fatalf("endpoints %d in %d slices", tr.Endpoints.Total, len(tr.Endpoints.Slices))
@@ -70,8 +69,7 @@ func BenchmarkJudge(b *testing.B) {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				tr := Judge(in, Options{Now: fixedNow, NoNode: true})
-				Finish(tr)
+				_ = Assemble(in, nil, Options{Now: fixedNow, NoNode: true})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/endpoint")
 		})

@@ -40,9 +40,7 @@ func BenchmarkJudgeWithNode(b *testing.B) {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				tr := Judge(in, Options{Now: fixedNow, Inspector: nopInspector{}})
-				JudgeNodes(in, tr, []NodeView{{Node: "node-00", Observation: obs}})
-				Finish(tr)
+				_ = Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/trace")
 		})
@@ -53,9 +51,7 @@ func TestBigServiceNodeJudgement(t *testing.T) {
 	in := bigInput(5000)
 	in.Service.Spec.Ports[0].NodePort = 30080
 	obs := bigObservation(t, in)
-	tr := Judge(in, Options{Now: fixedNow, Inspector: nopInspector{}})
-	JudgeNodes(in, tr, []NodeView{{Node: "node-00", Observation: obs}})
-	Finish(tr)
+	tr := Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
 	if _, ok := nodeCodes(tr, LayerDatapath, "node-00")[CodeDPRulesMatch]; !ok {
 		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, LayerDatapath, "")))
 	}

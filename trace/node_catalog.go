@@ -28,6 +28,8 @@ const (
 	CodeDPRejectNoEndpoints = "DP022"
 	CodeDPAffinityTimeout   = "DP023"
 	CodeDPAffinityOK        = "DP024"
+	CodeDPEBPFUnreadable    = "DP025"
+	CodeDPIPVSDeprecated    = "DP026"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -128,6 +130,12 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPSectionError, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Datapath not readable",
 		Message:  "the collector could not read {section}: {error}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeDPEBPFUnreadable, Layer: LayerDatapath, Severity: SeverityWarning, Title: "eBPF maps not decoded",
+		Message:  "{datapath} owns the Service on this node but the collector could not read its maps ({error}); the ports it could not read are not judged",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
+		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
+		NextStep: "kubectl -n kube-system get configmap kube-proxy -o yaml"},
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
 		NextStep: nodeSvcCmd},

@@ -103,6 +103,11 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		nj.emit(CodeDPSectionError, node, Args{"section": e[0], "error": e[1]}, nil)
 	}
 	nj.emit(CodeDPOwner, node, Args{"owner": owner}, nil)
+	if mode == collectorapi.ModeIPVS {
+		// cmd/kube-proxy/app/server_linux.go logs this and records an
+		// IPVSDeprecation Event at every start in IPVS mode.
+		nj.emit(CodeDPIPVSDeprecated, node, nil, nil)
+	}
 	for _, lo := range leftovers {
 		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
 	}
@@ -319,6 +324,9 @@ func servicePortLabel(ns, name string, pe PortExpectation) string {
 
 // noRulesReason explains an empty datapath with what the node told.
 func (nj *nodeJudge) noRulesReason(obs *collectorapi.Observation, mode collectorapi.DatapathMode) string {
+	if mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+		return "its load-balancer maps have no frontend for this ClusterIP and port (the agent has not synced the Service, or does not manage it)"
+	}
 	var why []string
 	if p := obs.Sections.Proxy; p != nil && p.Data != nil && p.Data.Mode == "" {
 		why = append(why, "kube-proxy does not answer on its metrics port (stopped or crashed?)")
@@ -703,64 +711,118 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 	return out
 }
 
-// fromIPVS reads the IPVS section: one virtual server per ClusterIP:port,
-// real servers with weight > 0 carrying equal shares (round robin).
+// fromIPVS reads the IPVS section as kube-proxy's IPVS proxier programs it:
+// one virtual server per ClusterIP:port (the internal path), one per
+// externalIP, load-balancer IP and node IP × NodePort (the external paths),
+// each with the same real servers. Real servers of weight 0 are draining
+// (graceful termination): they keep their connections but get no new ones.
+// The scheduler decides the shares: rr and the hashing schedulers (sh, mh)
+// spread new connections evenly over the live real servers, the weighted
+// ones (wrr, wlc…) by weight; lc/wlc/sed/nq follow current load and are
+// judged as even.
 func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || !s.Data.Available {
 		return nil
 	}
-	var out []programmedPort
+	type key struct {
+		name, proto string
+		fam         corev1.IPFamily
+	}
+	byPort := map[key]*programmedPort{}
+	var order []key
+	nodePorts := map[key]bool{}
 	for _, vs := range s.Data.VirtualServers {
+		k := key{vs.PortName, strings.ToUpper(vs.Protocol), ipFamily(vs.Address)}
+		if vs.Frontend == "nodePort" {
+			if vs.Found {
+				nodePorts[k] = true
+			}
+			continue
+		}
 		if vs.Frontend != "clusterIP" {
 			continue
 		}
-		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: strings.ToUpper(vs.Protocol),
-			Port: int32(vs.Port), Captured: vs.Found}
+		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: k.proto,
+			Port: int32(vs.Port), Family: k.fam, Captured: vs.Found}
 		pp.addAffinityTimeout(int(vs.TimeoutSeconds))
-		if ip := net.ParseIP(vs.Address); ip != nil && ip.To4() == nil {
-			pp.Family = corev1.IPv6Protocol
-		} else {
-			pp.Family = corev1.IPv4Protocol
-		}
 		var live []collectorapi.IPVSRealServer
+		total := 0
 		for _, rs := range vs.RealServers {
 			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
 			if rs.Weight > 0 {
 				live = append(live, rs)
+				total += int(rs.Weight)
 			}
 		}
+		weighted := strings.HasPrefix(vs.Scheduler, "w")
 		for _, rs := range live {
-			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: 1 / float64(len(live))})
+			share := 1 / float64(len(live))
+			if weighted && total > 0 {
+				share = float64(rs.Weight) / float64(total)
+			}
+			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: share})
 		}
-		out = append(out, pp)
+		if _, dup := byPort[k]; !dup {
+			order = append(order, k)
+		}
+		byPort[k] = &pp
+	}
+	out := make([]programmedPort, 0, len(order))
+	for _, k := range order {
+		pp := byPort[k]
+		pp.NodePortFound = nodePorts[k]
+		out = append(out, *pp)
 	}
 	return out
 }
 
+// ipFamily is the family of an address string, IPv4 when it does not parse.
+func ipFamily(addr string) corev1.IPFamily {
+	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
+
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
-// expected endpoints. The map layout is Cilium-version dependent; the
-// collector says which layout it decoded.
+// expected endpoints, as kube-proxy's are compared. A frontend is one
+// (address family, protocol, port) key: kube-dns's 53/UDP and 53/TCP, or a
+// dual-stack Service's IPv4 and IPv6 ClusterIPs, are separate frontends with
+// separate backends. Of the two lookup scopes Cilium keeps for Services with
+// a Local traffic policy, the ClusterIP path uses the external one (scope
+// 0) unless only the internal one exists. Maps the collector could not
+// decode (another Cilium version's layout, no permission) leave the port
+// unknown, not failed: kube-proxy's reasons do not apply here.
 func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Cilium == nil {
 		return
 	}
 	c := e.Data.Cilium
+	if c.Error != "" {
+		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil,
+			fieldValue("layout", c.LayoutNote))
+		ck.Status = StatusUnknown
+	}
 	for i, pe := range expect {
 		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints || len(pe.Internal) == 0 {
 			continue
 		}
-		pp := &programmedPort{Datapath: "cilium (" + c.LayoutNote + ")", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
-		for _, fe := range c.Frontends {
-			if fe.Frontend != "clusterIP" || int32(fe.Port) != pe.Port || !fe.Found {
-				continue
-			}
+		fe := ciliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
+		if fe == nil {
+			// The frontend was not read (its map could not be opened or
+			// decoded): already said, and no verdict on it.
+			continue
+		}
+		pp := &programmedPort{Datapath: "cilium", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
+		if fe.Found {
 			pp.Captured = true
 			pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
+			pp.Datapath = "cilium (" + ciliumLBAlgorithm(fe.LBAlgorithm) + ")"
 			var active []collectorapi.CiliumBackend
 			for _, b := range fe.Backends {
-				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, b.Slot, b.BackendID, b.Address, b.Port, b.State))
+				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d/%s scope %d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, fe.Protocol, fe.Scope, b.Slot, b.BackendID, b.Address, b.Port, b.State))
 				if b.Found && (b.State == "" || b.State == "active") {
 					active = append(active, b)
 				}
@@ -769,9 +831,55 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
 			}
 		}
+		if pe.NodePort != 0 {
+			if np := ciliumFrontend(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort)); np != nil && np.Found {
+				pp.NodePortFound = true
+			} else if np == nil {
+				// Not read: do not claim it is missing.
+				pp.NodePortFound = true
+			}
+		}
 		if choices != nil {
 			pe = choices.fit(i, pp)
 		}
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
 	}
+}
+
+// ciliumFrontend finds the frontend of one kind, family, protocol and port,
+// the external scope first; nil when the collector did not read it.
+// Protocol-less keys (older Cilium, protocol ANY) match any protocol.
+func ciliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) *collectorapi.CiliumFrontend {
+	var best *collectorapi.CiliumFrontend
+	for i := range fes {
+		fe := &fes[i]
+		if fe.Frontend != kind || fe.Port != port || ipFamily(fe.Address) != fam {
+			continue
+		}
+		if !strings.EqualFold(fe.Protocol, proto) && fe.Protocol != "" && !strings.EqualFold(fe.Protocol, "ANY") {
+			continue
+		}
+		switch {
+		case best == nil:
+			best = fe
+		case fe.Found && !best.Found:
+			best = fe
+		case fe.Found == best.Found && fe.Scope < best.Scope:
+			best = fe
+		}
+	}
+	return best
+}
+
+// ciliumLBAlgorithm names the value Cilium keeps in slot 0 for the
+// Service's load-balancing algorithm (loadbalancer.SVCLoadBalancingAlgorithm:
+// 0 undefined = the agent's default, 1 random, 2 maglev).
+func ciliumLBAlgorithm(a uint8) string {
+	switch a {
+	case 1:
+		return "random"
+	case 2:
+		return "maglev"
+	}
+	return "default algorithm"
 }

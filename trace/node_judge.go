@@ -27,11 +27,11 @@ type NodeView struct {
 	Failure     string
 }
 
-// JudgeNodes compares each node's observation with what the Service and its
+// judgeNodes compares each node's observation with what the Service and its
 // EndpointSlices say should be there, and fills the dns, datapath, conntrack
 // and route layers with checks and per-node results. Layers the API side
 // already skipped (datapath of a headless Service, say) are left alone.
-func JudgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
+func judgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, t.Metadata.ClusterDomain)
 	nj := &nodeJudge{in: in, t: t, fqdn: fqdn}

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -17,10 +16,6 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
-
-type nopInspector struct{}
-
-func (nopInspector) Inspect(context.Context, *Input, *ServiceTrace) error { return nil }
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
 func nodeInput(mut ...func(*corev1.Service)) *Input {
@@ -85,9 +80,7 @@ func observation(t *testing.T, mode collectorapi.DatapathMode, ipt *collectorapi
 
 func judgeViews(t *testing.T, in *Input, views ...NodeView) *ServiceTrace {
 	t.Helper()
-	tr := Judge(in, Options{Inspector: nopInspector{}, Now: fixedNow})
-	JudgeNodes(in, tr, views)
-	Finish(tr)
+	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
 	assertCatalogued(t, tr)
 	return tr
 }

@@ -28,4 +28,7 @@ type CollectorNode struct {
 	// Cordoned: the node is marked unschedulable. The collector Pod names
 	// its node, so the scheduler is not asked and it runs anyway.
 	Cordoned bool `json:"cordoned,omitempty"`
+	// Profile is set when this node's collector ran with another profile
+	// than the run's (see CollectorRun.Profile).
+	Profile string `json:"profile,omitempty"`
 }

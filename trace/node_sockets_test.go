@@ -81,9 +81,7 @@ func TestCollectorMetadataSaysHostPID(t *testing.T) {
 		for _, v := range views {
 			v.Observation.Sections.Sockets.Data.HostPID = hostPID
 		}
-		tr := Judge(in, Options{Inspector: nopInspector{}, Now: fixedNow})
-		tr.Metadata.Collector = &CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}
-		JudgeNodes(in, tr, views)
+		tr := Assemble(in, &NodeReport{Collector: &CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}, Nodes: views}, Options{Now: fixedNow})
 		if tr.Metadata.Collector.HostPID != hostPID {
 			t.Errorf("collectors saw hostPID=%v, metadata says %v", hostPID, tr.Metadata.Collector.HostPID)
 		}

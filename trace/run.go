@@ -2,23 +2,14 @@ package trace
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 )
-
-// NodeInspector fills the node layers (datapath, conntrack, route, and the
-// live part of dns) for one traced Service. It finds the layers with
-// t.Layer(name), adds checks from the catalog and per-node results, and may
-// set a layer's Status and Reason; Finish then computes the rest. A layer the
-// API side already marked skipped (for example datapath of a headless
-// Service) must be left alone. Issue 5 implements it with collector Pods.
-type NodeInspector interface {
-	Inspect(ctx context.Context, in *Input, t *ServiceTrace) error
-}
 
 // Reasons for node layers that were not inspected.
 const (
@@ -40,20 +31,43 @@ type Options struct {
 	Context string
 	// Now is the clock (tests inject a fixed one).
 	Now func() time.Time
-	// NoNode skips the node layers; Inspector fills them otherwise (nil:
+	// NoNode skips the node layers; Inspector observes them otherwise (nil:
 	// not available in this build).
 	NoNode    bool
 	Inspector NodeInspector
+	// Nodes is which nodes to inspect (--node, --all-nodes).
+	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *PolicyClient
 }
 
-// Run fetches the Service's objects, judges the API-side layers, lets the
-// inspector fill the node layers, and computes the verdict. The error is set
-// only when the trace could not run at all.
+// PortNotFoundError says --port names no port of the Service: a usage error,
+// found before any collector starts.
+type PortNotFoundError struct {
+	Service string
+	Port    string
+	// Ports are the Service's ports as "name port/protocol".
+	Ports []string
+}
+
+func (e *PortNotFoundError) Error() string {
+	if len(e.Ports) == 0 {
+		return fmt.Sprintf("--port %s: Service %s has no ports", e.Port, e.Service)
+	}
+	return fmt.Sprintf("--port %s matches no port of Service %s; its ports are: %s", e.Port, e.Service, strings.Join(e.Ports, ", "))
+}
+
+// Run fetches the Service's objects, plans the node inspection, has the
+// inspector observe the nodes, and assembles the result. Data flows one way:
+// the inspector gets a plan and returns a report; it never touches the
+// input or the result. The error is set only when the trace could not run at
+// all (or --port names no port, a *PortNotFoundError).
 func Run(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*ServiceTrace, error) {
 	in, err := Fetch(ctx, client, namespace, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPort(in, opts.Port); err != nil {
 		return nil, err
 	}
 	if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace && in.Service != nil {
@@ -64,43 +78,98 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
 		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
-	t := Judge(in, opts)
-	if !in.ServiceNotFound && !opts.NoNode && opts.Inspector != nil {
-		if err := opts.Inspector.Inspect(ctx, in, t); err != nil {
-			if errCanceled(err) && ctx.Err() != nil {
-				return nil, ctx.Err()
+	var report *NodeReport
+	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
+		report, err = inspect(ctx, client, in, opts)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return Assemble(in, report, opts), nil
+}
+
+// inspect reads the nodes the plan needs, plans and runs the inspector.
+func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts Options) (*NodeReport, error) {
+	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil && opts.Nodes.AllNodes {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+	}
+	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
+	report, err := opts.Inspector.Inspect(ctx, plan)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return &NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
+	}
+	return report, nil
+}
+
+// checkPort returns a *PortNotFoundError when --port names no Service port.
+func checkPort(in *Input, port string) error {
+	if port == "" || in.Service == nil {
+		return nil
+	}
+	var ports []string
+	for _, p := range in.Service.Spec.Ports {
+		if p.Name == port || strconv.Itoa(int(p.Port)) == port {
+			return nil
+		}
+		s := fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		if p.Name != "" {
+			s = p.Name + " " + s
+		}
+		ports = append(ports, s)
+	}
+	return &PortNotFoundError{Service: in.Namespace + "/" + in.Name, Port: port, Ports: ports}
+}
+
+// Assemble judges a trace from the API input and what the node side
+// reported (nil: the node layers were not inspected), with no I/O. It is
+// the one function both a live trace and a saved one go through.
+func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
+	t := judgeAPI(in, opts)
+	if !in.ServiceNotFound {
+		switch reason := opts.nodeSkipReason(); {
+		case reason != "":
+			skipNodeLayers(t, reason)
+		case report == nil:
+			skipNodeLayers(t, ReasonNoCollector)
+		default:
+			if report.Collector != nil {
+				c := *report.Collector
+				t.Metadata.Collector = &c
 			}
-			var fatal interface{ FatalToTrace() bool }
-			if errors.As(err, &fatal) && fatal.FatalToTrace() {
-				return nil, err
-			}
-			for _, name := range NodeLayers {
-				l := t.Layer(name)
-				if l.Status == "" && len(l.Checks) == 0 {
-					l.Status = StatusUnknown
-					l.Reason = "node inspection failed: " + err.Error()
+			if report.Failure != "" {
+				for _, name := range NodeLayers {
+					l := t.Layer(name)
+					if l.Status == "" && len(l.Checks) == 0 {
+						l.Status = StatusUnknown
+						l.Reason = report.Failure
+					}
 				}
+			} else {
+				judgeNodes(in, t, slices.Clone(report.Nodes))
 			}
 		}
 	}
-	Finish(t)
-	return t, nil
+	finish(t)
+	return t
 }
 
 // nodeSkipReason is why node layers are not inspected, or "" when they are.
 func (o Options) nodeSkipReason() string {
-	switch {
-	case o.NoNode:
+	if o.NoNode {
 		return ReasonNoNode
-	case o.Inspector == nil:
-		return ReasonNoCollector
 	}
 	return ""
 }
 
-// Finish computes each layer's status from its checks (unless the layer was
+// finish computes each layer's status from its checks (unless the layer was
 // already skipped) and the verdict. It is idempotent.
-func Finish(t *ServiceTrace) {
+func finish(t *ServiceTrace) {
 	for i := range t.Layers {
 		finishLayer(&t.Layers[i])
 	}

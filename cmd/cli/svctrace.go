@@ -20,7 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/svctrace/kubectl-svctrace/cmd/nodeinspect"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -62,12 +62,7 @@ type TraceFlags struct {
 	ClusterDomain string
 	// Nodes are the node-selection and collector flags (--node, --all-nodes,
 	// --from, --image, --collector-namespace, …).
-	Nodes *nodeinspect.Flags
-
-	// NewInspector builds the node inspector from the resolved client; nil
-	// means this build has no node collector (the node layers are skipped
-	// with that reason). Issue 5 sets it; it is not called with --no-node.
-	NewInspector func(getter genericclioptions.RESTClientGetter, client kubernetes.Interface, namespace string) (trace.NodeInspector, error)
+	Nodes *nodes.Flags
 
 	deps deps
 }
@@ -82,7 +77,7 @@ func (f *TraceFlags) restClientGetter() genericclioptions.RESTClientGetter {
 }
 
 // deps are the seams tests replace: the clientset, the clock, the terminal
-// check, the environment and the node inspector.
+// check, the environment and the node inspector (nil: collector Pods).
 type deps struct {
 	client    func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error)
 	now       func() time.Time
@@ -143,8 +138,7 @@ type TraceOptions struct {
 	Text        render.TextOptions
 	Timeout     time.Duration
 	// From is --from, resolved in Run (it needs the API).
-	From      string
-	inspector *nodeinspect.Inspector
+	From string
 
 	genericiooptions.IOStreams
 }
@@ -215,24 +209,19 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		}
 	}
 	inspector := f.deps.inspector
-	var collector *nodeinspect.Inspector
-	switch {
-	case inspector != nil || f.NoNode:
-	case f.NewInspector != nil:
-		if inspector, err = f.NewInspector(getter, client, namespace); err != nil {
-			return nil, fmt.Errorf("cannot set up the node collector: %w", err)
-		}
-	case f.Nodes != nil:
-		collector = &nodeinspect.Inspector{Client: client, Flags: *f.Nodes}
-		// The live progress line is for a person at a terminal only.
-		if f.Output == render.FormatText && f.deps.isTTY(streams.ErrOut) {
-			collector.Progress = streams.ErrOut
-		}
-		inspector = collector
-	}
+	var sel trace.NodeSelection
 	from := ""
 	if f.Nodes != nil {
+		sel = f.Nodes.Selection()
 		from = f.Nodes.From
+		if inspector == nil && !f.NoNode {
+			collector := &nodes.Inspector{Client: client, Flags: *f.Nodes}
+			// The live progress line is for a person at a terminal only.
+			if f.Output == render.FormatText && f.deps.isTTY(streams.ErrOut) {
+				collector.Progress = streams.ErrOut
+			}
+			inspector = collector
+		}
 	}
 	return &TraceOptions{
 		Client:      client,
@@ -243,7 +232,6 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		Text:        text,
 		Timeout:     f.Timeout,
 		From:        from,
-		inspector:   collector,
 		Trace: trace.Options{
 			Port:          f.Port,
 			ClusterDomain: f.ClusterDomain,
@@ -251,6 +239,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 			Now:           f.deps.now,
 			NoNode:        f.NoNode,
 			Inspector:     inspector,
+			Nodes:         sel,
 		},
 		IOStreams: streams,
 	}, nil
@@ -273,16 +262,17 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if o.From != "" {
-		pc, err := nodeinspect.ResolveFrom(ctx, o.Client, o.Namespace, o.From)
+		pc, err := nodes.ResolveFrom(ctx, o.Client, o.Namespace, o.From)
 		if err != nil {
 			return err
 		}
 		o.Trace.From = pc
-		if o.inspector != nil {
-			o.inspector.From = pc
-		}
 	}
 	t, err := trace.Run(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
+	var noPort *trace.PortNotFoundError
+	if errors.As(err, &noPort) {
+		return &UsageError{Err: err}
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("trace of %s/%s timed out after %s (--timeout)", o.Namespace, o.ServiceName, o.Timeout)
@@ -342,11 +332,11 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	cmd.SetErr(streams.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 	if f.Nodes == nil {
-		f.Nodes = nodeinspect.NewFlags(DefaultCollectorImage(info.Version))
+		f.Nodes = nodes.NewFlags(DefaultCollectorImage(info.Version))
 	}
 	f.AddFlags(cmd.Flags())
 	registerCompletions(cmd, f)
-	cmd.AddCommand(newCmdVersion(streams, info))
-	cmd.AddCommand(newCmdCleanup(streams, f))
+	cmd.AddCommand(newCmdVersion(streams, info, f.deps.client))
+	cmd.AddCommand(newCmdCleanup(streams, f.deps.client))
 	return cmd
 }

@@ -116,6 +116,8 @@ func TestUsageErrors(t *testing.T) {
 		{"web", "--timeout", "0s"},
 		{"web", "--timeout", "soon"},
 		{"web", "--cluster-domain", "Not Valid"},
+		{"web", "--port", "nosuch"},
+		{"web", "--port", "81", "--no-node"},
 	}
 	for _, args := range tests {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -125,6 +127,19 @@ func TestUsageErrors(t *testing.T) {
 				t.Fatalf("exit %d (%v), want %d", code, err, ExitUsage)
 			}
 		})
+	}
+}
+
+// TestPortNotInServiceListsPorts: the usage error names the Service's
+// ports, and no collector Pod was created for it.
+func TestPortNotInServiceListsPorts(t *testing.T) {
+	out, _, run := testCmd(objects(true))
+	err := run("web", "--port", "nosuch")
+	if code := ExitCode(err); code != ExitUsage || !strings.Contains(err.Error(), "its ports are: http 80/TCP") {
+		t.Fatalf("exit %d (%v), want %d listing http 80/TCP", code, err, ExitUsage)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("a usage error printed a result:\n%s", out)
 	}
 }
 

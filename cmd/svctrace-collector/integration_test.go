@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	mdns "github.com/miekg/dns"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakedns"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
@@ -34,36 +33,14 @@ func TestMain(m *testing.M) {
 
 // serveDNS answers like CoreDNS's kubernetes plugin for default/web.
 func serveDNS(addr string) {
-	handler := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
-		m := new(mdns.Msg)
-		m.SetReply(r)
-		m.Authoritative = true
-		q := r.Question[0]
-		switch {
-		case q.Name == "web.default.svc.cluster.local." && q.Qtype == mdns.TypeA:
-			rr, _ := mdns.NewRR("web.default.svc.cluster.local. 5 IN A 10.96.0.50")
-			m.Answer = append(m.Answer, rr)
-		case q.Name == "web.default.svc.cluster.local.":
-		case q.Name == "_http._tcp.web.default.svc.cluster.local." && q.Qtype == mdns.TypeSRV:
-			rr, _ := mdns.NewRR("_http._tcp.web.default.svc.cluster.local. 5 IN SRV 0 100 80 web.default.svc.cluster.local.")
-			m.Answer = append(m.Answer, rr)
-		default:
-			m.Rcode = mdns.RcodeNameError
-		}
-		_ = w.WriteMsg(m)
-	})
-	errs := make(chan error, 2)
-	go func() { errs <- (&mdns.Server{Addr: addr, Net: "udp", Handler: handler}).ListenAndServe() }()
-	go func() { errs <- (&mdns.Server{Addr: addr, Net: "tcp", Handler: handler}).ListenAndServe() }()
-	fmt.Fprintln(os.Stderr, "dns helper:", <-errs)
+	fmt.Fprintln(os.Stderr, "dns helper:", fakedns.ListenAndServe(addr))
 	os.Exit(1)
 }
 
-func buildCollector(t *testing.T) string {
+func buildCollector(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svctrace-collector")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
@@ -292,12 +269,7 @@ func TestCollectorWithPodCapabilities(t *testing.T) {
 //	go test -run '^$' -bench CollectorPeakRSS -benchtime 1x ./cmd/svctrace-collector
 func BenchmarkCollectorPeakRSS(b *testing.B) {
 	s := netns.NewScenario(b)
-	bin := filepath.Join(b.TempDir(), "svctrace-collector")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCollector(b)
 	s.Connect(b, fmt.Sprintf("%s:%d", s.ClusterIP, s.ServicePort))
 	s.Flood(b, 50000)
 	req := collectorapi.Request{APIVersion: collectorapi.RequestAPIVersion, Kind: collectorapi.RequestKind,

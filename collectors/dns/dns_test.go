@@ -2,7 +2,6 @@ package dns
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,50 +9,8 @@ import (
 	mdns "github.com/miekg/dns"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakedns"
 )
-
-// serveLoopback runs a miekg/dns server on 127.0.0.1 (UDP and TCP on the same
-// port) that knows web.default.svc.cluster.local and its http SRV record, and
-// answers NXDOMAIN for anything else. It returns the port.
-func serveLoopback(t *testing.T) uint16 {
-	t.Helper()
-	handler := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
-		m := new(mdns.Msg)
-		m.SetReply(r)
-		m.Authoritative = true
-		q := r.Question[0]
-		switch {
-		case q.Name == "web.default.svc.cluster.local." && q.Qtype == mdns.TypeA:
-			rr, _ := mdns.NewRR("web.default.svc.cluster.local. 5 IN A 10.96.0.50")
-			m.Answer = append(m.Answer, rr)
-		case q.Name == "web.default.svc.cluster.local." && q.Qtype == mdns.TypeAAAA:
-			// NOERROR, no data.
-		case q.Name == "_http._tcp.web.default.svc.cluster.local." && q.Qtype == mdns.TypeSRV:
-			rr, _ := mdns.NewRR("_http._tcp.web.default.svc.cluster.local. 5 IN SRV 0 100 80 web.default.svc.cluster.local.")
-			m.Answer = append(m.Answer, rr)
-		default:
-			m.Rcode = mdns.RcodeNameError
-		}
-		_ = w.WriteMsg(m)
-	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Skipf("tcp port %d busy: %v", port, err)
-	}
-	udp := &mdns.Server{PacketConn: pc, Handler: handler}
-	tcp := &mdns.Server{Listener: l, Handler: handler}
-	go func() { _ = udp.ActivateAndServe() }()
-	go func() { _ = tcp.ActivateAndServe() }()
-	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
-	time.Sleep(20 * time.Millisecond)
-	return uint16(port)
-}
 
 func webRequest() *collectorapi.Request {
 	return &collectorapi.Request{
@@ -73,7 +30,7 @@ func TestQuestions(t *testing.T) {
 }
 
 func TestReadAgainstLoopbackServer(t *testing.T) {
-	port := serveLoopback(t)
+	port := fakedns.ServeLoopback(t)
 	obs, err := (&Reader{Port: port, Timeout: time.Second}).Read(context.Background(), webRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +59,7 @@ func TestReadAgainstLoopbackServer(t *testing.T) {
 }
 
 func TestNXDOMAINAndDeadServer(t *testing.T) {
-	port := serveLoopback(t)
+	port := fakedns.ServeLoopback(t)
 	req := webRequest()
 	req.Service.Name = "missing"
 	obs, err := (&Reader{Port: port, Timeout: time.Second}).Read(context.Background(), req)

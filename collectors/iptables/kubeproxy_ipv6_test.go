@@ -6,6 +6,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/collectors/kubeproxy"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // The real kube-proxy v1.37.2 in iptables mode with a single-stack IPv6
@@ -15,7 +16,7 @@ func TestReadKubeProxyIPv6(t *testing.T) {
 	d := parseDump(t, readFixture(t, "kubeproxy-ipv6.save"))
 	q := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"fd00:96::50"},
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectorapi.Endpoint{ep("fd00:250::2", 8080, "http")}}
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("fd00:250::2", 8080, "http")}}
 	for _, withEndpoints := range []bool{true, false} {
 		if !withEndpoints {
 			q.Endpoints = nil // SEP found only by following the SVC chain's jump

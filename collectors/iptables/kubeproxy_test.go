@@ -91,9 +91,8 @@ func TestReadKubeProxyOverall(t *testing.T) {
 }
 
 func TestReadKubeProxyOverallInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft-restore", "nsenter")
-	ns := netns.New(t, "ipt")
-	ns.MustRun(t, "iptables-nft-restore", "../testdata/iptables/kubeproxy-overall.restore")
+	netns.RequireTools(t, "iptables-nft-restore", "nsenter")
+	ns := restored(t, "kubeproxy-overall.restore", "iptables-nft-restore")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
 			q.NetNS = ns.Path()

@@ -3,7 +3,6 @@ package iptables
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,13 +10,16 @@ import (
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
-func needTools(t *testing.T, tools ...string) {
+// restored creates a namespace and loads the fixture
+// (testdata/iptables/<fixture>) into it with each restore command in turn
+// (iptables-nft-restore, iptables-legacy-restore).
+func restored(t *testing.T, fixture string, restores ...string) *netns.NS {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
+	ns := netns.New(t, "ipt")
+	for _, restore := range restores {
+		ns.MustRun(t, restore, "../testdata/iptables/"+fixture)
 	}
+	return ns
 }
 
 func portsJSON(t *testing.T, b collectorapi.IPTablesBackendObservation) string {
@@ -42,14 +44,10 @@ func legacyTables(t *testing.T, ns *netns.NS) string {
 // real iptables-nft-restore and iptables-legacy-restore into namespaces of
 // its own and reads it back with the real binaries.
 func TestReadRealBackendsInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
-	nftNS := netns.New(t, "ipt")
-	nftNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
-	legNS := netns.New(t, "ipt")
-	legNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
-	bothNS := netns.New(t, "ipt")
-	bothNS.MustRun(t, "iptables-nft-restore", "../testdata/iptables/scenarios.restore")
-	bothNS.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/scenarios.restore")
+	netns.RequireTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
+	nftNS := restored(t, "scenarios.restore", "iptables-nft-restore")
+	legNS := restored(t, "scenarios.restore", "iptables-legacy-restore")
+	bothNS := restored(t, "scenarios.restore", "iptables-nft-restore", "iptables-legacy-restore")
 
 	d := parseDump(t, readFixture(t, "scenarios.save"))
 	for name, q := range scenarioQueries() {
@@ -102,7 +100,7 @@ func TestReadRealBackendsInNetNS(t *testing.T) {
 // "incompatible" and there are no legacy tables: no chains, no errors, and
 // no legacy table created by reading.
 func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
-	needTools(t, "iptables-nft", "nft", "nsenter")
+	netns.RequireTools(t, "iptables-nft", "nft", "nsenter")
 	ns := netns.New(t, "ipt")
 	ns.MustRun(t, "nft", "-f", "../testdata/nftables/scenarios.nft")
 	q := scenarioQueries()["web"]
@@ -124,9 +122,8 @@ func TestReadNFTablesModeNodeInNetNS(t *testing.T) {
 // Large-cluster mode through the real legacy save: SEP chains without
 // comments, printed before the SVC chain, are resolved by following jumps.
 func TestReadLargeLegacyInNetNS(t *testing.T) {
-	needTools(t, "iptables-legacy-restore", "nsenter")
-	ns := netns.New(t, "ipt")
-	ns.MustRun(t, "iptables-legacy-restore", "../testdata/iptables/large.restore")
+	netns.RequireTools(t, "iptables-legacy-restore", "nsenter")
+	ns := restored(t, "large.restore", "iptables-legacy-restore")
 	q := Query{NetNS: ns.Path(), Backends: []string{collectorapi.IPTablesBackendLegacy}}
 	q.Service.Namespace, q.Service.Name, q.Service.ClusterIPs = "default", "big", []string{"10.96.1.1"}
 	q.Service.Ports = scenarioQueries()["web"].Service.Ports

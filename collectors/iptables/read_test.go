@@ -9,27 +9,24 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
-
-func ep(ip string, port int32, portName string) collectorapi.Endpoint {
-	return collectorapi.Endpoint{IP: ip, Ports: map[string]int32{portName: port}, Ready: true, Serving: true}
-}
 
 // scenarioQueries are the Services of collectors/testdata/iptables/scenarios.*
 // as the API would report them.
 func scenarioQueries() map[string]Query {
 	web := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectorapi.Endpoint{ep("10.244.1.5", 8080, "http"), ep("10.244.2.7", 8080, "http"), ep("10.244.3.9", 8080, "http"),
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.5", 8080, "http"), fixture.Endpoint("10.244.2.7", 8080, "http"), fixture.Endpoint("10.244.3.9", 8080, "http"),
 			{IP: "10.244.4.4", Ports: map[string]int32{"http": 8080}, Serving: true, Terminating: true}}}
 	sticky := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
 		SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800,
 		Ports: []collectorapi.ServicePort{{Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectorapi.Endpoint{ep("10.244.1.6", 8080, ""), ep("10.244.2.8", 8080, "")}}
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.6", 8080, ""), fixture.Endpoint("10.244.2.8", 8080, "")}}
 	lb := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
 		LoadBalancerIPs: []string{"192.0.2.10"}, ExternalTrafficPolicy: "Local", HealthCheckNodePort: 32000,
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
-		Endpoints: []collectorapi.Endpoint{ep("10.244.1.7", 80, "http"), ep("10.244.2.9", 80, "http")}}
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.7", 80, "http"), fixture.Endpoint("10.244.2.9", 80, "http")}}
 	empty := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}}
 	itp := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",
@@ -41,7 +38,7 @@ func scenarioQueries() map[string]Query {
 	extip := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "extip", Type: "NodePort", ClusterIPs: []string{"10.96.0.56"},
 		ExternalIPs: []string{"198.51.100.5"}, ExternalTrafficPolicy: "Local",
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30082}}},
-		Endpoints: []collectorapi.Endpoint{ep("10.244.2.11", 80, "http")}}
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.2.11", 80, "http")}}
 	return map[string]Query{"web": web, "sticky": sticky, "lb": lb, "empty": empty, "itp": itp, "term": term, "extip": extip}
 }
 
@@ -359,7 +356,7 @@ func TestReadLargeClusterWithoutComments(t *testing.T) {
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}
 	var eps []collectorapi.Endpoint
 	for i := 0; i < 1001; i++ {
-		eps = append(eps, ep(fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), 8080, "http"))
+		eps = append(eps, fixture.Endpoint(fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), 8080, "http"))
 	}
 	for _, tc := range []struct {
 		name     string

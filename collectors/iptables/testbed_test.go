@@ -14,7 +14,7 @@ import (
 // way the plugin would: Service spec plus the union of its EndpointSlices.
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	s := fixture.TestbedService(t, name)
 	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 

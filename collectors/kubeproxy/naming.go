@@ -13,6 +13,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // ServicePortName is kube-proxy's ServicePortName.String(): "ns/name:port",
@@ -108,20 +110,12 @@ func NFTServicePortKey(namespace, name, protocol, portName string) string {
 	return namespace + "/" + name + "/" + strings.ToLower(protocol) + "/" + portName
 }
 
-// NFTChains are the per-Service-port chain names of nftables mode.
-type NFTChains struct {
-	Base     string `json:"base"`     // <h8>-ns/name/proto/port
-	Service  string `json:"service"`  // service-<base>
-	Local    string `json:"local"`    // local-<base>
-	External string `json:"external"` // external-<base>
-	Firewall string `json:"firewall"` // firewall-<base>
-}
-
 // NFTServiceChains names the service/local/external/firewall chains of one
-// Service port in the kube-proxy nftables table.
-func NFTServiceChains(namespace, name, protocol, portName string) NFTChains {
+// Service port in the kube-proxy nftables table, in the shape the nftables
+// section reports them.
+func NFTServiceChains(namespace, name, protocol, portName string) collectorapi.NFTablesChainNames {
 	base := nftHashAndTruncate(NFTServicePortKey(namespace, name, protocol, portName))
-	return NFTChains{
+	return collectorapi.NFTablesChainNames{
 		Base:     base,
 		Service:  "service-" + base,
 		Local:    "local-" + base,

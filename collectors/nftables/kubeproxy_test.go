@@ -9,7 +9,6 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
-	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // overallQueries are Services of kube-proxy v1.37.2's TestOverallNFTablesRules
@@ -80,8 +79,7 @@ func TestReadKubeProxyOverallCLI(t *testing.T) {
 }
 
 func TestReadKubeProxyOverallNetlink(t *testing.T) {
-	ns := netns.New(t, "nft")
-	ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall.nft")
+	ns := loadTable(t, "kubeproxy-overall.nft")
 	for name, q := range overallQueries() {
 		t.Run(name, func(t *testing.T) {
 			q.NetNS = ns.Path()
@@ -111,7 +109,7 @@ func TestReadKubeProxyOverallIPv6(t *testing.T) {
 		ExternalIPs: []string{"2001:db8:99::33"}, Ports: []collectorapi.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}}}
 	svc5 := Query{Service: collectorapi.ServiceSpec{Namespace: "ns5", Name: "svc5", ClusterIPs: []string{"fd00:172:30::45"}, SessionAffinity: "ClientIP",
 		Ports: []collectorapi.ServicePort{{Name: "p80", Protocol: "TCP", Port: 80}}},
-		Endpoints: []collectorapi.Endpoint{ep("fd00:10:180::3", 80, "p80")}}
+		Endpoints: []collectorapi.Endpoint{fixture.Endpoint("fd00:10:180::3", 80, "p80")}}
 	check := func(t *testing.T, o4, o5 *collectorapi.NFTablesObservation) {
 		t.Helper()
 		tb := o4.Tables[0]
@@ -152,8 +150,7 @@ func TestReadKubeProxyOverallIPv6(t *testing.T) {
 		check(t, read(svc4), read(svc5))
 	})
 	t.Run("netlink", func(t *testing.T) {
-		ns := netns.New(t, "nft")
-		ns.MustRun(t, "nft", "-f", "../testdata/nftables/kubeproxy-overall-ipv6.nft")
+		ns := loadTable(t, "kubeproxy-overall-ipv6.nft")
 		read := func(q Query) *collectorapi.NFTablesObservation {
 			q.NetNS = ns.Path()
 			o, err := Read(context.Background(), q)

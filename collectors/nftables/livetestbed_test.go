@@ -2,25 +2,17 @@ package nftables
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
 
 // TestReadLiveTestbed reads default/kubernetes from the testbed's
 // nftables-mode node while the real kube-proxy runs (skipped when the
 // testbed is not up). Read-only.
 func TestReadLiveTestbed(t *testing.T) {
-	const ns = "/var/run/netns/svtb-node2"
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := os.Stat(ns); err != nil {
-		t.Skip("testbed node svtb-node2 not up")
-	}
-	q := Query{NetNS: ns, Service: collectorapi.ServiceSpec{Namespace: "default", Name: "kubernetes", ClusterIPs: []string{"10.96.0.1"},
-		Ports: []collectorapi.ServicePort{{Name: "https", Protocol: "TCP", Port: 443}}}}
+	q := Query{NetNS: fixture.LiveTestbedNode(t, "svtb-node2"), Service: fixture.Kubernetes()}
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)

@@ -133,7 +133,7 @@ func readTable(src source, q Query, f string) collectorapi.NFTablesTableObservat
 		po := collectorapi.NFTablesPortObservation{
 			ServicePortName: kubeproxy.ServicePortName(q.Service.Namespace, q.Service.Name, p.Name),
 			Protocol:        strings.ToUpper(proto), Port: p.Port, NodePort: p.NodePort,
-			ChainNames: collectorapi.NFTablesChainNames(kubeproxy.NFTServiceChains(q.Service.Namespace, q.Service.Name, proto, p.Name)),
+			ChainNames: kubeproxy.NFTServiceChains(q.Service.Namespace, q.Service.Name, proto, p.Name),
 		}
 		lookup := func(set string, k elemKey, into *[]collectorapi.NFTablesElement) error {
 			el, err := src.element(f, set, k)

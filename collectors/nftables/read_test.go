@@ -10,25 +10,22 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 )
-
-func ep(ip string, port int32, portName string) collectorapi.Endpoint {
-	return collectorapi.Endpoint{IP: ip, Ports: map[string]int32{portName: port}, Ready: true, Serving: true}
-}
 
 // scenarioQueries are the Services of collectors/testdata/nftables/scenarios.*.
 func scenarioQueries() map[string]Query {
 	return map[string]Query{
 		"web": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"10.96.0.50"},
 			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}},
-			Endpoints: []collectorapi.Endpoint{ep("10.244.1.5", 8080, "http"), ep("10.244.2.7", 8080, "http"), ep("10.244.3.9", 8080, "http")}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.5", 8080, "http"), fixture.Endpoint("10.244.2.7", 8080, "http"), fixture.Endpoint("10.244.3.9", 8080, "http")}},
 		"sticky": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "sticky", ClusterIPs: []string{"10.96.0.51"},
 			SessionAffinity: "ClientIP", AffinityTimeoutSecs: 10800, Ports: []collectorapi.ServicePort{{Protocol: "TCP", Port: 80}}},
-			Endpoints: []collectorapi.Endpoint{ep("10.244.1.6", 8080, ""), ep("10.244.2.8", 8080, "")}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.6", 8080, ""), fixture.Endpoint("10.244.2.8", 8080, "")}},
 		"lb": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "lb", Type: "LoadBalancer", ClusterIPs: []string{"10.96.0.52"},
 			LoadBalancerIPs: []string{"192.0.2.10"}, ExternalTrafficPolicy: "Local",
 			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}},
-			Endpoints: []collectorapi.Endpoint{ep("10.244.1.7", 80, "http"), ep("10.244.2.9", 80, "http")}},
+			Endpoints: []collectorapi.Endpoint{fixture.Endpoint("10.244.1.7", 80, "http"), fixture.Endpoint("10.244.2.9", 80, "http")}},
 		"empty": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "empty", Type: "NodePort", ClusterIPs: []string{"10.96.0.53"},
 			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30081}}}},
 		"itp": {Service: collectorapi.ServiceSpec{Namespace: "default", Name: "itp", ClusterIPs: []string{"10.96.0.54"}, InternalTrafficPolicy: "Local",

@@ -9,14 +9,13 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
-	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
 // apiQuery builds the query for one Service of the real testbed dump from
 // the recorded API objects (testdata/iptables/testbed-api.json).
 func apiQuery(t *testing.T, name string) Query {
 	t.Helper()
-	s := fixture.APIService(t, "../testdata/iptables/testbed-api.json", name)
+	s := fixture.TestbedService(t, name)
 	return Query{Service: s.Spec, Endpoints: s.Endpoints}
 }
 
@@ -85,8 +84,7 @@ func TestReadTestbedNode2CLI(t *testing.T) {
 // The real listing is valid `nft -f` input: load it into a namespace and
 // read it through netlink.
 func TestReadTestbedNode2Netlink(t *testing.T) {
-	ns := netns.New(t, "nft")
-	ns.MustRun(t, "nft", "-f", "../testdata/nftables/testbed-node2.list")
+	ns := loadTable(t, "testbed-node2.list")
 	checkTestbedNode2(t, func(q Query) *collectorapi.NFTablesObservation {
 		q.NetNS = ns.Path()
 		o, err := Read(context.Background(), q)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/loopback"
 )
 
 func TestTargets(t *testing.T) {
@@ -82,41 +83,9 @@ func TestTargetsLimitEndpoints(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nothing listens on (briefly bound, then closed).
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestOneOnLoopback probes live and closed TCP/UDP ports on 127.0.0.1.
 func TestOneOnLoopback(t *testing.T) {
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tcp.Close()
-	go func() {
-		for {
-			c, err := tcp.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	tcp := loopback.AcceptTCP(t)
 	echo, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -144,10 +113,10 @@ func TestOneOnLoopback(t *testing.T) {
 		target         Target
 		outcome, class string
 	}{
-		{"tcp open", Target{Kind: "endpoint", Addr: ap(tcp.Addr().(*net.TCPAddr).Port), Protocol: "TCP"}, OutcomeConnected, ""},
-		{"tcp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "tcp")), Protocol: "TCP"}, OutcomeFailed, collectorapi.ErrClassRefused},
+		{"tcp open", Target{Kind: "endpoint", Addr: ap(tcp), Protocol: "TCP"}, OutcomeConnected, ""},
+		{"tcp closed", Target{Kind: "endpoint", Addr: ap(loopback.FreePort(t, "tcp")), Protocol: "TCP"}, OutcomeFailed, collectorapi.ErrClassRefused},
 		{"udp echo", Target{Kind: "endpoint", Addr: ap(echo.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeReply, ""},
-		{"udp closed", Target{Kind: "endpoint", Addr: ap(freePort(t, "udp")), Protocol: "UDP"}, OutcomeFailed, collectorapi.ErrClassRefused},
+		{"udp closed", Target{Kind: "endpoint", Addr: ap(loopback.FreePort(t, "udp")), Protocol: "UDP"}, OutcomeFailed, collectorapi.ErrClassRefused},
 		{"udp silent", Target{Kind: "endpoint", Addr: ap(silent.LocalAddr().(*net.UDPAddr).Port), Protocol: "UDP"}, OutcomeNoReply, collectorapi.ErrClassTimeout},
 		{"sctp", Target{Kind: "endpoint", Addr: ap(1), Protocol: "SCTP"}, OutcomeSkipped, ""},
 	}
@@ -165,22 +134,8 @@ func TestOneOnLoopback(t *testing.T) {
 }
 
 func TestReadBoundsAndOrders(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
-	closed := freePort(t, "tcp")
+	port := loopback.AcceptTCP(t)
+	closed := loopback.FreePort(t, "tcp")
 	req := &collectorapi.Request{
 		Service:            collectorapi.ServiceSpec{ClusterIPs: []string{"127.0.0.1"}, Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(port)}}},
 		Endpoints:          []collectorapi.Endpoint{{IP: "127.0.0.2", Ports: map[string]int32{"http": int32(closed)}}},

@@ -2,16 +2,17 @@ package proxy
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/loopback"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
@@ -105,12 +106,7 @@ func TestReadFakeKubeProxy(t *testing.T) {
 }
 
 func TestReadUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := "127.0.0.1:" + strconv.Itoa(loopback.FreePort(t, "tcp"))
 	obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 500 * time.Millisecond, Fingerprints: noFingerprints})
 	if err != nil {
 		t.Fatal(err)

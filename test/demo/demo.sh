@@ -5,7 +5,6 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-export GOFLAGS=${GOFLAGS:--mod=mod}
 
 source test/testbed/lib.sh
 KUBECTL_BIN="$K8S_BIN/kubectl"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 )
 
 const (

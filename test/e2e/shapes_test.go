@@ -13,7 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 )
 
 // dnsQuery asks kube-dns from inside a node's namespace.

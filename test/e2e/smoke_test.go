@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 )
 
 func TestNodesReady(t *testing.T) {

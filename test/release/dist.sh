@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bash test/release/deps.sh
-export GOFLAGS=-mod=mod CGO_ENABLED=0
+export CGO_ENABLED=0
 goreleaser=$(bash test/release/tools.sh goreleaser)
 # goreleaser reads the commit only when `git ls-remote --get-url` works; a
 # clone without a remote would otherwise be stamped commit "none". Give such a

@@ -12,7 +12,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-export GOFLAGS=-mod=mod
 t0=$SECONDS
 
 if [[ ${SVCTRACE_IMAGE_BUILDER:-testbed} == docker ]]; then

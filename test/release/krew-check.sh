@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# krew-check.sh (`make krew-check`): the krew manifest cannot drift from the
-# archives CI just built. Steps:
-#  1. .krew.yaml (read by krew-release-bot) is byte-identical to krew/svctrace.yaml.tmpl;
-#  2. render the manifest from dist/ (release URLs, real sha256) -> dist/krew/svctrace.yaml
-#     and validate it with krew's own validate-krew-manifest (structure);
-#  3. render it again with the archives served on a loopback address and let
-#     validate-krew-manifest install every one of the six platforms through
-#     `kubectl krew install` (each must unpack, hold the bin and a LICENSE);
-#  4. install for real: `krew install --manifest=dist/krew/svctrace.yaml
+# krew-check.sh (`make krew-check`): the krew manifest goreleaser's krews pipe
+# wrote during `make dist` (dist/krew/svctrace.yaml, the only manifest there
+# is) is one krew accepts and installs, for the archives beside it. Steps:
+#  1. the manifest is this snapshot's (version v<dist/metadata.json version>),
+#     names six distinct platforms, each the release URL of its os/arch's
+#     archive with that archive's sha256 from dist/checksums.txt and bin
+#     kubectl-svctrace (.exe on windows); validate-krew-manifest, krew's own
+#     validator, accepts it (structure);
+#  2. a copy whose uris point at a loopback server over dist/ (nothing else
+#     changed) lets validate-krew-manifest install every one of the six
+#     platforms through `kubectl krew install` (each must download, match its
+#     sha256, unpack and hold the bin);
+#  3. install for real: `krew install --manifest=dist/krew/svctrace.yaml
 #     --archive=<linux_amd64 archive>` into a temporary KREW_ROOT; the pinned
 #     kubectl finds it in `kubectl plugin list`, `kubectl svctrace version`
 #     prints the snapshot version, and kubectl's plugin completion reaches the
@@ -16,7 +20,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-export GOFLAGS=-mod=mod
 # HOME is replaced below; keep the caches where they are.
 export SVCTRACE_CACHE=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
 GOPATH=$(go env GOPATH) GOCACHE=$(go env GOCACHE) GOMODCACHE=$(go env GOMODCACHE)
@@ -27,9 +30,12 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 ok() { echo "ok:   $*"; }
 
-[[ -f $dist/checksums.txt && -f $dist/metadata.json ]] || bash test/release/dist.sh
+[[ -f $dist/checksums.txt && -f $dist/metadata.json && -f $dist/krew/svctrace.yaml ]] || bash test/release/dist.sh
 version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
 tag=v${version#v}
+# The git tag goreleaser released from: the release URLs carry it (a snapshot's
+# is the last tag, or v0.0.0; a release's is v<version>).
+git_tag=$(sed -n 's/.*"tag":"\([^"]*\)".*/\1/p' "$dist/metadata.json")
 
 krew=$(bash test/release/tools.sh krew)
 validate=$(bash test/release/tools.sh validate-krew-manifest)
@@ -45,24 +51,53 @@ trap cleanup EXIT
 export HOME=$work/home KUBECONFIG=$work/home/no-kubeconfig KREW_NO_UPGRADE_CHECK=1
 mkdir -p "$HOME"
 
-# 1. The bot's manifest and ours are one file.
-if cmp -s .krew.yaml krew/svctrace.yaml.tmpl; then ok ".krew.yaml == krew/svctrace.yaml.tmpl"
-else fail ".krew.yaml differs from krew/svctrace.yaml.tmpl (copy the template over it)"; fi
-
-# 2. Release manifest, structural validation.
-mkdir -p "$dist/krew"
+# 1. The release manifest as goreleaser wrote it: this snapshot's, six
+# platforms, each the right archive and sum; then krew's structural validation.
 manifest=$dist/krew/svctrace.yaml
-bash krew/render.sh -d "$dist" -t "$tag" -o "$manifest"
+if grep -qE "^  version: $tag$" "$manifest"; then ok "$manifest is this snapshot's ($tag)"
+else fail "$manifest is not version $tag (a stale dist/? run 'make dist')"; fi
+# One line per spec.platforms entry: os/arch bin uri sha256 (goreleaser writes
+# each entry as bin, uri, sha256 and selector.matchLabels os and arch).
+platforms=$(awk '
+  function flush() { if (os != "") print os "/" arch, bin, uri, sha; os = arch = bin = uri = sha = "" }
+  /^  platforms:/ { inp = 1; next }
+  inp && /^  [^ ]/ { flush(); inp = 0 }
+  !inp { next }
+  /^ *- / { flush(); sub(/- /, "  ") }
+  { gsub(/"/, "") }
+  $1 == "bin:" { bin = $2 }
+  $1 == "uri:" { uri = $2 }
+  $1 == "sha256:" { sha = $2 }
+  $1 == "os:" { os = $2 }
+  $1 == "arch:" { arch = $2 }
+  END { flush() }
+' "$manifest")
+want_platforms="darwin/amd64 darwin/arm64 linux/amd64 linux/arm64 windows/amd64 windows/arm64"
+got_platforms=$(awk '{print $1}' <<<"$platforms" | sort | tr '\n' ' ' | sed 's/ $//')
+if [[ $got_platforms == "$want_platforms" ]]; then ok "six platforms, each once: $got_platforms"
+else fail "platforms are \"$got_platforms\", want \"$want_platforms\""; fi
+before=$fails
+while read -r osarch bin uri sha; do
+  goos=${osarch%/*} goarch=${osarch#*/} want_bin=kubectl-svctrace ext=tar.gz
+  [[ $goos == windows ]] && want_bin=kubectl-svctrace.exe ext=zip
+  archive=kubectl-svctrace_${goos}_${goarch}.$ext
+  want_uri=https://github.com/svctrace/kubectl-svctrace/releases/download/$git_tag/$archive
+  want_sha=$(awk -v a="$archive" '$2 == a {print $1}' "$dist/checksums.txt")
+  [[ $bin == "$want_bin" ]] || fail "$osarch: bin $bin, want $want_bin"
+  [[ $uri == "$want_uri" ]] || fail "$osarch: uri $uri, want $want_uri"
+  [[ -n $want_sha && $sha == "$want_sha" ]] || fail "$osarch: sha256 $sha, checksums.txt has \"$want_sha\" for $archive"
+done <<<"$platforms"
+((fails == before)) && ok "each platform: its archive's release uri, its sha256 from checksums.txt, bin kubectl-svctrace(.exe)"
 if "$validate" -manifest "$manifest" -skip-install >"$work/validate.log" 2>&1; then
-  ok "validate-krew-manifest $manifest (structure, $(grep -c 'sha256:' "$manifest") platforms)"
+  ok "validate-krew-manifest $manifest (structure)"
 else
   cat "$work/validate.log" >&2; fail "validate-krew-manifest rejected $manifest"
 fi
 
-# 3. Every platform installs through krew, from a loopback server over dist/.
+# 2. Every platform installs through krew, from a loopback server over dist/.
 # validate-krew-manifest runs `kubectl krew install` for each platform; kubectl
 # only dispatches to the krew plugin there, so a two-line stand-in does it and
-# this step needs no kubectl build. Step 4 uses the real, pinned kubectl.
+# this step needs no kubectl build. Step 3 uses the real, pinned kubectl.
 mkdir -p "$work/bin" "$work/local"
 printf '#!/bin/sh\n[ "$1" = krew ] || exit 127\nshift; exec %q "$@"\n' "$krew" >"$work/bin/kubectl"
 chmod +x "$work/bin/kubectl"
@@ -72,15 +107,18 @@ server_pid=$!
 for _ in $(seq 50); do [[ -s $work/url ]] && break; sleep 0.1; done
 [[ -s $work/url ]] || { cat "$work/fileserve.log" >&2; echo "FAIL: loopback file server did not start" >&2; exit 1; }
 base=$(cat "$work/url")
-bash krew/render.sh -d "$dist" -t "$tag" -b "$base" -o "$work/local/svctrace.yaml"
-if PATH=$work/bin:$PATH "$validate" -manifest "$work/local/svctrace.yaml" >"$work/validate-install.log" 2>&1; then
-  ok "validate-krew-manifest installed all platforms: $(grep -o 'all [0-9]* spec.platforms installed fine' "$work/validate-install.log")"
+# Only the uris change: each becomes BASE/<the archive name it ends in>.
+sed -E "s|^( *uri: ).*/([^/]+)$|\1${base%/}/\2|" "$manifest" >"$work/local/svctrace.yaml"
+if PATH=$work/bin:$PATH "$validate" -manifest "$work/local/svctrace.yaml" >"$work/validate-install.log" 2>&1 &&
+  installed=$(grep -o 'all [0-9]* spec.platforms installed fine' "$work/validate-install.log") &&
+  [[ $installed == "all 6 spec.platforms installed fine" ]]; then
+  ok "validate-krew-manifest installed all platforms: $installed"
 else
-  cat "$work/validate-install.log" >&2; fail "validate-krew-manifest could not install every platform"
+  cat "$work/validate-install.log" >&2; fail "validate-krew-manifest did not install all six platforms"
 fi
 kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; server_pid=""
 
-# 4. A real install from the release manifest and the linux/amd64 archive.
+# 3. A real install from the release manifest and the linux/amd64 archive.
 # The pinned kubectl, built by the testbed (test/testbed/build.sh) into the cache.
 kubectl=$SVCTRACE_CACHE/k8s-v1.37.2/bin/kubectl
 if [[ -f test/testbed/lib.sh ]]; then

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# lint.sh (`make lint`): gofmt, go vet and the pinned staticcheck over the main
-# module. Exits non-zero on the first tool that finds something.
+# lint.sh (`make lint`): gofmt, a tidy go.mod/go.sum, go vet, the pinned
+# staticcheck and no "testing" in non-test code (notesting.sh), over the main
+# module.
+# Exits non-zero on the first check that finds something.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-export GOFLAGS=-mod=mod
 GO=${GO:-go}
 t0=$SECONDS
 
@@ -16,6 +17,17 @@ if [[ -n $unformatted ]]; then
   exit 1
 fi
 echo "lint: gofmt ok ($((SECONDS - t0))s)"
+
+# Builds run with Go's default -mod=readonly: go.mod and go.sum must be exactly
+# what `go mod tidy` makes of the code, or a build fails (a missing sum) or the
+# files carry requirements nothing uses.
+t=$SECONDS
+if ! tidy_diff=$("$GO" mod tidy -diff 2>&1); then
+  echo "lint: go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result. go mod tidy -diff:" >&2
+  echo "$tidy_diff" >&2
+  exit 1
+fi
+echo "lint: go mod tidy leaves go.mod and go.sum unchanged ($((SECONDS - t))s)"
 
 t=$SECONDS
 "$GO" vet ./...
@@ -35,4 +47,6 @@ t=$SECONDS
 staticcheck=$(bash test/release/tools.sh staticcheck)
 "$staticcheck" -checks inherit ./...
 echo "lint: staticcheck $("$staticcheck" -version | awk '{print $2}') ok ($((SECONDS - t))s)"
+
+bash test/release/notesting.sh
 echo "lint: all ok in $((SECONDS - t0))s"

@@ -1,15 +1,15 @@
-// Package release holds the release checks that need no goreleaser run: the
-// krew manifest template, the release bot's copy of it, the render script and
-// .goreleaser.yaml must agree on every archive. `make dist` and
-// `make krew-check` then check the same against real archives.
+// Package release holds the release checks that need no goreleaser run:
+// .goreleaser.yaml builds the six plugin archives krew installs and has its
+// krews pipe write the one krew manifest, from those archives only. `make dist`
+// and `make krew-check` then check the archives and the manifest goreleaser
+// actually wrote.
 package release
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -43,171 +43,10 @@ func read(t *testing.T, rel string) []byte {
 	return b
 }
 
-// TestKrewYamlIsTheTemplate: krew-release-bot reads .krew.yaml; it must be the
-// template krew-check validates and installs.
-func TestKrewYamlIsTheTemplate(t *testing.T) {
-	if !bytes.Equal(read(t, ".krew.yaml"), read(t, "krew/svctrace.yaml.tmpl")) {
-		t.Fatal(".krew.yaml differs from krew/svctrace.yaml.tmpl: cp krew/svctrace.yaml.tmpl .krew.yaml")
-	}
-}
-
-type manifest struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec struct {
-		Version          string `json:"version"`
-		ShortDescription string `json:"shortDescription"`
-		Homepage         string `json:"homepage"`
-		Description      string `json:"description"`
-		Caveats          string `json:"caveats"`
-		Platforms        []struct {
-			Selector struct {
-				MatchLabels map[string]string `json:"matchLabels"`
-			} `json:"selector"`
-			URI    string `json:"uri"`
-			Sha256 string `json:"sha256"`
-			Bin    string `json:"bin"`
-			Files  []struct {
-				From string `json:"from"`
-				To   string `json:"to"`
-			} `json:"files"`
-		} `json:"platforms"`
-	} `json:"spec"`
-}
-
-// fakeDist writes checksums.txt and metadata.json as goreleaser does, for the
-// given archives, each with a distinct sha256.
-func fakeDist(t *testing.T, archives []string) (dir string, sums map[string]string) {
-	t.Helper()
-	dir = t.TempDir()
-	sums = map[string]string{}
-	var b strings.Builder
-	for i, a := range archives {
-		// Distinct sums; the first is all digits, which YAML would read as a number unquoted.
-		sum := fmt.Sprintf("%064x", sha256.Sum256([]byte(a)))
-		if i == 0 {
-			sum = strings.Repeat("0", 63) + "1"
-		}
-		sums[a] = sum
-		fmt.Fprintf(&b, "%s  %s\n", sum, a)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "checksums.txt"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	meta := `{"project_name":"kubectl-svctrace","tag":"v0.0.0","previous_tag":"","version":"1.2.3","commit":"abc","date":"2026-01-01T00:00:00Z","runtime":{"goos":"linux","goarch":"amd64"}}`
-	if err := os.WriteFile(filepath.Join(dir, "metadata.json"), []byte(meta), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, sums
-}
-
-func render(dist string, args ...string) ([]byte, error) {
-	cmd := exec.Command("bash", append([]string{filepath.Join(root, "krew/render.sh"), "-d", dist}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", err, stderr.String())
-	}
-	return out, nil
-}
-
-func TestRenderFillsEveryPlatform(t *testing.T) {
-	var archives []string
-	for _, p := range platforms {
-		archives = append(archives, archiveName(p.os, p.arch))
-	}
-	// The collector archives and a stray file are in checksums.txt too.
-	dist, sums := fakeDist(t, append(archives, "svctrace-collector_linux_amd64.tar.gz"))
-
-	for _, tc := range []struct{ name, base, wantPrefix string }{
-		{"release URLs", "", "https://github.com/svctrace/kubectl-svctrace/releases/download/v1.2.3/"},
-		{"loopback base", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var args []string
-			if tc.base != "" {
-				args = []string{"-b", tc.base}
-			}
-			out, err := render(dist, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var m manifest
-			if err := yaml.UnmarshalStrict(out, &m); err != nil {
-				t.Fatalf("rendered manifest is not a krew Plugin: %v\n%s", err, out)
-			}
-			if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "svctrace" {
-				t.Errorf("apiVersion/kind/name = %s/%s/%s", m.APIVersion, m.Kind, m.Metadata.Name)
-			}
-			if m.Spec.Version != "v1.2.3" {
-				t.Errorf("version = %q, want v1.2.3 (v + metadata.json's version)", m.Spec.Version)
-			}
-			if len(m.Spec.Platforms) != len(platforms) {
-				t.Fatalf("%d platforms, want %d", len(m.Spec.Platforms), len(platforms))
-			}
-			seen := map[string]bool{}
-			for _, p := range m.Spec.Platforms {
-				os, arch := p.Selector.MatchLabels["os"], p.Selector.MatchLabels["arch"]
-				key := os + "/" + arch
-				if seen[key] {
-					t.Errorf("platform %s twice", key)
-				}
-				seen[key] = true
-				want := archiveName(os, arch)
-				if p.URI != tc.wantPrefix+want {
-					t.Errorf("%s uri = %q, want %q", key, p.URI, tc.wantPrefix+want)
-				}
-				if p.Sha256 != sums[want] {
-					t.Errorf("%s sha256 = %q, want %q (from checksums.txt)", key, p.Sha256, sums[want])
-				}
-				bin := "kubectl-svctrace"
-				if os == "windows" {
-					bin += ".exe"
-				}
-				if p.Bin != bin {
-					t.Errorf("%s bin = %q, want %q", key, p.Bin, bin)
-				}
-				var from []string
-				for _, f := range p.Files {
-					from = append(from, f.From)
-				}
-				slices.Sort(from)
-				if wantFrom := []string{"LICENSE", bin, "kubectl_complete-svctrace"}; !slices.Equal(from, sortCopy(wantFrom)) {
-					t.Errorf("%s files from %q, want %q", key, from, sortCopy(wantFrom))
-				}
-			}
-			for _, p := range platforms {
-				if !seen[p.os+"/"+p.arch] {
-					t.Errorf("platform %s/%s missing", p.os, p.arch)
-				}
-			}
-			if bytes.Contains(out, []byte("{{")) {
-				t.Errorf("template braces left in the rendered manifest:\n%s", out)
-			}
-		})
-	}
-}
-
 func sortCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
-}
-
-func TestRenderFailsWithoutAnArchive(t *testing.T) {
-	var archives []string
-	for _, p := range platforms[:5] { // windows/arm64 not built
-		archives = append(archives, archiveName(p.os, p.arch))
-	}
-	dist, _ := fakeDist(t, archives)
-	_, err := render(dist, "-o", filepath.Join(t.TempDir(), "svctrace.yaml"))
-	if err == nil || !strings.Contains(err.Error(), "kubectl-svctrace_windows_arm64.zip is not in") {
-		t.Fatalf("render with windows/arm64 missing: err = %v, want it to name the missing archive", err)
-	}
 }
 
 type goreleaserConfig struct {
@@ -234,17 +73,64 @@ type goreleaserConfig struct {
 		} `json:"format_overrides"`
 		Files []string `json:"files"`
 	} `json:"archives"`
+	Release struct {
+		GitHub struct {
+			Owner string `json:"owner"`
+			Name  string `json:"name"`
+		} `json:"github"`
+		ExtraFiles []struct {
+			Glob         string `json:"glob"`
+			NameTemplate string `json:"name_template"`
+		} `json:"extra_files"`
+	} `json:"release"`
+	Krews []krewsConfig `json:"krews"`
 }
 
-// TestGoreleaserMakesTheArchivesKrewNames: the archives .goreleaser.yaml
-// produces are exactly the ones the krew template downloads, with the
-// LICENSE and the completion script, from CGO-free -trimpath builds stamped
-// with version, commit and date.
-func TestGoreleaserMakesTheArchivesKrewNames(t *testing.T) {
+// krewsConfig is one entry of .goreleaser.yaml's krews, with every field
+// goreleaser v2's config.Krew has that svctrace may set.
+type krewsConfig struct {
+	Name             string   `json:"name"`
+	IDs              []string `json:"ids"`
+	SkipUpload       any      `json:"skip_upload"`
+	Homepage         string   `json:"homepage"`
+	ShortDescription string   `json:"short_description"`
+	Description      string   `json:"description"`
+	Caveats          string   `json:"caveats"`
+	URLTemplate      string   `json:"url_template"`
+	Repository       any      `json:"repository"`
+	CommitAuthor     any      `json:"commit_author"`
+	Goamd64          string   `json:"goamd64"`
+}
+
+func goreleaser(t *testing.T) goreleaserConfig {
+	t.Helper()
 	var c goreleaserConfig
 	if err := yaml.Unmarshal(read(t, ".goreleaser.yaml"), &c); err != nil {
 		t.Fatal(err)
 	}
+	// The krews entries strictly, so a misspelt field fails here.
+	var top struct {
+		Krews []json.RawMessage `json:"krews"`
+	}
+	if err := yaml.Unmarshal(read(t, ".goreleaser.yaml"), &top); err != nil {
+		t.Fatal(err)
+	}
+	for i, raw := range top.Krews {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&krewsConfig{}); err != nil {
+			t.Errorf("krews[%d]: %v", i, err)
+		}
+	}
+	return c
+}
+
+// TestGoreleaserMakesThePluginArchives: the plugin archives .goreleaser.yaml
+// produces are one per platform under the names README's install steps and
+// krew-check.sh spell, with the LICENSE and the completion script, from
+// CGO-free -trimpath builds stamped with version, commit and date.
+func TestGoreleaserMakesThePluginArchives(t *testing.T) {
+	c := goreleaser(t)
 	if c.Version != 2 {
 		t.Errorf("version: %d, want 2", c.Version)
 	}
@@ -305,14 +191,82 @@ func TestGoreleaserMakesTheArchivesKrewNames(t *testing.T) {
 	}
 	slices.Sort(produced)
 
-	uriRe := regexp.MustCompile(`addURIAndSha "[^"]*/([^"/]+)" \.TagName`)
-	var fetched []string
-	for _, m := range uriRe.FindAllStringSubmatch(string(read(t, "krew/svctrace.yaml.tmpl")), -1) {
-		fetched = append(fetched, m[1])
+	var want []string
+	for _, p := range platforms {
+		want = append(want, archiveName(p.os, p.arch))
 	}
-	slices.Sort(fetched)
-	if !slices.Equal(produced, fetched) {
-		t.Errorf("goreleaser produces %q\nkrew template fetches %q", produced, fetched)
+	slices.Sort(want)
+	if !slices.Equal(produced, want) {
+		t.Errorf("goreleaser produces plugin archives %q\nwant %q", produced, want)
+	}
+}
+
+// TestKrewsPipeWritesTheManifest: the krews pipe is the one source of the krew
+// manifest. It writes plugin svctrace from the plugin's archives only (one
+// binary each, so one platform each; the collector's linux archives would add
+// a second linux/amd64 and linux/arm64), never pushes it anywhere itself, and
+// carries what krew-index shows users.
+func TestKrewsPipeWritesTheManifest(t *testing.T) {
+	c := goreleaser(t)
+	if len(c.Krews) != 1 {
+		t.Fatalf("%d krews entries, want 1", len(c.Krews))
+	}
+	k := c.Krews[0]
+	if k.Name != "svctrace" {
+		t.Errorf("krews name %q, want svctrace (kubectl svctrace, dist/krew/svctrace.yaml)", k.Name)
+	}
+	if !slices.Equal(k.IDs, []string{"kubectl-svctrace"}) {
+		t.Errorf("krews ids %q, want [kubectl-svctrace]", k.IDs)
+	}
+	for _, a := range c.Archives {
+		if slices.Contains(k.IDs, a.ID) && !slices.Equal(a.IDs, []string{"kubectl-svctrace"}) {
+			t.Errorf("archive %s builds %q; krew allows one binary per archive, kubectl-svctrace", a.ID, a.IDs)
+		}
+	}
+	if fmt.Sprint(k.SkipUpload) != "true" {
+		t.Errorf("krews skip_upload %v, want true: the release job hands dist/krew/svctrace.yaml to krew-release-bot", k.SkipUpload)
+	}
+	// krew-release-bot runs once the draft is published, from the release's copy.
+	attached := false
+	for _, f := range c.Release.ExtraFiles {
+		attached = attached || (filepath.Clean(f.Glob) == "dist/krew/"+k.Name+".yaml" && f.NameTemplate == "")
+	}
+	if !attached {
+		t.Errorf("release extra_files %+v lack dist/krew/%s.yaml: the release job takes the manifest from the release", c.Release.ExtraFiles, k.Name)
+	}
+	if k.Repository != nil {
+		t.Errorf("krews repository %v: goreleaser must not push the manifest (skip_upload)", k.Repository)
+	}
+	// The default url_template is the GitHub release download URL of .release.github.
+	if k.URLTemplate != "" {
+		t.Errorf("krews url_template %q: leave it to the release's GitHub URL", k.URLTemplate)
+	}
+	if home := "https://github.com/" + c.Release.GitHub.Owner + "/" + c.Release.GitHub.Name; k.Homepage != home {
+		t.Errorf("krews homepage %q, want %q (the release repository; krew-index ties the plugin to it)", k.Homepage, home)
+	}
+	if k.ShortDescription == "" || len(k.ShortDescription) > 255 || strings.Contains(k.ShortDescription, "\n") {
+		t.Errorf("krews short_description %q: want one line, at most 255 characters", k.ShortDescription)
+	}
+	if !strings.Contains(k.Description, "collector Pod") {
+		t.Errorf("krews description does not say a collector Pod runs on nodes:\n%s", k.Description)
+	}
+	for _, w := range []string{"NET_ADMIN", "NET_RAW", "RBAC"} {
+		if !strings.Contains(k.Caveats, w) {
+			t.Errorf("krews caveats do not mention %s:\n%s", w, k.Caveats)
+		}
+	}
+	if strings.Contains(k.Description+k.Caveats+k.ShortDescription, "{{") {
+		t.Errorf("krews texts hold template braces; goreleaser would expand them")
+	}
+}
+
+// TestNoHandKeptKrewManifest: nothing in the tree competes with the generated
+// manifest.
+func TestNoHandKeptKrewManifest(t *testing.T) {
+	for _, p := range []string{".krew.yaml", "krew/svctrace.yaml", "krew/svctrace.yaml.tmpl"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			t.Errorf("%s exists; the krew manifest is goreleaser's dist/krew/svctrace.yaml only (krew/README.md)", p)
+		}
 	}
 }
 

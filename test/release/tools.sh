@@ -43,7 +43,7 @@ build() {
   mkdir -p "$dir"
   start=$SECONDS
   echo "tools.sh: building $name ${VERSION[$name]} from ${MODULE[$name]} (first time only)" >&2
-  # Outside the work tree and without our GOFLAGS: `go install mod@version`
+  # Outside the work tree and without the caller's GOFLAGS: `go install mod@version`
   # resolves the tool's own go.mod, never ours.
   (
     cd "$dir"

@@ -11,7 +11,7 @@ mkdir -p "$SVCTRACE_CACHE"
 exec 9>"$SVCTRACE_CACHE/.build.lock"
 flock 9   # one build at a time (parallel `make` or another checkout)
 
-export CGO_ENABLED=0 GOFLAGS=-mod=mod
+export CGO_ENABLED=0
 pkg=k8s.io/component-base/version
 cgv=k8s.io/client-go/pkg/version
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}

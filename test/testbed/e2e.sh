@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 # them (the collector above all) from this tree and import them.
 "$TESTBED_DIR/images.sh"
 cd "$REPO_ROOT"
-export GOFLAGS=-mod=mod SVCTRACE_E2E=1 SVCTRACE_KUBECONFIG=$KUBECONFIG_DIR/kubeconfig
+export SVCTRACE_E2E=1 SVCTRACE_KUBECONFIG=$KUBECONFIG_DIR/kubeconfig
 rc=0
 go test -p 1 ./test/e2e/... -count=1 -timeout 30m ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_VERBOSE:+-v} || rc=$?
 if [[ ${SVTB_E2E_TEARDOWN:-1} == 1 ]]; then

@@ -22,7 +22,7 @@ for a in "$@"; do
 	esac
 done
 
-export GOFLAGS=-mod=mod CGO_ENABLED=0
+export CGO_ENABLED=0
 mkdir -p "$IMAGES_DIR"
 work=$(mktemp -d /tmp/svtb-images.XXXX)
 [[ -n ${SVTB_KEEP_WORK:-} ]] || trap 'rm -rf "$work"' EXIT

@@ -36,6 +36,16 @@ func RequireRoot(t testing.TB) {
 	}
 }
 
+// RequireTools skips the test when one of the commands is not installed.
+func RequireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+}
+
 // New creates a namespace named svct-<prefix>-<random> with lo up.
 func New(t testing.TB, prefix string) *NS {
 	t.Helper()

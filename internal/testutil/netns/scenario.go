@@ -42,11 +42,7 @@ func NewScenario(t testing.TB) *Scenario {
 func NewPlainScenario(t testing.TB) *Scenario {
 	t.Helper()
 	RequireRoot(t)
-	for _, tool := range []string{"nft", "socat", "nsenter"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
-	}
+	RequireTools(t, "nft", "socat", "nsenter")
 	s := &Scenario{
 		Node: New(t, "node"), Pod: New(t, "pod"),
 		NodeIP: "10.250.0.1", PodIP: "10.250.0.2", ClusterIP: "10.96.0.50",

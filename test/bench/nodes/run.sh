@@ -11,7 +11,6 @@ source test/testbed/lib.sh
 rounds=${1:-7}
 KC=$ROOT/.testbed/kubeconfig
 K="$K8S_BIN/kubectl --kubeconfig $KC"
-export GOFLAGS=${GOFLAGS:--mod=mod}
 go build -o bin/kubectl-svctrace ./cmd/kubectl-svctrace
 $K apply -f test/demo/demo.yaml >/dev/null
 $K -n svctrace-demo rollout status deploy/web --timeout=120s >/dev/null

@@ -21,8 +21,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -163,7 +163,7 @@ func assertNoCollectorPods(t *testing.T, tb *framework.Testbed) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		list, err := tb.Client.CoreV1().Pods(collectorNS).List(context.Background(), metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
+		list, err := tb.Client.CoreV1().Pods(collectorNS).List(context.Background(), metav1.ListOptions{LabelSelector: nodes.ManagedSelector})
 		if err != nil {
 			t.Errorf("listing collector pods: %v", err)
 			return

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
-	"github.com/svctrace/kubectl-svctrace/test/e2e/framework"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -33,11 +33,11 @@ func TestInterruptCleansUp(t *testing.T) {
 		args  []string
 	}{
 		// The first sighting of the Pod: created, not yet started by the kubelet.
-		{"before schedule", func(s string) bool { return s == string(podrunner.StageScheduling) }, nil},
+		{"before schedule", func(s string) bool { return s == string(nodes.StageScheduling) }, nil},
 		{"while pulling", func(s string) bool {
-			return s == string(podrunner.StagePulling) || s == string(podrunner.StageScheduling)
+			return s == string(nodes.StagePulling) || s == string(nodes.StageScheduling)
 		}, nil},
-		{"while collecting", func(s string) bool { return s == string(podrunner.StageCollecting) }, nil},
+		{"while collecting", func(s string) bool { return s == string(nodes.StageCollecting) }, nil},
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		for _, st := range stages {
@@ -76,7 +76,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 	tb := framework.Setup(t)
 	wctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, err := tb.Client.CoreV1().Pods(collectorNS).Watch(wctx, metav1.ListOptions{LabelSelector: podrunner.ManagedSelector})
+	w, err := tb.Client.CoreV1().Pods(collectorNS).Watch(wctx, metav1.ListOptions{LabelSelector: nodes.ManagedSelector})
 	if err != nil {
 		t.Fatalf("watch collector Pods: %v", err)
 	}
@@ -104,7 +104,7 @@ func interruptOnce(t *testing.T, args []string, sig syscall.Signal, ready func(s
 				continue
 			}
 			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted || !ready(string(podrunner.Classify(p).Stage)) {
+			if !isPod || ev.Type == watch.Deleted || !ready(string(nodes.Classify(p).Stage)) {
 				continue
 			}
 			_ = cmd.Process.Signal(sig)
@@ -174,16 +174,68 @@ func TestPodSecurityRestrictedNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := svctrace(t, tb, "web", "-n", ns, "--collector-namespace", restricted)
-	if r.Exit != 1 {
-		t.Errorf("exit %d, want 1", r.Exit)
-	}
-	if !strings.Contains(r.Stderr, "pod-security.kubernetes.io/enforce=privileged") || !strings.Contains(r.Stderr, "baseline") {
-		t.Errorf("stderr does not explain the Pod Security fix: %s", r.Stderr)
-	}
+	requireNodeLayersUnknownWithAPILayers(t, r, "pod-security.kubernetes.io/enforce=privileged", "baseline")
 	pods, err := tb.Client.CoreV1().Pods(restricted).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods in the restricted namespace: %v %v", pods, err)
 	}
+}
+
+// requireNodeLayersUnknownWithAPILayers: no collector could run, so every
+// node layer is unknown with a reason holding each of want, and the API
+// layers were still judged.
+func requireNodeLayersUnknownWithAPILayers(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.Trace == nil {
+		t.Fatalf("no trace printed (exit %d): %s", r.Exit, r.Stderr)
+	}
+	if r.Exit == 1 || r.Exit == 2 {
+		t.Errorf("exit %d: a collector that cannot run must not abort the trace", r.Exit)
+	}
+	for _, name := range trace.NodeLayers {
+		l := r.Trace.Layer(name)
+		if l.Status != trace.StatusUnknown {
+			t.Errorf("layer %s is %s, want unknown", name, l.Status)
+		}
+		for _, w := range want {
+			if !strings.Contains(l.Reason, w) {
+				t.Errorf("layer %s reason %q lacks %q", name, l.Reason, w)
+			}
+		}
+	}
+	for _, name := range []trace.LayerName{trace.LayerService, trace.LayerEndpoints} {
+		if l := r.Trace.Layer(name); l.Status != trace.StatusPass {
+			t.Errorf("API layer %s is %s (%s), want pass", name, l.Status, l.Reason)
+		}
+	}
+}
+
+// TestRestrictedKubeconfigWithoutCollectorRoleBinding: the user has the
+// reader role only. The trace still renders the API layers; the node layers
+// are unknown and name the missing rule.
+func TestRestrictedKubeconfigWithoutCollectorRoleBinding(t *testing.T) {
+	tb := framework.Setup(t)
+	kc := filepath.Join(tb.RepoRoot, ".testbed", "kubeconfig-restricted")
+	ns, _ := deployWeb(t, tb, 1, nil)
+	ctx := framework.Context(t, 30*time.Second)
+	const binding = "svctrace-collector-svctrace-user"
+	rb, err := tb.Client.RbacV1().RoleBindings(collectorNS).Get(ctx, binding, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Client.RbacV1().RoleBindings(collectorNS).Delete(ctx, binding, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rb.ResourceVersion = ""
+		if _, err := tb.Client.RbacV1().RoleBindings(collectorNS).Create(context.Background(), rb, metav1.CreateOptions{}); err != nil {
+			t.Errorf("restoring the collector RoleBinding: %v", err)
+		}
+		time.Sleep(time.Second)
+	})
+	time.Sleep(time.Second) // RBAC is read through an informer
+	r := svctraceWith(t, kc, "web", "-n", ns)
+	requireNodeLayersUnknownWithAPILayers(t, r, "missing permission: verb create on resource pods", "in namespace "+collectorNS)
 }
 
 // TestRestrictedKubeconfig runs a full trace with exactly the shipped RBAC,

@@ -10,25 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/loopback"
+)
 
 func waitHTTP(t *testing.T, url string) *http.Response {
 	t.Helper()
@@ -55,7 +39,7 @@ func status(t *testing.T, url string) int {
 // TestServeReadinessAndEcho drives the server the way e2e tests do: readiness
 // flips through POST /ready, TCP and UDP echo, and the HTTP identity answer.
 func TestServeReadinessAndEcho(t *testing.T) {
-	hp, tp, up := freePort(t, "tcp"), freePort(t, "tcp"), freePort(t, "udp")
+	hp, tp, up := loopback.FreePort(t, "tcp"), loopback.FreePort(t, "tcp"), loopback.FreePort(t, "udp")
 	go func() {
 		_ = serve([]string{"--bind", "127.0.0.1", "--http-port", strconv.Itoa(hp), "--tcp-port", strconv.Itoa(tp), "--udp-port", strconv.Itoa(up)})
 	}()

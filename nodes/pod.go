@@ -1,7 +1,4 @@
-// Package podrunner starts one short-lived svctrace collector Pod on a node,
-// reads its observation back through the Pod log and deletes the Pod on every
-// path. It observes only: what the observation means is trace's business.
-package podrunner
+package nodes
 
 import (
 	"fmt"
@@ -50,8 +47,8 @@ type Profile string
 const (
 	// ProfileNetAdmin: capabilities NET_ADMIN and NET_RAW only.
 	ProfileNetAdmin Profile = "netadmin"
-	// ProfileBPF adds what reading pinned eBPF maps needs (BPF, SYS_ADMIN for
-	// bpffs on older kernels) and mounts the host's /sys/fs/bpf read-only.
+	// ProfileBPF adds what opening pinned eBPF maps needs (BPF, SYS_ADMIN
+	// for bpffs on older kernels).
 	ProfileBPF Profile = "netadmin+bpf"
 	// ProfilePrivileged is a privileged container, only when the user asks.
 	ProfilePrivileged Profile = "privileged"
@@ -132,10 +129,12 @@ func NewPod(node string, requestJSON []byte, o PodSpecOptions) (*corev1.Pod, err
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(8<<20, resource.BinarySI)}}},
 	}
 	mounts := []corev1.VolumeMount{{Name: "run", MountPath: "/run"}, {Name: "tmp", MountPath: "/tmp"}}
-	if o.Profile == ProfileBPF || o.Profile == ProfilePrivileged {
-		volumes = append(volumes, corev1.Volume{Name: "bpffs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/bpf"}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "bpffs", MountPath: "/sys/fs/bpf", ReadOnly: true})
-	}
+	// The host's bpffs, read-only, in every profile: listing the pinned
+	// maps needs no capability and is how an eBPF datapath that owns the
+	// node's Services (Cilium, Calico eBPF) is detected without relying on
+	// node annotations. Opening the maps needs ProfileBPF.
+	volumes = append(volumes, corev1.Volume{Name: "bpffs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/bpf"}}})
+	mounts = append(mounts, corev1.VolumeMount{Name: "bpffs", MountPath: "/sys/fs/bpf", ReadOnly: true})
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "svctrace-collector-",

@@ -1,9 +1,10 @@
-// Package nodeinspect fills svctrace's node layers with collector Pods: it
-// chooses the nodes, starts one collector Pod per node through
-// collectors/podrunner, decodes what each observed and hands the observations
-// to trace.JudgeNodes. It is the plugin-side glue between the API view and
-// the node view; it judges nothing itself.
-package nodeinspect
+// Package nodes is the plugin's node side: it runs one short-lived
+// collector Pod per planned node (start, wait, read the observation from the
+// Pod log, delete on every path) and returns what each observed as a
+// trace.NodeReport. Which nodes to inspect and what to ask each one comes
+// from trace.PlanNodes; what the observations mean is trace's business. It
+// judges nothing.
+package nodes
 
 import (
 	"context"
@@ -11,20 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -62,6 +62,11 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected")
 }
 
+// Selection is the node selection the flags ask for.
+func (f *Flags) Selection() trace.NodeSelection {
+	return trace.NodeSelection{Nodes: f.Nodes, AllNodes: f.AllNodes}
+}
+
 // Validate checks flag combinations.
 func (f *Flags) Validate() error {
 	if f.AllNodes && len(f.Nodes) > 0 {
@@ -88,63 +93,122 @@ type Inspector struct {
 	Flags  Flags
 	// Progress, when set, receives a live status line (a terminal only).
 	Progress io.Writer
-	// Version is the plugin version, recorded in collector Pod names/labels.
-	Version string
-
-	// From is the resolved --from client (see ResolveFrom); its node is
-	// inspected and its IP routed to.
-	From *trace.PolicyClient
 
 	// runner is replaced in tests.
-	runner func(r *podrunner.Runner, ctx context.Context, node string, req []byte) (*podrunner.Output, error)
+	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
 }
 
-// Inspect chooses the nodes, runs the collectors and judges what they saw.
-func (in *Inspector) Inspect(ctx context.Context, input *trace.Input, t *trace.ServiceTrace) error {
-	client := in.From
-	nodes, notInspected, err := in.chooseNodes(ctx, input, client)
-	if err != nil {
-		return err
-	}
-	profile := podrunner.ProfileNetAdmin
+// Inspect runs a collector on every planned node and reports what each saw.
+// It returns an error only when ctx ends; a collector namespace that
+// rejects the Pod or a missing permission is the report's Failure.
+func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
+	profile := ProfileNetAdmin
 	if in.Flags.Privileged {
-		profile = podrunner.ProfilePrivileged
-	} else if needsBPF(input) {
-		profile = podrunner.ProfileBPF
+		profile = ProfilePrivileged
+	} else if plan.EBPFHint {
+		profile = ProfileBPF
 	}
-	opts := podrunner.PodSpecOptions{
+	opts := PodSpecOptions{
 		Namespace:       in.Flags.CollectorNamespace,
 		Image:           in.Flags.Image,
 		Profile:         profile,
 		DeadlineSeconds: 300,
 		RunID:           "r" + rand.String(8),
-		Service:         input.Namespace + "/" + input.Name,
+		Service:         plan.Service,
 	}
-	views := notInspected
-	t.Metadata.Collector = &trace.CollectorRun{Image: opts.Image, Namespace: opts.Namespace, Profile: string(profile), HostPID: podrunner.HostPID,
-		Capabilities: capNames(profile)}
-	if len(nodes) > 0 {
-		if err := podrunner.Preflight(ctx, in.Client, opts, nodes[0].name); err != nil {
-			return &PreflightFailed{Err: err}
-		}
-		views = append(views, in.runAll(ctx, input, t, opts, nodes, client)...)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	report := &trace.NodeReport{Collector: &trace.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
+		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
+	views := slices.Clone(plan.NotInspected)
+	if len(plan.Nodes) > 0 {
+		if err := Preflight(ctx, in.Client, opts, plan.Nodes[0].Name); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			report.Failure = err.Error()
+			for _, n := range plan.Nodes {
+				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
+			}
+		} else {
+			ran := in.runAll(ctx, opts, plan.Nodes)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err := in.rereadEBPF(ctx, opts, plan.Nodes, ran); err != nil {
+				return nil, err
+			}
+			views = append(views, ran...)
 		}
 	}
 	for _, v := range views {
-		cn := trace.CollectorNode{Node: v.Node, Roles: v.Roles, Inspected: v.Observation != nil, Failure: v.Failure}
-		if n, _ := input.Node(v.Node); n != nil {
-			cn.Cordoned = n.Spec.Unschedulable
+		cn := trace.CollectorNode{Node: v.Node, Roles: v.Roles,
+			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
+		if v.Profile != "" && v.Profile != string(profile) {
+			cn.Profile = v.Profile
 		}
-		t.Metadata.Collector.Nodes = append(t.Metadata.Collector.Nodes, cn)
+		report.Collector.Nodes = append(report.Collector.Nodes, cn)
 	}
-	trace.JudgeNodes(input, t, views)
+	report.Nodes = views
+	return report, nil
+}
+
+// rereadEBPF runs the collector again, with ProfileBPF, on the nodes whose
+// first run found an eBPF datapath's pinned maps but could not open them:
+// the least privilege first, more only where the node shows it is needed.
+// The report's per-node profile says which nodes got it.
+func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planned []trace.PlannedNode, views []trace.NodeView) error {
+	if opts.Profile != ProfileNetAdmin {
+		return nil
+	}
+	var again []trace.PlannedNode
+	var at []int
+	for i, v := range views {
+		if ebpfNeedsPrivilege(v.Observation) {
+			again = append(again, planned[i])
+			at = append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	opts.Profile = ProfileBPF
+	reread := in.runAll(ctx, opts, again)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for j, i := range at {
+		if reread[j].Observation != nil {
+			views[i] = reread[j]
+		}
+	}
 	return nil
 }
 
-func capNames(p podrunner.Profile) []string {
-	if p == podrunner.ProfilePrivileged {
+// ebpfNeedsPrivilege: the collector saw Cilium's or Calico's pinned maps
+// and was refused opening them.
+func ebpfNeedsPrivilege(o *collectorapi.Observation) bool {
+	if o == nil || o.Sections.EBPF == nil || o.Sections.EBPF.Data == nil {
+		return false
+	}
+	d := o.Sections.EBPF.Data
+	denied := func(s string) bool {
+		s = strings.ToLower(s)
+		return strings.Contains(s, "operation not permitted") || strings.Contains(s, "permission denied")
+	}
+	if c := d.Cilium; c != nil && c.Detected && denied(c.Error) {
+		return true
+	}
+	if c := d.Calico; c != nil && c.Detected {
+		for _, m := range c.Maps {
+			if denied(m.Error) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func capNames(p Profile) []string {
+	if p == ProfilePrivileged {
 		return []string{"privileged"}
 	}
 	var out []string
@@ -154,110 +218,10 @@ func capNames(p podrunner.Profile) []string {
 	return out
 }
 
-// needsBPF: reading Cilium's pinned maps needs more than NET_ADMIN. Nodes
-// that run Cilium carry its annotations, so that is a cheap sign that needs
-// no extra API request.
-func needsBPF(input *trace.Input) bool {
-	for _, n := range input.Nodes {
-		if n == nil {
-			continue
-		}
-		for k := range n.Annotations {
-			if strings.HasPrefix(k, "network.cilium.io/") || strings.HasPrefix(k, "io.cilium.") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-type chosenNode struct {
-	name  string
-	roles []string
-}
-
-// chooseNodes picks the nodes to inspect and reports the ones that cannot be
-// (NotReady, unknown) without waiting on them. It reads the nodes it needs
-// that the trace has not read: every node for --all-nodes, otherwise the
-// chosen ones (trace.Input.ReadNodes: one GET each up to a handful).
-func (in *Inspector) chooseNodes(ctx context.Context, input *trace.Input, client *trace.PolicyClient) ([]chosenNode, []trace.NodeView, error) {
-	roles := map[string][]string{}
-	add := func(node, role string) {
-		if node == "" {
-			return
-		}
-		for _, r := range roles[node] {
-			if r == role {
-				return
-			}
-		}
-		roles[node] = append(roles[node], role)
-	}
-	switch {
-	case in.Flags.AllNodes:
-		if err := input.ReadNodes(ctx, in.Client, nil, true); err != nil {
-			return nil, nil, fmt.Errorf("--all-nodes: cannot list nodes: %w", err)
-		}
-		for name := range input.Nodes {
-			add(name, "all-nodes")
-		}
-	case len(in.Flags.Nodes) > 0:
-		for _, n := range in.Flags.Nodes {
-			add(n, "selected")
-		}
-	default:
-		for _, sl := range input.Slices {
-			for _, e := range sl.Endpoints {
-				if e.NodeName != nil {
-					add(*e.NodeName, "endpoints")
-				}
-			}
-		}
-	}
-	if client != nil {
-		add(client.NodeName, "client")
-	}
-	names := make([]string, 0, len(roles))
-	for n := range roles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	// Without read access to nodes the collectors still run; a node that
-	// cannot start one then fails with its own message.
-	_ = input.ReadNodes(ctx, in.Client, names, false)
-	var chosen []chosenNode
-	var skipped []trace.NodeView
-	for _, name := range names {
-		if node, known := input.Node(name); known {
-			if node == nil {
-				skipped = append(skipped, trace.NodeView{Node: name, Roles: roles[name], Failure: "no such node"})
-				continue
-			}
-			if reason := notReady(node); reason != "" {
-				skipped = append(skipped, trace.NodeView{Node: name, Roles: roles[name], Failure: reason})
-				continue
-			}
-		}
-		chosen = append(chosen, chosenNode{name: name, roles: roles[name]})
-	}
-	return chosen, skipped, nil
-}
-
-// notReady says why a node cannot run a collector now: a NotReady or
-// Unknown node never starts the Pod, so it is reported instead of awaited.
-func notReady(n *corev1.Node) string {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
-			return fmt.Sprintf("node is NotReady (Ready=%s, %s: %s): not inspected", c.Status, c.Reason, c.Message)
-		}
-	}
-	return ""
-}
-
-func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.ServiceTrace, opts podrunner.PodSpecOptions, nodes []chosenNode, client *trace.PolicyClient) []trace.NodeView {
+func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []trace.PlannedNode) []trace.NodeView {
 	prog := newProgress(in.Progress)
 	defer prog.done()
-	runner := &podrunner.Runner{
+	runner := &Runner{
 		Client:       in.Client,
 		Options:      opts,
 		StartTimeout: in.Flags.StartTimeout,
@@ -265,19 +229,14 @@ func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.Se
 	}
 	run := in.runner
 	if run == nil {
-		run = (*podrunner.Runner).Run
+		run = (*Runner).Run
 	}
 	views := make([]trace.NodeView, len(nodes))
 	sem := make(chan struct{}, in.Flags.MaxParallel)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		views[i] = trace.NodeView{Node: n.name, Roles: n.roles, Profile: string(opts.Profile)}
-		var extra []string
-		if client != nil && client.Pod != nil && client.Pod.Status.PodIP != "" && !client.Pod.Spec.HostNetwork {
-			extra = append(extra, client.Pod.Status.PodIP)
-		}
-		req := trace.CollectRequest(input, n.name, t.Metadata.ClusterDomain, extra...)
-		body, err := json.Marshal(req)
+		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(opts.Profile)}
+		body, err := json.Marshal(n.Request)
 		if err != nil {
 			views[i].Failure = "cannot encode the collector request: " + err.Error()
 			continue
@@ -310,7 +269,7 @@ func (in *Inspector) runAll(ctx context.Context, input *trace.Input, t *trace.Se
 }
 
 func failureText(err error) string {
-	var f *podrunner.Failure
+	var f *Failure
 	if errors.As(err, &f) {
 		return f.Error()
 	}
@@ -361,7 +320,7 @@ type progress struct {
 
 func newProgress(w io.Writer) *progress { return &progress{w: w, stages: map[string]string{}} }
 
-func (p *progress) update(node string, stage podrunner.Stage, _ string) {
+func (p *progress) update(node string, stage Stage, _ string) {
 	if p.w == nil {
 		return
 	}
@@ -395,12 +354,3 @@ func (p *progress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }
-
-// PreflightFailed ends the whole trace: the user asked for node layers and
-// no collector Pod can run, so the fix (namespace, label, permission) is the
-// answer, before anything is created.
-type PreflightFailed struct{ Err error }
-
-func (e *PreflightFailed) Error() string      { return e.Err.Error() }
-func (e *PreflightFailed) Unwrap() error      { return e.Err }
-func (e *PreflightFailed) FatalToTrace() bool { return true }

@@ -1,4 +1,4 @@
-package podrunner
+package nodes
 
 import (
 	"context"
@@ -68,7 +68,10 @@ func Preflight(ctx context.Context, c kubernetes.Interface, o PodSpecOptions, no
 		return &PreflightError{Namespace: o.Namespace, Reason: "Pod Security Admission rejects the collector Pod (" + err.Error() + ")", Fix: psaFix(o.Namespace), Err: err}
 	}
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("cannot create pods in namespace %s (forbidden): grant the svctrace Role there (see the README's RBAC section): %w", o.Namespace, err)
+		return &PreflightError{Namespace: o.Namespace,
+			Reason: fmt.Sprintf("missing permission: verb create on resource pods (API group \"\") in namespace %s", o.Namespace),
+			Fix:    fmt.Sprintf("bind the svctrace-collector Role there (kubectl -n %s create rolebinding svctrace-collector-$USER --role=svctrace-collector --user=$USER; see the README's RBAC section), or use --no-node", o.Namespace),
+			Err:    err}
 	}
 	return fmt.Errorf("dry-run of the collector Pod in namespace %s failed: %w", o.Namespace, err)
 }

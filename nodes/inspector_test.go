@@ -1,4 +1,4 @@
-package nodeinspect
+package nodes
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/collectors/podrunner"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
@@ -45,12 +47,27 @@ func input() *trace.Input {
 		Nodes: map[string]*corev1.Node{"n1": readyNode("n1", true), "n2": readyNode("n2", true), "n3": readyNode("n3", false)}, NodesListed: true}
 }
 
+// inspectTrace plans the trace's nodes as trace.Run does (reading the
+// nodes the plan needs through the inspector's client), runs the inspector
+// and assembles the result.
+func inspectTrace(t *testing.T, in *Inspector, inp *trace.Input) *trace.ServiceTrace {
+	t.Helper()
+	ctx := context.Background()
+	sel := in.Flags.Selection()
+	_ = inp.ReadPlanNodes(ctx, in.Client, sel, nil)
+	report, err := in.Inspect(ctx, trace.PlanNodes(inp, sel, nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trace.Assemble(inp, report, trace.Options{Inspector: in})
+}
+
 func privilegedNS() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultCollectorNamespace, Labels: map[string]string{podrunner.PodSecurityEnforceLabel: "privileged"}}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultCollectorNamespace, Labels: map[string]string{PodSecurityEnforceLabel: "privileged"}}}
 }
 
 func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
-	sample, err := os.ReadFile("../../collectors/testdata/observations/real-kube-proxy-iptables-netns.json")
+	sample, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-iptables-netns.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +75,7 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 	var ran []string
 	var requests []collectorapi.Request
 	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
-		runner: func(_ *podrunner.Runner, _ context.Context, node string, req []byte) (*podrunner.Output, error) {
+		runner: func(_ *Runner, _ context.Context, node string, req []byte) (*Output, error) {
 			var r collectorapi.Request
 			if err := json.Unmarshal(req, &r); err != nil {
 				t.Errorf("request: %v", err)
@@ -67,12 +84,9 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 			ran = append(ran, node)
 			requests = append(requests, r)
 			mu.Unlock()
-			return &podrunner.Output{Node: node, Log: sample}, nil
+			return &Output{Node: node, Log: sample}, nil
 		}}
-	tr := trace.Judge(input(), trace.Options{Inspector: in})
-	if err := in.Inspect(context.Background(), input(), tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := inspectTrace(t, in, input())
 	sort.Strings(ran)
 	if strings.Join(ran, ",") != "n1" {
 		t.Errorf("collectors ran on %v, want only n1 (n3 is NotReady, n2 has no endpoint)", ran)
@@ -107,16 +121,13 @@ func TestInspectFlagsSelectNodes(t *testing.T) {
 		f := NewFlags("img")
 		tt.flags(f)
 		in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *f,
-			runner: func(_ *podrunner.Runner, _ context.Context, node string, _ []byte) (*podrunner.Output, error) {
+			runner: func(_ *Runner, _ context.Context, node string, _ []byte) (*Output, error) {
 				mu.Lock()
 				ran = append(ran, node)
 				mu.Unlock()
-				return nil, &podrunner.Failure{Kind: podrunner.FailImage, Node: node, Message: "ErrImageNeverPull"}
+				return nil, &Failure{Kind: FailImage, Node: node, Message: "ErrImageNeverPull"}
 			}}
-		tr := trace.Judge(input(), trace.Options{Inspector: in})
-		if err := in.Inspect(context.Background(), input(), tr); err != nil {
-			t.Fatal(err)
-		}
+		tr := inspectTrace(t, in, input())
 		sort.Strings(ran)
 		if got := strings.Join(ran, ","); got != tt.want {
 			t.Errorf("ran on %s, want %s", got, tt.want)
@@ -129,15 +140,35 @@ func TestInspectFlagsSelectNodes(t *testing.T) {
 	}
 }
 
-func TestInspectPreflightIsFatal(t *testing.T) {
+// TestInspectPreflightFailureIsReported: a collector namespace that rejects
+// the Pod makes the node layers unknown with the fix; the API layers stand.
+func TestInspectPreflightFailureIsReported(t *testing.T) {
 	ns := privilegedNS()
-	ns.Labels[podrunner.PodSecurityEnforceLabel] = "restricted"
+	ns.Labels[PodSecurityEnforceLabel] = "restricted"
 	in := &Inspector{Client: fake.NewClientset(ns), Flags: *NewFlags("img")}
-	tr := trace.Judge(input(), trace.Options{Inspector: in})
-	err := in.Inspect(context.Background(), input(), tr)
-	var pf *PreflightFailed
-	if !errors.As(err, &pf) || !strings.Contains(err.Error(), "restricted") {
-		t.Fatalf("err = %v", err)
+	tr := inspectTrace(t, in, input())
+	for _, l := range trace.NodeLayers {
+		if got := tr.Layer(l); got.Status != trace.StatusUnknown || !strings.Contains(got.Reason, "restricted") {
+			t.Errorf("layer %s: %s %q, want unknown naming the PSA level", l, got.Status, got.Reason)
+		}
+	}
+	if got := tr.Layer(trace.LayerService); got.Status == trace.StatusUnknown || got.Status == trace.StatusSkipped {
+		t.Errorf("service layer %s: the API layers must still be judged", got.Status)
+	}
+}
+
+// TestInspectForbiddenNamesTheRule: without create on pods in the
+// collector namespace the report names the verb, resource and namespace.
+func TestInspectForbiddenNamesTheRule(t *testing.T) {
+	client := fake.NewClientset(privilegedNS())
+	client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC: access denied"))
+	})
+	in := &Inspector{Client: client, Flags: *NewFlags("img")}
+	tr := inspectTrace(t, in, input())
+	want := "missing permission: verb create on resource pods (API group \"\") in namespace svctrace-system"
+	if got := tr.Layer(trace.LayerDatapath).Reason; !strings.Contains(got, want) {
+		t.Fatalf("datapath reason %q, want it to contain %q", got, want)
 	}
 }
 
@@ -189,16 +220,13 @@ func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
 	var mu sync.Mutex
 	var ran []string
 	in := &Inspector{Client: client, Flags: *NewFlags("img"),
-		runner: func(_ *podrunner.Runner, _ context.Context, node string, _ []byte) (*podrunner.Output, error) {
+		runner: func(_ *Runner, _ context.Context, node string, _ []byte) (*Output, error) {
 			mu.Lock()
 			ran = append(ran, node)
 			mu.Unlock()
-			return nil, &podrunner.Failure{Kind: podrunner.FailImage, Node: node, Message: "ErrImageNeverPull"}
+			return nil, &Failure{Kind: FailImage, Node: node, Message: "ErrImageNeverPull"}
 		}}
-	tr := trace.Judge(inp, trace.Options{Inspector: in})
-	if err := in.Inspect(context.Background(), inp, tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := inspectTrace(t, in, inp)
 	if got := strings.Join(ran, ","); got != "n1" {
 		t.Errorf("ran on %q, want n1", got)
 	}
@@ -225,5 +253,62 @@ func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
 	}
 	if failures["gone"] != "no such node" || !strings.Contains(failures["n3"], "NotReady") {
 		t.Errorf("skipped nodes %v", failures)
+	}
+}
+
+// TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF: the nodes carry no
+// Cilium annotation; the first collector (netadmin) sees Cilium's pinned
+// maps through the always-mounted bpffs but may not open them, so that node
+// is read again with netadmin+bpf, and the report says so.
+func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
+	var mu sync.Mutex
+	var profiles []Profile
+	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *NewFlags("img"),
+		runner: func(r *Runner, _ context.Context, node string, _ []byte) (*Output, error) {
+			mu.Lock()
+			profiles = append(profiles, r.Options.Profile)
+			mu.Unlock()
+			pod, err := NewPod(node, []byte(`{}`), r.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := pod.Spec.Containers[0].VolumeMounts; m[len(m)-1].MountPath != "/sys/fs/bpf" || !m[len(m)-1].ReadOnly {
+				t.Errorf("profile %s: bpffs not mounted read-only: %+v", r.Options.Profile, m)
+			}
+			c := &collectorapi.CiliumObservation{Detected: true, LayoutNote: "x"}
+			if r.Options.Profile == ProfileNetAdmin {
+				c.Error = "cilium_lb4_services_v2: open: operation not permitted"
+			}
+			obs := collectorapi.Observation{NodeName: node}
+			obs.Sections.EBPF = &collectorapi.Section[collectorapi.EBPFObservation]{Status: collectorapi.StatusOK,
+				Data: &collectorapi.EBPFObservation{Cilium: c}}
+			b, _ := json.Marshal(obs)
+			return &Output{Node: node, Log: b}, nil
+		}}
+	inp := input()
+	plan := trace.PlanNodes(inp, trace.NodeSelection{}, nil, "")
+	if plan.EBPFHint {
+		t.Fatal("no node carries Cilium annotations, yet the plan hints eBPF")
+	}
+	report, err := in.Inspect(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profiles) != 2 || profiles[0] != ProfileNetAdmin || profiles[1] != ProfileBPF {
+		t.Fatalf("collector profiles %v, want netadmin then netadmin+bpf", profiles)
+	}
+	var n1 *trace.CollectorNode
+	for i := range report.Collector.Nodes {
+		if report.Collector.Nodes[i].Node == "n1" {
+			n1 = &report.Collector.Nodes[i]
+		}
+	}
+	if n1 == nil || n1.Profile != string(ProfileBPF) || !n1.Inspected {
+		t.Fatalf("n1 in the report: %+v", n1)
+	}
+	for _, v := range report.Nodes {
+		if v.Node == "n1" && (v.Observation == nil || v.Observation.Sections.EBPF.Data.Cilium.Error != "") {
+			t.Fatalf("n1 kept the refused read: %+v", v)
+		}
 	}
 }
