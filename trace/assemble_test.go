@@ -2,12 +2,8 @@ package trace
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
@@ -17,20 +13,7 @@ import (
 // to JSON and read back, with no cluster and no inspector. The result must
 // equal the one assembled from the objects in memory.
 func TestAssembleFromSavedInputAndObservations(t *testing.T) {
-	b, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-nftables-netns.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obs collectorapi.Observation
-	if err := json.Unmarshal(b, &obs); err != nil {
-		t.Fatal(err)
-	}
-	in := nodeInput(func(s *corev1.Service) {
-		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.50", []string{"10.96.0.50"}
-	})
-	in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.2", pod: "web-1", node: obs.NodeName, ready: true})}
-	in.Pods = []corev1.Pod{*pod("web-1", "web", "10.250.0.2", obs.NodeName)}
-	in.Nodes[obs.NodeName] = node(obs.NodeName, true)
+	in, obs := realKubeProxyInput(t, "nftables")
 	report := &NodeReport{
 		Collector: &CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin"},
 		Nodes:     []NodeView{{Node: obs.NodeName, Roles: []string{RoleEndpoints}, Observation: &obs}},

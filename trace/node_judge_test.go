@@ -298,6 +298,27 @@ func keysOf(m map[string]Check) []string {
 	return out
 }
 
+// realKubeProxyInput is a recorded observation of the real kube-proxy
+// v1.37.2 in mode, and the Service and slice that kube-proxy was fed.
+func realKubeProxyInput(t *testing.T, mode string) (*Input, collectorapi.Observation) {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obs collectorapi.Observation
+	if err := json.Unmarshal(b, &obs); err != nil {
+		t.Fatal(err)
+	}
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.50", []string{"10.96.0.50"}
+	})
+	in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.2", pod: "web-1", node: obs.NodeName, ready: true})}
+	in.Pods = []corev1.Pod{*pod("web-1", "web", "10.250.0.2", obs.NodeName)}
+	in.Nodes[obs.NodeName] = node(obs.NodeName, true)
+	return in, obs
+}
+
 // TestJudgeRealKubeProxyObservations judges the observations the collector
 // took of the real kube-proxy v1.37.2 (iptables and nftables modes, see
 // cmd/svctrace-collector's kube-proxy test) against the Service and slice
@@ -305,20 +326,7 @@ func keysOf(m map[string]Check) []string {
 func TestJudgeRealKubeProxyObservations(t *testing.T) {
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) {
-			b, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var obs collectorapi.Observation
-			if err := json.Unmarshal(b, &obs); err != nil {
-				t.Fatal(err)
-			}
-			in := nodeInput(func(s *corev1.Service) {
-				s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.50", []string{"10.96.0.50"}
-			})
-			in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.2", pod: "web-1", node: obs.NodeName, ready: true})}
-			in.Pods = []corev1.Pod{*pod("web-1", "web", "10.250.0.2", obs.NodeName)}
-			in.Nodes[obs.NodeName] = node(obs.NodeName, true)
+			in, obs := realKubeProxyInput(t, mode)
 			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
 			requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, obs.NodeName)
 			requireNodeCheck(t, tr, LayerDatapath, CodeDPOwner, obs.NodeName)
