@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a
