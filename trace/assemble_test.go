@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a
