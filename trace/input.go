@@ -2,7 +2,6 @@ package trace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -567,9 +566,4 @@ func listServiceNames(ctx context.Context, client kubernetes.Interface, namespac
 		}
 		opts.Continue = list.Continue
 	}
-}
-
-// errCanceled reports whether err is a context ending.
-func errCanceled(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
