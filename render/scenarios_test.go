@@ -19,7 +19,7 @@ func ptr[T any](v T) *T { return &v }
 
 func svc(mut ...func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "0b3f5c2e-6a41-4d8e-9c1a-2f7d8e9a4b10"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"},
 			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr(corev1.IPFamilyPolicySingleStack),
 			Selector:        map[string]string{"app": "web"},

@@ -71,6 +71,7 @@ func judgeAPI(in *Input, opts Options) *ServiceTrace {
 		j.notFound()
 		return t
 	}
+	t.Service.UID = string(in.Service.UID)
 	j.podsGap = in.hasGap(LayerEndpoints, resPods)
 	j.slicesGap = in.hasGap(LayerEndpoints, resEndpointSlices)
 	j.summarize()

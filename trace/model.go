@@ -89,6 +89,9 @@ type Metadata struct {
 type ServiceSummary struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// UID is the Service's metadata.uid, empty when it was not found. It tells
+	// a Service apart from a deleted and recreated one of the same name.
+	UID string `json:"uid,omitempty"`
 	// Found is false when the Service does not exist; the rest is then empty.
 	Found bool `json:"found"`
 	// Type is ClusterIP, NodePort, LoadBalancer or ExternalName.
@@ -233,6 +236,21 @@ type Verdict struct {
 	FirstFailingLayer LayerName `json:"firstFailingLayer,omitempty"`
 	Summary           string    `json:"summary"`
 	LikelyCause       string    `json:"likelyCause,omitempty"`
+	// Code is the catalog code of the check the verdict rests on, so a bot can
+	// route on it without parsing Summary: for a failed trace the check
+	// LikelyCause comes from; for an unknown or warn verdict the first check,
+	// in LayerOrder, with the verdict's status (an unknown verdict falls back to
+	// the first warning, such as a node that was not inspected). Empty for a
+	// passing verdict, and when no check carries the status (a layer that is
+	// unknown with no checks at all).
+	Code string `json:"code,omitempty"`
+	// Node is the node of the check Code comes from, when it has one.
+	Node string `json:"node,omitempty"`
+	// Fingerprint identifies the fault, the same across runs while the fault
+	// stays the same: a PagerDuty dedup_key, a Slack thread key. Empty for a
+	// passing verdict. It is the hex of the first 16 bytes of SHA-256 over the
+	// Service's UID (namespace/name when it was not found), Code and Node.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Layer returns the named layer, or nil.

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -174,6 +176,7 @@ func finish(t *ServiceTrace) {
 		finishLayer(&t.Layers[i])
 	}
 	t.Verdict = verdict(t)
+	t.Verdict.Fingerprint = fingerprint(t)
 }
 
 var statusRank = map[Status]int{StatusPass: 1, StatusWarn: 2, StatusUnknown: 3, StatusFail: 4}
@@ -217,12 +220,15 @@ func verdict(t *ServiceTrace) Verdict {
 		l := &t.Layers[i]
 		switch l.Status {
 		case StatusFail:
-			return Verdict{
+			v := Verdict{
 				Status:            StatusFail,
 				FirstFailingLayer: l.Name,
 				Summary:           fmt.Sprintf("traffic to %s fails at the %s layer: %s", svc, l.Name, l.Reason),
-				LikelyCause:       likelyCause(l),
 			}
+			if c := likelyCause(l); c != nil {
+				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
+			}
+			return v
 		case StatusWarn:
 			warned = append(warned, string(l.Name))
 		case StatusUnknown:
@@ -235,37 +241,95 @@ func verdict(t *ServiceTrace) Verdict {
 	if len(skipped) > 0 {
 		suffix = "; not checked: " + strings.Join(skipped, ", ")
 	}
+	var v Verdict
 	switch {
 	case len(unknown) > 0:
-		return Verdict{Status: StatusUnknown,
+		v = Verdict{Status: StatusUnknown,
 			Summary: fmt.Sprintf("no layer of %s failed, but some could not be judged: %s%s", svc, strings.Join(unknown, "; "), suffix)}
 	case len(warned) > 0:
-		return Verdict{Status: StatusWarn,
+		v = Verdict{Status: StatusWarn,
 			Summary: fmt.Sprintf("no layer of %s failed; warnings in %s%s", svc, strings.Join(warned, ", "), suffix)}
+	default:
+		return Verdict{Status: StatusPass, Summary: fmt.Sprintf("every checked layer of %s passed%s", svc, suffix)}
 	}
-	return Verdict{Status: StatusPass, Summary: fmt.Sprintf("every checked layer of %s passed%s", svc, suffix)}
+	c := firstCheck(t, v.Status)
+	if c == nil && v.Status == StatusUnknown {
+		c = firstCheck(t, StatusWarn)
+	}
+	if c != nil {
+		v.Code, v.Node = c.Code, c.Node
+	}
+	return v
+}
+
+// firstCheck is the first check, in LayerOrder, with the given status in a
+// layer that was judged (a skipped layer's checks say nothing about traffic).
+func firstCheck(t *ServiceTrace, status Status) *Check {
+	for i := range t.Layers {
+		l := &t.Layers[i]
+		if l.Status == StatusSkipped {
+			continue
+		}
+		for j := range l.Checks {
+			if l.Checks[j].Status == status {
+				return &l.Checks[j]
+			}
+		}
+	}
+	return nil
+}
+
+// fingerprint hashes what identifies a fault, and only that, so every run
+// that sees the same fault gives the same key and a different fault a
+// different one: the Service (its UID, or namespace/name when it was not
+// found and has none), the verdict's code and node. When no check carries
+// the verdict (a layer unknown with no checks), the first such layer's name
+// stands in for the code. The result is the first 16 bytes of the SHA-256, in
+// hex. Nothing time- or order-dependent goes in: Layers and their checks are
+// in a fixed order, and nodes are judged sorted by name.
+func fingerprint(t *ServiceTrace) string {
+	v := t.Verdict
+	if v.Status == StatusPass {
+		return ""
+	}
+	service := t.Service.UID
+	if service == "" {
+		service = t.Service.Namespace + "/" + t.Service.Name
+	}
+	code := v.Code
+	if code == "" {
+		for _, l := range t.Layers {
+			if l.Status == v.Status {
+				code = "layer:" + string(l.Name)
+				break
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(service + "\x00" + code + "\x00" + v.Node))
+	return hex.EncodeToString(sum[:16])
 }
 
 // likelyCause picks, in a failed layer, the first failing finding that
 // explains rather than restates the failure; if only symptoms failed
 // (no ready endpoints), the first warning (a crash-looping Pod, say) is the
 // likelier cause.
-func likelyCause(l *Layer) string {
-	var symptom string
-	for _, c := range l.Checks {
+func likelyCause(l *Layer) *Check {
+	var symptom *Check
+	for i := range l.Checks {
+		c := &l.Checks[i]
 		if c.Status != StatusFail {
 			continue
 		}
 		if !Catalog[c.Code].Symptom {
-			return c.Message
+			return c
 		}
-		if symptom == "" {
-			symptom = c.Message
+		if symptom == nil {
+			symptom = c
 		}
 	}
-	for _, c := range l.Checks {
-		if c.Status == StatusWarn {
-			return c.Message
+	for i := range l.Checks {
+		if l.Checks[i].Status == StatusWarn {
+			return &l.Checks[i]
 		}
 	}
 	return symptom

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -10,7 +11,8 @@ import (
 // Exit codes of kubectl-svctrace. kubectl execs the plugin, so these are the
 // user's exit codes; --help and the README document them.
 const (
-	// ExitOK: the trace ran and no layer failed (warnings and unknown layers allowed).
+	// ExitOK: the trace ran, no layer failed and every layer asked for was
+	// judged (warnings and skipped layers allowed).
 	ExitOK = 0
 	// ExitError: the trace could not run (no cluster, Service unreadable, timeout).
 	ExitError = 1
@@ -18,14 +20,23 @@ const (
 	ExitUsage = 2
 	// ExitLayerFailed: the trace ran and at least one layer failed.
 	ExitLayerFailed = 3
+	// ExitNotJudged: the trace ran and no layer failed, but at least one layer
+	// it was asked to judge is unknown (verdict status unknown): a collector
+	// that could not run, a forbidden list. A skipped layer (--no-node, the
+	// datapath of a headless Service) does not count. Without it a bot cannot
+	// tell "healthy" from "could not look". A failed layer still exits 3.
+	ExitNotJudged = 4
 )
 
 // exitCodesHelp is the exit-code section of --help.
 const exitCodesHelp = `Exit codes:
-  0  no layer failed (warnings and layers that could not be judged allowed)
+  0  no layer failed and every layer asked for was judged (warnings and skipped layers allowed)
   1  the trace could not run (cluster unreachable, Service unreadable, timeout)
   2  usage error (bad arguments or flags)
-  3  at least one layer failed, including "Service not found" (the result is still printed)`
+  3  at least one layer failed, including "Service not found" (the result is still printed)
+  4  no layer failed, but at least one could not be judged: verdict "unknown", such as a
+     collector that could not run or a forbidden list (the result is still printed;
+     3 wins over 4; layers skipped by --no-node or not applying do not count)`
 
 // UsageError is a problem with what the user typed; it exits 2.
 type UsageError struct{ Err error }
@@ -41,15 +52,30 @@ type LayerFailedError struct{ Layer trace.LayerName }
 
 func (e *LayerFailedError) Error() string { return fmt.Sprintf("the %s layer failed", e.Layer) }
 
+// NotJudgedError says the trace ran, no layer failed, and some layers could
+// not be judged. The result was already printed; it exits 4.
+type NotJudgedError struct{ Layers []trace.LayerName }
+
+func (e *NotJudgedError) Error() string {
+	names := make([]string, len(e.Layers))
+	for i, l := range e.Layers {
+		names[i] = string(l)
+	}
+	return "could not judge the " + strings.Join(names, ", ") + " layer(s)"
+}
+
 // ExitCode maps an error returned by the command to the process exit code.
 func ExitCode(err error) int {
 	var usage *UsageError
 	var failed *LayerFailedError
+	var notJudged *NotJudgedError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &failed):
 		return ExitLayerFailed
+	case errors.As(err, &notJudged):
+		return ExitNotJudged
 	case errors.As(err, &usage):
 		return ExitUsage
 	}
@@ -60,5 +86,6 @@ func ExitCode(err error) int {
 // already says everything).
 func Silent(err error) bool {
 	var failed *LayerFailedError
-	return errors.As(err, &failed)
+	var notJudged *NotJudgedError
+	return errors.As(err, &failed) || errors.As(err, &notJudged)
 }

@@ -257,7 +257,7 @@ func (o *TraceOptions) Validate() error {
 }
 
 // Run traces the Service, prints the result and returns a LayerFailedError
-// when a layer failed.
+// when a layer failed, or else a NotJudgedError when the verdict is unknown.
 func (o *TraceOptions) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -287,6 +287,15 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 	}
 	if t.Failed() {
 		return &LayerFailedError{Layer: t.Verdict.FirstFailingLayer}
+	}
+	if t.Verdict.Status == trace.StatusUnknown {
+		var unknown []trace.LayerName
+		for _, l := range t.Layers {
+			if l.Status == trace.StatusUnknown {
+				unknown = append(unknown, l.Name)
+			}
+		}
+		return &NotJudgedError{Layers: unknown}
 	}
 	return nil
 }

@@ -73,10 +73,18 @@ func objects(ready bool) []runtime.Object {
 
 // testCmd builds the root command on a fake clientset and test streams.
 func testCmd(objs []runtime.Object) (*bytes.Buffer, *bytes.Buffer, func(args ...string) error) {
+	return testCmdWith(objs, nil)
+}
+
+// testCmdWith is testCmd with reactors (react may be nil) on the clientset.
+func testCmdWith(objs []runtime.Object, react func(*fake.Clientset)) (*bytes.Buffer, *bytes.Buffer, func(args ...string) error) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	f := NewTraceFlags()
 	f.deps.getter = testGetter()
 	client := fake.NewClientset(objs...)
+	if react != nil {
+		react(client)
+	}
 	f.deps.client = func(genericclioptions.RESTClientGetter) (kubernetes.Interface, error) { return client, nil }
 	f.deps.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	f.deps.getenv = func(string) string { return "" }

@@ -155,7 +155,7 @@ func requireNoFail(t *testing.T, r result) {
 		}
 	}
 	if r.Exit != 0 {
-		t.Errorf("exit %d, want 0", r.Exit)
+		t.Errorf("exit %d, want 0 (verdict %s: %s)", r.Exit, r.Trace.Verdict.Status, r.Trace.Verdict.Summary)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/svctrace/kubectl-svctrace/cmd/cli"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -182,15 +183,15 @@ func TestPodSecurityRestrictedNamespace(t *testing.T) {
 }
 
 // requireNodeLayersUnknownWithAPILayers: no collector could run, so every
-// node layer is unknown with a reason holding each of want, and the API
-// layers were still judged.
+// node layer is unknown with a reason holding each of want, the API layers
+// were still judged, and the exit code says the trace could not judge.
 func requireNodeLayersUnknownWithAPILayers(t *testing.T, r result, want ...string) {
 	t.Helper()
 	if r.Trace == nil {
 		t.Fatalf("no trace printed (exit %d): %s", r.Exit, r.Stderr)
 	}
-	if r.Exit == 1 || r.Exit == 2 {
-		t.Errorf("exit %d: a collector that cannot run must not abort the trace", r.Exit)
+	if r.Exit != cli.ExitNotJudged {
+		t.Errorf("exit %d, want %d: a collector that cannot run must not abort the trace, nor pass it", r.Exit, cli.ExitNotJudged)
 	}
 	for _, name := range trace.NodeLayers {
 		l := r.Trace.Layer(name)
