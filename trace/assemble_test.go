@@ -1,9 +1,15 @@
 package trace
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a
@@ -59,4 +65,50 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCollectedInputSurvivesJSON: what Collect reads, failed reads included
+// (a forbidden list is a Gap holding an error value), written to JSON and
+// read back, assembles to the same result as the live Run.
+func TestCollectedInputSurvivesJSON(t *testing.T) {
+	tests := []struct {
+		name     string
+		objs     []runtime.Object
+		reactors []reactor
+	}{
+		{name: "healthy", objs: healthy()},
+		{name: "endpointslices forbidden", objs: healthy(), reactors: []reactor{forbidden("list", "endpointslices")}},
+		{name: "pods list fails", objs: healthy(), reactors: []reactor{{"list", "pods", errors.New("etcdserver: request timed out")}}},
+		{name: "not found", objs: without(healthy(), "Service", "web")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(tt.objs...)
+			for _, r := range tt.reactors {
+				client.PrependReactor(r.verb, r.resource, func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, r.err })
+			}
+			opts := Options{Now: fixedNow, NoNode: true, Version: "test"}
+			in, report, err := Collect(context.Background(), client, "default", "web", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if report != nil {
+				t.Fatalf("report %+v with --no-node", report)
+			}
+			live := jsonOf(t, Assemble(in, nil, opts))
+			var saved Input
+			roundTrip(t, in, &saved)
+			if len(in.Gaps) != len(saved.Gaps) {
+				t.Fatalf("%d gaps read back, want %d", len(saved.Gaps), len(in.Gaps))
+			}
+			for i := range in.Gaps {
+				if in.Gaps[i].Err.Error() != saved.Gaps[i].Err.Error() || in.Gaps[i].Forbidden != saved.Gaps[i].Forbidden {
+					t.Errorf("gap %d read back as %+v, want %+v", i, saved.Gaps[i], in.Gaps[i])
+				}
+			}
+			if offline := jsonOf(t, Assemble(&saved, nil, opts)); offline != live {
+				t.Fatalf("offline result differs:\nlive:    %s\noffline: %s", live, offline)
+			}
+		})
+	}
 }

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,66 +27,66 @@ const PageSize = 500
 // Fetch fills it with six requests when the Service is healthy; a NodeInspector reuses it to know
 // which nodes, IPs and ports to look at.
 type Input struct {
-	Namespace string
-	Name      string
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 	// Service is nil when the Service does not exist (see ServiceNotFound).
-	Service         *corev1.Service
-	ServiceNotFound bool
+	Service         *corev1.Service `json:"service,omitempty"`
+	ServiceNotFound bool            `json:"serviceNotFound,omitempty"`
 	// ClosestServices are the Service names nearest to Name (only when not found).
-	ClosestServices []string
+	ClosestServices []string `json:"closestServices,omitempty"`
 	// NamespaceNotFound: the Service is missing because its namespace is
 	// (only when the namespace could be read); ClosestNamespaces then holds
 	// the nearest namespace names.
-	NamespaceNotFound bool
-	ClosestNamespaces []string
+	NamespaceNotFound bool     `json:"namespaceNotFound,omitempty"`
+	ClosestNamespaces []string `json:"closestNamespaces,omitempty"`
 
 	// Slices are every EndpointSlice labelled kubernetes.io/service-name=Name.
-	Slices []discoveryv1.EndpointSlice
+	Slices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
 	// Pods are the Pods the Service's selector matches (empty without selector).
-	Pods []corev1.Pod
+	Pods []corev1.Pod `json:"pods,omitempty"`
 	// ExtraPods are endpoint targetRef Pods outside Pods, looked up one by one
 	// (failure path only). A nil value means the Pod does not exist.
-	ExtraPods map[string]*corev1.Pod
+	ExtraPods map[string]*corev1.Pod `json:"extraPods,omitempty"`
 	// UnverifiedTargets are targetRef Pods not looked up (over ExtraPodLimit).
-	UnverifiedTargets []string
+	UnverifiedTargets []string `json:"unverifiedTargets,omitempty"`
 	// ClosestPods are Pods of the namespace nearest to the selector, only when
 	// the selector matches nothing.
-	ClosestPods []corev1.Pod
+	ClosestPods []corev1.Pod `json:"closestPods,omitempty"`
 	// Nodes are the nodes read so far, by name. They are read only when a
 	// check needs them (see ReadNodes): every node (NodesListed) for a
 	// Local traffic policy or --all-nodes, otherwise only the nodes of
 	// endpoints that are not ready and of the inspected nodes, one GET each,
 	// so a healthy Service in a 5,000-node cluster costs no node list. A nil
 	// value records a node that does not exist.
-	Nodes       map[string]*corev1.Node
-	NodesListed bool
+	Nodes       map[string]*corev1.Node `json:"nodes,omitempty"`
+	NodesListed bool                    `json:"nodesListed,omitempty"`
 
 	// DNSService and DNSSlices are kube-system/kube-dns and its EndpointSlices.
-	DNSService  *corev1.Service
-	DNSNotFound bool
-	DNSSlices   []discoveryv1.EndpointSlice
+	DNSService  *corev1.Service             `json:"dnsService,omitempty"`
+	DNSNotFound bool                        `json:"dnsNotFound,omitempty"`
+	DNSSlices   []discoveryv1.EndpointSlice `json:"dnsEndpointSlices,omitempty"`
 
 	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
 	// readiness, liveness or startup probe) of each selected Pod, by Pod
 	// name. They are read only when a Pod runs but is not ready (one
 	// request; by name when only one is): the probe's own error is the
 	// evidence the Pod status lacks.
-	ProbeEvents map[string]ProbeEvent
+	ProbeEvents map[string]ProbeEvent `json:"probeEvents,omitempty"`
 
 	// NetworkPolicies are the policies of the Service's namespace (and of the
 	// --from Pod's); UnreadPolicyNamespaces the namespaces whose list failed.
-	NetworkPolicies        []networkingv1.NetworkPolicy
-	UnreadPolicyNamespaces []string
+	NetworkPolicies        []networkingv1.NetworkPolicy `json:"networkPolicies,omitempty"`
+	UnreadPolicyNamespaces []string                     `json:"unreadPolicyNamespaces,omitempty"`
 
 	// Gaps are the reads that failed; each turns its layer unknown.
-	Gaps []Gap
+	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // ProbeEvent is the newest probe failure the kubelet reported for a Pod.
 type ProbeEvent struct {
-	Message string
-	Count   int32
-	Last    time.Time
+	Message string    `json:"message"`
+	Count   int32     `json:"count,omitempty"`
+	Last    time.Time `json:"last"`
 }
 
 // Gap is one failed read: what could not be read, why, and which layer it blinds.
@@ -97,6 +99,42 @@ type Gap struct {
 	Err       error
 	// Impact says what the trace cannot judge without it.
 	Impact string
+}
+
+// gapJSON is a Gap as a saved trace holds it: the error as its message,
+// which is all a judgement reads of it.
+type gapJSON struct {
+	Layer     LayerName `json:"layer,omitempty"`
+	Verb      string    `json:"verb"`
+	Resource  string    `json:"resource"`
+	Namespace string    `json:"namespace,omitempty"`
+	Forbidden bool      `json:"forbidden,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Impact    string    `json:"impact,omitempty"`
+}
+
+// MarshalJSON writes Err as its message: an error value has no JSON form.
+func (g Gap) MarshalJSON() ([]byte, error) {
+	j := gapJSON{Layer: g.Layer, Verb: g.Verb, Resource: g.Resource, Namespace: g.Namespace, Forbidden: g.Forbidden, Impact: g.Impact}
+	if g.Err != nil {
+		j.Error = g.Err.Error()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote; Err then carries the saved
+// message and nothing else (it no longer matches apierrors predicates, which
+// is why Forbidden is kept as a field).
+func (g *Gap) UnmarshalJSON(b []byte) error {
+	var j gapJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*g = Gap{Layer: j.Layer, Verb: j.Verb, Resource: j.Resource, Namespace: j.Namespace, Forbidden: j.Forbidden, Impact: j.Impact}
+	if j.Error != "" {
+		g.Err = errors.New(j.Error)
+	}
+	return nil
 }
 
 // Describe renders the gap the way kubectl names permissions.

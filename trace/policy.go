@@ -21,10 +21,10 @@ const LayerPolicy LayerName = "policy"
 // PolicyClient is the client a trace is run for (--from); nil means "any
 // client": the layer then says who is admitted.
 type PolicyClient struct {
-	Pod  *corev1.Pod
-	Node *corev1.Node
+	Pod  *corev1.Pod  `json:"pod,omitempty"`
+	Node *corev1.Node `json:"node,omitempty"`
 	// NodeName is set for --from node/NAME even when the Node is unreadable.
-	NodeName string
+	NodeName string `json:"nodeName,omitempty"`
 }
 
 // Policy catalog codes.

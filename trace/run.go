@@ -65,12 +65,24 @@ func (e *PortNotFoundError) Error() string {
 // input or the result. The error is set only when the trace could not run at
 // all (or --port names no port, a *PortNotFoundError).
 func Run(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*ServiceTrace, error) {
-	in, err := Fetch(ctx, client, namespace, name)
+	in, report, err := Collect(ctx, client, namespace, name, opts)
 	if err != nil {
 		return nil, err
 	}
+	return Assemble(in, report, opts), nil
+}
+
+// Collect is the part of Run that reads the cluster: the API input and the
+// node report (nil when the node layers were not inspected). Assemble of
+// its two results with the same opts is Run's result, so a caller that
+// keeps them (a saved trace) can judge them again later.
+func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*Input, *NodeReport, error) {
+	in, err := Fetch(ctx, client, namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := checkPort(in, opts.Port); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace && in.Service != nil {
 		// The client's own egress policies live in its namespace.
@@ -84,10 +96,10 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
 		report, err = inspect(ctx, client, in, opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return Assemble(in, report, opts), nil
+	return in, report, nil
 }
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
