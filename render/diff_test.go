@@ -1,0 +1,64 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+func scenarioTrace(t *testing.T, name string) *trace.ServiceTrace {
+	t.Helper()
+	for _, sc := range scenarios {
+		if sc.name == name {
+			return sc.trace()
+		}
+	}
+	t.Fatalf("no scenario %q", name)
+	return nil
+}
+
+// diffPairs are the comparisons with goldens: a fault appearing, the same
+// fault going away, the collectors failing on a healthy Service, and no
+// change at all.
+var diffPairs = []struct{ name, before, after string }{
+	{"diff/fault", "healthy", "no-endpoints"},
+	{"diff/fixed", "no-endpoints", "healthy"},
+	{"diff/collectors", "healthy", "collectors-failed"},
+	{"diff/none", "healthy", "healthy"},
+}
+
+func TestDiffGolden(t *testing.T) {
+	for _, pair := range diffPairs {
+		before, after := scenarioTrace(t, pair.before), scenarioTrace(t, pair.after)
+		after.Metadata.Time = before.Metadata.Time.Add(10 * time.Minute)
+		d := trace.Diff(before, after)
+		d.Before.Source, d.After.Source = pair.before+".json", pair.after+".json"
+		for _, v := range variants {
+			t.Run(pair.name+"/"+v.name, func(t *testing.T) {
+				var buf bytes.Buffer
+				if err := PrintDiff(&buf, d, FormatText, v.opts); err != nil {
+					t.Fatal(err)
+				}
+				if hasANSI := strings.Contains(buf.String(), "\x1b["); hasANSI != v.opts.Color {
+					t.Errorf("ANSI escapes present=%v with Color=%v", hasANSI, v.opts.Color)
+				}
+				golden(t, pair.name+"."+v.name+".txt", buf.Bytes())
+			})
+		}
+		t.Run(pair.name+"/json", func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := PrintDiff(&buf, d, FormatJSON, TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var back trace.TraceDiff
+			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Kind != trace.DiffKind {
+				t.Fatalf("JSON does not parse back: %v %+v", err, back.Kind)
+			}
+			golden(t, pair.name+".json", buf.Bytes())
+		})
+	}
+}
