@@ -35,7 +35,9 @@ import (
 // connection flags. A new subcommand declares its own here; any of the
 // root's trace flags it shares must mean the same thing there.
 var subcommandFlags = map[string][]string{
+	"analyze": {"color", "output"},
 	"cleanup": {"collector-namespace", "timeout"},
+	"diff":    {"color", "output"},
 	"version": nil,
 }
 

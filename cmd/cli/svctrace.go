@@ -20,6 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/kubectl-svctrace/bundle"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -34,8 +35,12 @@ need only the Kubernetes API; the node layers are read by a short-lived collecto
 and are reported as skipped (with the reason) when --no-node is given or no collector is
 available. Every finding has a stable code, evidence and a command to run next.
 
-SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service called "version" must be
-given as svc/version.
+SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service named like a subcommand
+(version, cleanup, analyze, diff, mcp) must be given as svc/NAME.
+
+--save DIR also writes the trace to DIR as a bundle: what the API returned (Secrets never
+read, env values redacted), every node's raw observations and the result. kubectl svctrace
+analyze DIR judges it again later without a cluster; kubectl svctrace diff compares two.
 
 ` + exitCodesHelp
 
@@ -47,6 +52,9 @@ var traceExample = `  # Trace the Service web in the current namespace
 
   # Machine-readable result for a bot or CI (exit code 3 when a layer fails)
   kubectl svctrace web -o json
+
+  # Keep the evidence: save the trace to a directory, to re-judge or compare it later
+  kubectl svctrace web --save ./web-incident
 
   # Print the plugin version and the collector image it uses
   kubectl svctrace version`
@@ -60,6 +68,8 @@ type TraceFlags struct {
 	NoNode        bool
 	Timeout       time.Duration
 	ClusterDomain string
+	// Save is the directory --save writes the trace's bundle to ("": none).
+	Save string
 	// Nodes are the node-selection and collector flags (--node, --all-nodes,
 	// --from, --image, --collector-namespace, …).
 	Nodes *nodes.Flags
@@ -122,6 +132,7 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
 	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
+	flags.StringVar(&f.Save, "save", f.Save, "also write the trace (API input, node observations, result) to this directory, for kubectl svctrace analyze and diff")
 	if f.Nodes != nil {
 		f.Nodes.AddFlags(flags)
 	}
@@ -139,6 +150,8 @@ type TraceOptions struct {
 	Timeout     time.Duration
 	// From is --from, resolved in Run (it needs the API).
 	From string
+	// Save is the bundle directory (--save), "" for none.
+	Save string
 
 	genericiooptions.IOStreams
 }
@@ -187,6 +200,9 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if errs := validation.IsDNS1123Subdomain(f.ClusterDomain); len(errs) > 0 {
 		return nil, usageErrorf("invalid --cluster-domain %q: %s", f.ClusterDomain, strings.Join(errs, "; "))
 	}
+	if f.Save != "" && bundle.IsBundle(f.Save) {
+		return nil, usageErrorf("--save %s: the directory already holds a saved trace; choose another", f.Save)
+	}
 	getter := f.restClientGetter()
 	loader := getter.ToRawKubeConfigLoader()
 	namespace, _, err := loader.Namespace()
@@ -232,6 +248,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		Text:        text,
 		Timeout:     f.Timeout,
 		From:        from,
+		Save:        f.Save,
 		Trace: trace.Options{
 			Port:          f.Port,
 			ClusterDomain: f.ClusterDomain,
@@ -268,7 +285,7 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		}
 		o.Trace.From = pc
 	}
-	t, err := trace.Run(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
+	in, report, err := trace.Collect(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
 	var noPort *trace.PortNotFoundError
 	if errors.As(err, &noPort) {
 		return &UsageError{Err: err}
@@ -282,9 +299,27 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	t := trace.Assemble(in, report, o.Trace)
 	if err := render.Print(o.Out, t, o.Output, o.Text); err != nil {
 		return err
 	}
+	if o.Save != "" {
+		b, err := bundle.New(in, report, o.Trace, t)
+		if err == nil {
+			err = b.Write(o.Save)
+		}
+		if err != nil {
+			return fmt.Errorf("the trace ran but was not saved: %w", err)
+		}
+		fmt.Fprintf(o.ErrOut, "saved the trace to %s (kubectl svctrace analyze %s)\n", o.Save, o.Save)
+	}
+	return verdictError(t)
+}
+
+// verdictError is the error a printed result exits with: a
+// LayerFailedError when a layer failed, a NotJudgedError when the verdict is
+// unknown, nil otherwise.
+func verdictError(t *trace.ServiceTrace) error {
 	if t.Failed() {
 		return &LayerFailedError{Layer: t.Verdict.FirstFailingLayer}
 	}
@@ -347,5 +382,7 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	registerCompletions(cmd, f)
 	cmd.AddCommand(newCmdVersion(streams, info, f.deps.client))
 	cmd.AddCommand(newCmdCleanup(streams, f.deps.client))
+	cmd.AddCommand(newCmdAnalyze(streams, info, f.deps))
+	cmd.AddCommand(newCmdDiff(streams, info, f.deps))
 	return cmd
 }
