@@ -55,6 +55,13 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Nodes, "node", f.Nodes, "inspect this node (repeatable); default: the nodes that host the Service's endpoints, plus the --from node")
 	fs.BoolVar(&f.AllNodes, "all-nodes", f.AllNodes, "inspect every node and report a per-node matrix")
 	fs.StringVar(&f.From, "from", f.From, "the client: pod/NAME (in the Service's namespace, or NAMESPACE/NAME) or node/NAME; its node is inspected and NetworkPolicies are judged for it")
+	f.AddCollectorFlags(fs)
+}
+
+// AddCollectorFlags registers the flags that say how collectors run, not
+// where: the ones a command that takes its node selection elsewhere (the MCP
+// server's tool arguments) still needs.
+func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.MaxParallel, "max-parallel", f.MaxParallel, "collector Pods running at once")
 	fs.StringVar(&f.Image, "image", f.Image, "collector image")
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")

@@ -38,6 +38,7 @@ var subcommandFlags = map[string][]string{
 	"analyze": {"color", "output"},
 	"cleanup": {"collector-namespace", "timeout"},
 	"diff":    {"color", "output"},
+	"mcp":     {"cluster-domain", "collector-namespace", "collector-start-timeout", "image", "max-parallel", "privileged", "timeout"},
 	"version": nil,
 }
 

@@ -384,5 +384,6 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	cmd.AddCommand(newCmdCleanup(streams, f.deps.client))
 	cmd.AddCommand(newCmdAnalyze(streams, info, f.deps))
 	cmd.AddCommand(newCmdDiff(streams, info, f.deps))
+	cmd.AddCommand(newCmdMCP(streams, info, f.deps))
 	return cmd
 }

@@ -160,7 +160,8 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 }
 
 // Handler serves the Cluster: GET lists and watches of nodes, services,
-// endpointslices and (no) servicecidrs (cluster-wide, the way kube-proxy asks); writes (events) are
+// endpointslices and (no) servicecidrs (cluster-wide, the way kube-proxy asks),
+// the namespaced reads of a trace (see scoped); writes (events) are
 // accepted and dropped; anything else is 404.
 func (c Cluster) Handler() http.Handler {
 	nodes, svcs, slices := c.objects()
@@ -184,9 +185,17 @@ func (c Cluster) Handler() http.Handler {
 		}
 		l, ok := lists[r.URL.Path]
 		if !ok {
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-			return
+			obj, nl, found := c.scoped(r, nodes, svcs, slices)
+			switch {
+			case !found:
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+				return
+			case obj != nil:
+				_ = json.NewEncoder(w).Encode(obj)
+				return
+			}
+			l = list{nl.kind, nl.apiVersion, nl.items}
 		}
 		q := r.URL.Query()
 		if q.Get("watch") != "true" && q.Get("watch") != "1" {
@@ -208,6 +217,89 @@ func (c Cluster) Handler() http.Handler {
 		}
 		<-r.Context().Done()
 	})
+}
+
+// scopedList is a list the namespaced routes serve.
+type scopedList struct {
+	kind, apiVersion string
+	items            []any
+}
+
+// scoped serves what svctrace's own trace reads, the way a client-go
+// clientset asks for it: a Service, Namespace or Node by name, and the
+// Services, EndpointSlices (by kubernetes.io/service-name selector), Pods,
+// NetworkPolicies and Events of one namespace. There are no Pods,
+// NetworkPolicies or Events, and the namespaces are default, kube-system
+// and those of the Services. found is false for a path or object that is not
+// served (404); obj is set for a single object, else the list is.
+func (c Cluster) scoped(r *http.Request, nodes, svcs, slices []any) (obj any, l scopedList, found bool) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var group []string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api" && parts[1] == "v1":
+		group, parts = parts[:2], parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[:3], parts[3:]
+	default:
+		return nil, l, false
+	}
+	apiVersion := strings.Join(group[1:], "/")
+	if len(parts) == 2 && parts[0] == "nodes" {
+		for _, n := range nodes {
+			if n.(corev1.Node).Name == parts[1] {
+				return n, l, true
+			}
+		}
+		return nil, l, false
+	}
+	if len(parts) < 2 || parts[0] != "namespaces" {
+		return nil, l, false
+	}
+	ns := parts[1]
+	namespaces := map[string]bool{"default": true, "kube-system": true}
+	for _, s := range svcs {
+		namespaces[s.(corev1.Service).Namespace] = true
+	}
+	if len(parts) == 2 {
+		if !namespaces[ns] {
+			return nil, l, false
+		}
+		return corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, ResourceVersion: "1"}}, l, true
+	}
+	resource := parts[2]
+	var items []any
+	switch resource {
+	case "services":
+		for _, s := range svcs {
+			if svc := s.(corev1.Service); svc.Namespace == ns {
+				if len(parts) == 4 && svc.Name == parts[3] {
+					return svc, l, true
+				}
+				items = append(items, svc)
+			}
+		}
+	case "endpointslices":
+		selector := r.URL.Query().Get("labelSelector")
+		for _, s := range slices {
+			if sl := s.(discoveryv1.EndpointSlice); sl.Namespace == ns &&
+				(selector == "" || selector == discoveryv1.LabelServiceName+"="+sl.Labels[discoveryv1.LabelServiceName]) {
+				items = append(items, sl)
+			}
+		}
+	case "pods", "networkpolicies", "events":
+	default:
+		return nil, l, false
+	}
+	if len(parts) != 3 {
+		return nil, l, false
+	}
+	kind := map[string]string{"services": "ServiceList", "endpointslices": "EndpointSliceList", "pods": "PodList",
+		"networkpolicies": "NetworkPolicyList", "events": "EventList"}[resource]
+	if items == nil {
+		items = []any{}
+	}
+	return nil, scopedList{kind, apiVersion, items}, true
 }
 
 // Serve listens on addr (host:port) and serves the Cluster until it fails.
