@@ -22,7 +22,7 @@ import (
 
 const holmesToolsetPath = "../../integrations/holmesgpt/svctrace.yaml"
 
-// holmesToolsets is the part of a HolmesGPT toolset file svctrace's toolset uses.
+// holmesToolsets is the part of a HolmesGPT toolset file this test reads.
 type holmesToolsets struct {
 	Toolsets map[string]struct {
 		Description     string   `json:"description"`
