@@ -78,6 +78,13 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 				s.mark(l.After), s.word(l.After, orDash(string(l.After))))
 		}
 	}
+	if len(d.Nodes) > 0 {
+		p("\n%s\n", s.bold.Render("Nodes"))
+		for _, n := range d.Nodes {
+			p("  %-10s %-12s %s %s %s %s %s\n", n.Layer, esc(n.Node), s.mark(n.Before), s.word(n.Before, orDash(string(n.Before))), s.arrow(),
+				s.mark(n.After), s.word(n.After, orDash(string(n.After))))
+		}
+	}
 	section := func(title, sign string, fs []trace.Finding) {
 		if len(fs) == 0 {
 			return

@@ -62,3 +62,23 @@ func TestDiffGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchGolden: the lines a watch prints when a healthy Service's Pods
+// start crash-looping, and nothing when a trace is followed by an equal one.
+func TestWatchGolden(t *testing.T) {
+	before, after := scenarioTrace(t, "healthy"), scenarioTrace(t, "no-endpoints")
+	at := before.Metadata.Time.Add(90 * time.Second)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WatchText(&buf, at, trace.Diff(before, after), trace.EndpointChanges(before, after), v.opts); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "diff/watch."+v.name+".txt", buf.Bytes())
+			buf.Reset()
+			if err := WatchText(&buf, at, trace.Diff(after, after), trace.EndpointChanges(after, after), v.opts); err != nil || buf.Len() != 0 {
+				t.Errorf("an unchanged trace printed %q (%v)", buf.String(), err)
+			}
+		})
+	}
+}

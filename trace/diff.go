@@ -29,6 +29,9 @@ type TraceDiff struct {
 	Gone       []Finding   `json:"gone"`
 	Changed    []Change    `json:"changed"`
 	Layers     []LayerMove `json:"layers,omitempty"`
+	// Nodes are the per-node results of node layers whose status differs
+	// (a node's datapath going from pass to fail when its rules change).
+	Nodes []NodeMove `json:"nodes,omitempty"`
 }
 
 // DiffSide is what identifies one of the compared traces.
@@ -75,10 +78,19 @@ type LayerMove struct {
 	After  Status    `json:"after"`
 }
 
+// NodeMove is one node's result in a node layer that differs between the
+// traces; an empty status means the node was not in that trace.
+type NodeMove struct {
+	Layer  LayerName `json:"layer"`
+	Node   string    `json:"node"`
+	Before Status    `json:"before,omitempty"`
+	After  Status    `json:"after,omitempty"`
+}
+
 // Empty reports whether the traces agree: no finding added, gone or
 // changed, no layer moved, the same verdict.
 func (d *TraceDiff) Empty() bool {
-	return len(d.Added) == 0 && len(d.Gone) == 0 && len(d.Changed) == 0 && len(d.Layers) == 0 &&
+	return len(d.Added) == 0 && len(d.Gone) == 0 && len(d.Changed) == 0 && len(d.Layers) == 0 && len(d.Nodes) == 0 &&
 		d.Before.Verdict.Status == d.After.Verdict.Status && d.Before.Verdict.Fingerprint == d.After.Verdict.Fingerprint
 }
 
@@ -161,8 +173,101 @@ func Diff(before, after *ServiceTrace) *TraceDiff {
 		if bs != as {
 			d.Layers = append(d.Layers, LayerMove{Name: name, Before: bs, After: as})
 		}
+		d.Nodes = append(d.Nodes, nodeMoves(name, b, a)...)
 	}
 	return d
+}
+
+func nodeMoves(name LayerName, b, a *Layer) []NodeMove {
+	was, now := map[string]Status{}, map[string]Status{}
+	var names []string
+	for _, l := range []*Layer{b, a} {
+		if l == nil {
+			continue
+		}
+		for _, n := range l.Nodes {
+			if _, seen := was[n.Node]; !seen {
+				if _, seen := now[n.Node]; !seen {
+					names = append(names, n.Node)
+				}
+			}
+			if l == b {
+				was[n.Node] = n.Status
+			} else {
+				now[n.Node] = n.Status
+			}
+		}
+	}
+	slices.Sort(names)
+	var out []NodeMove
+	for _, n := range names {
+		if was[n] != now[n] {
+			out = append(out, NodeMove{Layer: name, Node: n, Before: was[n], After: now[n]})
+		}
+	}
+	return out
+}
+
+// EndpointChange is one endpoint whose conditions differ between two
+// traces, or that appeared or went: a line of a rollout's timeline.
+type EndpointChange struct {
+	IP   string     `json:"ip"`
+	Pod  *ObjectRef `json:"pod,omitempty"`
+	Node string     `json:"node,omitempty"`
+	// Before and After are EndpointState values; "" when the endpoint was
+	// not there.
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+}
+
+// EndpointState names an endpoint's conditions as kube-proxy acts on them:
+// ready; terminating but still serving (kept only as a fallback);
+// terminating; not ready.
+func EndpointState(e EndpointSummary) string {
+	switch {
+	case e.Ready:
+		return "ready"
+	case e.Terminating && e.Serving:
+		return "terminating (serving)"
+	case e.Terminating:
+		return "terminating"
+	case e.Serving:
+		return "serving (not ready)"
+	}
+	return "not ready"
+}
+
+// EndpointChanges compares two traces' endpoints by address, in after's
+// order then before's.
+func EndpointChanges(before, after *ServiceTrace) []EndpointChange {
+	key := func(e EndpointSummary) string { return e.IP }
+	was := map[string]EndpointSummary{}
+	for _, e := range before.Endpoints.Endpoints {
+		was[key(e)] = e
+	}
+	seen := map[string]bool{}
+	var out []EndpointChange
+	for _, e := range after.Endpoints.Endpoints {
+		k := key(e)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		c := EndpointChange{IP: e.IP, Pod: e.Pod, Node: e.Node, After: EndpointState(e)}
+		if old, ok := was[k]; ok {
+			c.Before = EndpointState(old)
+		}
+		if c.Before != c.After {
+			out = append(out, c)
+		}
+	}
+	for _, e := range before.Endpoints.Endpoints {
+		if k := key(e); !seen[k] {
+			seen[k] = true
+			out = append(out, EndpointChange{IP: e.IP, Pod: e.Pod, Node: e.Node, Before: EndpointState(e)})
+		}
+	}
+	return out
 }
 
 func side(t *ServiceTrace) DiffSide {

@@ -120,3 +120,45 @@ func TestDiffPairsFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointChangesTimeline: a rollout step as the watch prints it: one
+// endpoint goes terminating while still serving, one appears, one goes.
+func TestEndpointChangesTimeline(t *testing.T) {
+	eps := func(es ...EndpointSummary) *ServiceTrace {
+		return &ServiceTrace{Endpoints: EndpointsSummary{Endpoints: es}}
+	}
+	before := eps(EndpointSummary{IP: "10.0.0.1", Ready: true, Serving: true},
+		EndpointSummary{IP: "10.0.0.2", Ready: true, Serving: true},
+		EndpointSummary{IP: "10.0.0.3", Ready: true, Serving: true})
+	after := eps(EndpointSummary{IP: "10.0.0.1", Serving: true, Terminating: true},
+		EndpointSummary{IP: "10.0.0.2", Ready: true, Serving: true},
+		EndpointSummary{IP: "10.0.0.4"})
+	got := EndpointChanges(before, after)
+	want := []EndpointChange{
+		{IP: "10.0.0.1", Before: "ready", After: "terminating (serving)"},
+		{IP: "10.0.0.4", After: "not ready"},
+		{IP: "10.0.0.3", Before: "ready"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes %+v, want %+v", got, want)
+	}
+	if c := EndpointChanges(after, after); len(c) != 0 {
+		t.Errorf("no change expected: %+v", c)
+	}
+}
+
+func TestDiffNodeMoves(t *testing.T) {
+	before := traceWith(LayerDatapath, StatusPass)
+	after := traceWith(LayerDatapath, StatusPass)
+	before.Layer(LayerDatapath).Nodes = []NodeResult{{Node: "node-a", Status: StatusPass}, {Node: "node-b", Status: StatusPass}}
+	after.Layer(LayerDatapath).Nodes = []NodeResult{{Node: "node-b", Status: StatusFail}, {Node: "node-c", Status: StatusPass}}
+	d := Diff(before, after)
+	want := []NodeMove{
+		{Layer: LayerDatapath, Node: "node-a", Before: StatusPass},
+		{Layer: LayerDatapath, Node: "node-b", Before: StatusPass, After: StatusFail},
+		{Layer: LayerDatapath, Node: "node-c", After: StatusPass},
+	}
+	if !slices.Equal(d.Nodes, want) || d.Empty() {
+		t.Errorf("node moves %+v, want %+v", d.Nodes, want)
+	}
+}

@@ -1,0 +1,85 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// WatchText writes what changed between two consecutive traces of a watch,
+// one line per change, each stamped with the time of the later trace: the
+// endpoints whose conditions moved (the rollout's timeline), the nodes whose
+// node-layer result moved (rules following, or not), the findings added
+// (+), gone (-) and changed (~), and the verdict when it moved. It writes
+// nothing when nothing changed.
+func WatchText(w io.Writer, at time.Time, d *trace.TraceDiff, endpoints []trace.EndpointChange, opts TextOptions) error {
+	bw := bufio.NewWriter(w)
+	s := newTextStyle(w, opts)
+	stamp := s.faint.Render(at.UTC().Format("15:04:05"))
+	p := func(format string, a ...any) { fmt.Fprintf(bw, stamp+" "+format+"\n", a...) }
+	state := func(v string) string {
+		if v == "" {
+			return s.faint.Render("(none)")
+		}
+		st := trace.StatusWarn
+		switch {
+		case v == "ready":
+			st = trace.StatusPass
+		case v == "not ready", v == "terminating":
+			st = trace.StatusFail
+		}
+		return s.word(st, v)
+	}
+	for _, e := range endpoints {
+		who := []string{}
+		if e.Pod != nil {
+			who = append(who, "pod "+esc(e.Pod.Name))
+		}
+		if e.Node != "" {
+			who = append(who, esc(e.Node))
+		}
+		id := esc(e.IP)
+		if len(who) > 0 {
+			id += " (" + strings.Join(who, ", ") + ")"
+		}
+		p("%s %s %s %s %s", s.key.Render("endpoint"), id, state(e.Before), s.arrow(), state(e.After))
+	}
+	for _, n := range d.Nodes {
+		p("%s %s %s %s %s %s", s.key.Render(string(n.Layer)), esc(n.Node), s.word(n.Before, orDash(string(n.Before))), s.arrow(),
+			s.mark(n.After), s.word(n.After, orDash(string(n.After))))
+	}
+	for _, f := range d.Added {
+		p("+ %s %s: %s", s.mark(f.Status), findingHead(s, f.Layer, f.Code, f.Node, ""), esc(f.Message))
+	}
+	for _, f := range d.Gone {
+		p("- %s %s: %s", s.mark(f.Status), findingHead(s, f.Layer, f.Code, f.Node, ""), esc(f.Message))
+	}
+	for _, c := range d.Changed {
+		p("~ %s %s: %s %s %s: %s", s.mark(c.After.Status), findingHead(s, c.Layer, c.Code, c.Node, ""),
+			s.word(c.Before.Status, string(c.Before.Status)), s.arrow(), s.word(c.After.Status, string(c.After.Status)), esc(c.After.Message))
+	}
+	b, a := d.Before.Verdict, d.After.Verdict
+	if b.Status != a.Status || b.Code != a.Code || b.Node != a.Node {
+		p("%s %s %s %s %s", s.bold.Render("verdict"), s.word(b.Status, strings.ToUpper(string(b.Status))), s.arrow(),
+			s.mark(a.Status), s.word(a.Status, strings.ToUpper(string(a.Status))+verdictCode(a)))
+		if a.Summary != "" {
+			p("  %s", esc(a.Summary))
+		}
+	}
+	return bw.Flush()
+}
+
+func verdictCode(v trace.Verdict) string {
+	out := ""
+	if v.Code != "" {
+		out += " " + v.Code
+	}
+	if v.Node != "" {
+		out += " on " + v.Node
+	}
+	return out
+}
