@@ -81,8 +81,7 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 	if len(d.Nodes) > 0 {
 		p("\n%s\n", s.bold.Render("Nodes"))
 		for _, n := range d.Nodes {
-			p("  %-10s %-12s %s %s %s %s %s\n", n.Layer, esc(n.Node), s.mark(n.Before), s.word(n.Before, orDash(string(n.Before))), s.arrow(),
-				s.mark(n.After), s.word(n.After, orDash(string(n.After))))
+			p("  %-10s %-12s %s %s %s\n", n.Layer, esc(n.Node), statusCell(s, n.Before), s.arrow(), statusCell(s, n.After))
 		}
 	}
 	section := func(title, sign string, fs []trace.Finding) {
@@ -123,4 +122,13 @@ func findingHead(s *textStyle, layer trace.LayerName, code, node, title string) 
 		head += ": " + esc(title)
 	}
 	return head
+}
+
+// statusCell is a status with its mark, or "(none)" for a node or layer
+// absent from that trace.
+func statusCell(s *textStyle, st trace.Status) string {
+	if st == "" {
+		return s.faint.Render("(none)")
+	}
+	return s.mark(st) + " " + s.word(st, string(st))
 }

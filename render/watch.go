@@ -49,8 +49,7 @@ func WatchText(w io.Writer, at time.Time, d *trace.TraceDiff, endpoints []trace.
 		p("%s %s %s %s %s", s.key.Render("endpoint"), id, state(e.Before), s.arrow(), state(e.After))
 	}
 	for _, n := range d.Nodes {
-		p("%s %s %s %s %s %s", s.key.Render(string(n.Layer)), esc(n.Node), s.word(n.Before, orDash(string(n.Before))), s.arrow(),
-			s.mark(n.After), s.word(n.After, orDash(string(n.After))))
+		p("%s %s %s %s %s", s.key.Render(string(n.Layer)), esc(n.Node), statusCell(s, n.Before), s.arrow(), statusCell(s, n.After))
 	}
 	for _, f := range d.Added {
 		p("+ %s %s: %s", s.mark(f.Status), findingHead(s, f.Layer, f.Code, f.Node, ""), esc(f.Message))

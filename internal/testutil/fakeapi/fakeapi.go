@@ -195,7 +195,7 @@ func (c Cluster) Handler() http.Handler {
 				_ = json.NewEncoder(w).Encode(obj)
 				return
 			}
-			l = list{nl.kind, nl.apiVersion, nl.items}
+			l = list(nl)
 		}
 		q := r.URL.Query()
 		if q.Get("watch") != "true" && q.Get("watch") != "1" {
