@@ -42,6 +42,12 @@ SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service named like a
 read, env values redacted), every node's raw observations and the result. kubectl svctrace
 analyze DIR judges it again later without a cluster; kubectl svctrace diff compares two.
 
+--watch (-w) prints the first trace, then watches the Service, its EndpointSlices and Pods
+(it needs watch on them) and prints only what changed, stamped with the time: endpoints
+changing condition, nodes whose datapath result moves, findings added, gone or changed, the
+verdict. A node is inspected again at most every --reinspect-interval. Ctrl-C stops it, with
+the collector Pods deleted, and exits 0.
+
 ` + exitCodesHelp
 
 var traceExample = `  # Trace the Service web in the current namespace
@@ -52,6 +58,9 @@ var traceExample = `  # Trace the Service web in the current namespace
 
   # Machine-readable result for a bot or CI (exit code 3 when a layer fails)
   kubectl svctrace web -o json
+
+  # During a rollout: print each endpoint, rule and finding change as it happens (Ctrl-C stops)
+  kubectl svctrace web --watch --reinspect-interval 10s
 
   # Keep the evidence: save the trace to a directory, to re-judge or compare it later
   kubectl svctrace web --save ./web-incident
@@ -70,6 +79,10 @@ type TraceFlags struct {
 	ClusterDomain string
 	// Save is the directory --save writes the trace's bundle to ("": none).
 	Save string
+	// Watch re-traces on every change (--watch); ReinspectInterval bounds
+	// how often the nodes are inspected again.
+	Watch             bool
+	ReinspectInterval time.Duration
 	// Nodes are the node-selection and collector flags (--node, --all-nodes,
 	// --from, --image, --collector-namespace, …).
 	Nodes *nodes.Flags
@@ -115,11 +128,12 @@ func defaultDeps() deps {
 // NewTraceFlags returns the flags with their defaults.
 func NewTraceFlags() *TraceFlags {
 	return &TraceFlags{
-		ConfigFlags:   genericclioptions.NewConfigFlags(true),
-		Color:         render.ColorAuto,
-		Timeout:       DefaultTimeout,
-		ClusterDomain: trace.DefaultClusterDomain,
-		deps:          defaultDeps(),
+		ConfigFlags:       genericclioptions.NewConfigFlags(true),
+		Color:             render.ColorAuto,
+		Timeout:           DefaultTimeout,
+		ClusterDomain:     trace.DefaultClusterDomain,
+		ReinspectInterval: DefaultReinspectInterval,
+		deps:              defaultDeps(),
 	}
 }
 
@@ -132,6 +146,8 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
 	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
+	flags.BoolVarP(&f.Watch, "watch", "w", f.Watch, "after the first trace, watch the Service, its EndpointSlices and Pods and print only what changes, until Ctrl-C")
+	flags.DurationVar(&f.ReinspectInterval, "reinspect-interval", f.ReinspectInterval, "with --watch, inspect a node again at most this often (changes in between are judged against the last inspection)")
 	flags.StringVar(&f.Save, "save", f.Save, "also write the trace (API input, node observations, result) to this directory, for kubectl svctrace analyze and diff")
 	if f.Nodes != nil {
 		f.Nodes.AddFlags(flags)
@@ -152,6 +168,9 @@ type TraceOptions struct {
 	From string
 	// Save is the bundle directory (--save), "" for none.
 	Save string
+	// Watch and ReinspectInterval are --watch and --reinspect-interval.
+	Watch             bool
+	ReinspectInterval time.Duration
 
 	genericiooptions.IOStreams
 }
@@ -200,6 +219,12 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if errs := validation.IsDNS1123Subdomain(f.ClusterDomain); len(errs) > 0 {
 		return nil, usageErrorf("invalid --cluster-domain %q: %s", f.ClusterDomain, strings.Join(errs, "; "))
 	}
+	if f.Watch && f.Save != "" {
+		return nil, usageErrorf("--watch and --save are mutually exclusive: save one trace at a time")
+	}
+	if f.ReinspectInterval <= 0 {
+		return nil, usageErrorf("invalid --reinspect-interval %s: must be positive", f.ReinspectInterval)
+	}
 	if f.Save != "" && bundle.IsBundle(f.Save) {
 		return nil, usageErrorf("--save %s: the directory already holds a saved trace; choose another", f.Save)
 	}
@@ -240,15 +265,17 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		}
 	}
 	return &TraceOptions{
-		Client:      client,
-		Namespace:   namespace,
-		ServiceName: name,
-		Context:     contextName,
-		Output:      f.Output,
-		Text:        text,
-		Timeout:     f.Timeout,
-		From:        from,
-		Save:        f.Save,
+		Client:            client,
+		Namespace:         namespace,
+		ServiceName:       name,
+		Context:           contextName,
+		Output:            f.Output,
+		Text:              text,
+		Timeout:           f.Timeout,
+		From:              from,
+		Save:              f.Save,
+		Watch:             f.Watch,
+		ReinspectInterval: f.ReinspectInterval,
 		Trace: trace.Options{
 			Port:          f.Port,
 			ClusterDomain: f.ClusterDomain,
@@ -276,6 +303,18 @@ func (o *TraceOptions) Validate() error {
 // Run traces the Service, prints the result and returns a LayerFailedError
 // when a layer failed, or else a NotJudgedError when the verdict is unknown.
 func (o *TraceOptions) Run(ctx context.Context) error {
+	if o.Watch {
+		if o.From != "" {
+			fctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			pc, err := nodes.ResolveFrom(fctx, o.Client, o.Namespace, o.From)
+			cancel()
+			if err != nil {
+				return err
+			}
+			o.Trace.From = pc
+		}
+		return o.runWatch(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if o.From != "" {
