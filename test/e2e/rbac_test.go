@@ -28,6 +28,10 @@ func TestRestrictedKubeconfig(t *testing.T) {
 		{"", "", "namespaces", "", "list", true},
 		{"", "discovery.k8s.io", "endpointslices", "", "list", true},
 		{"", "networking.k8s.io", "networkpolicies", "", "list", true},
+		// --watch follows the Service, its EndpointSlices and Pods.
+		{"", "", "services", "", "watch", true},
+		{"", "", "pods", "", "watch", true},
+		{"", "discovery.k8s.io", "endpointslices", "", "watch", true},
 		{"svctrace-system", "", "pods", "", "create", true},
 		{"svctrace-system", "", "pods", "", "delete", true},
 		{"svctrace-system", "", "pods", "log", "get", true},
