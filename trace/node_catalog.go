@@ -30,6 +30,7 @@ const (
 	CodeDPAffinityOK        = "DP024"
 	CodeDPEBPFUnreadable    = "DP025"
 	CodeDPIPVSDeprecated    = "DP026"
+	CodeDPDroppedByDesign   = "DP027"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -39,14 +40,15 @@ const (
 	CodeCTSkew         = "CT006"
 	CodeCTUnreadable   = "CT007"
 
-	CodeRTHealthy     = "RT001"
-	CodeRTNoRoute     = "RT002"
-	CodeRTDeviceDown  = "RT003"
-	CodeRTForwardOff  = "RT004"
-	CodeRTRPFilter    = "RT005"
-	CodeRTUnreadable  = "RT006"
-	CodeRTPodTimeout  = "RT007"
-	CodeRTPodsReached = "RT008"
+	CodeRTHealthy        = "RT001"
+	CodeRTNoRoute        = "RT002"
+	CodeRTDeviceDown     = "RT003"
+	CodeRTForwardOff     = "RT004"
+	CodeRTRPFilter       = "RT005"
+	CodeRTUnreadable     = "RT006"
+	CodeRTPodTimeout     = "RT007"
+	CodeRTPodsReached    = "RT008"
+	CodeRTPolicyExplains = "RT009"
 
 	CodeEpsRefused       = "EPS012"
 	CodeEpsListening     = "EPS013"
@@ -136,6 +138,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
 		NextStep: "kubectl -n kube-system get configmap kube-proxy -o yaml"},
+	{Code: CodeDPDroppedByDesign, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP dropped here by design",
+		Message:  "internalTrafficPolicy Local: {datapath} drops {port} for clients on this node by design, because none of the Service's endpoints that kube-proxy can use runs here ({how}); this is the policy working, not a datapath fault",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
 		NextStep: nodeSvcCmd},
@@ -192,6 +197,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
 		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
+		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
+		NextStep: "kubectl describe networkpolicy -n {namespace}"},
 
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
 		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",

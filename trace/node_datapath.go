@@ -70,6 +70,14 @@ func (pp *programmedPort) addAffinityTimeout(seconds int) {
 	}
 }
 
+// evidenceOf is pp's evidence, none when the port was not programmed.
+func evidenceOf(pp *programmedPort) []string {
+	if pp == nil {
+		return nil
+	}
+	return pp.Evidence
+}
+
 type programmedEndpoint struct {
 	Endpoint string // ip:port the traffic is DNATed to
 	Share    float64
@@ -161,9 +169,20 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		return
 	}
-	if len(want) == 0 {
+	if len(want) == 0 && !pe.InternalPolicyLocal {
+		return
+	}
+	if len(want) == 0 && (pp == nil || len(pp.Endpoints) == 0) {
 		// internalTrafficPolicy Local with no local endpoint: kube-proxy
-		// drops ClusterIP traffic here; the service layer already warns.
+		// drops ClusterIP traffic here (a filter-table DROP "has no local
+		// endpoints" in iptables mode, the no-endpoint drop in nftables
+		// mode; no real server in IPVS mode). Rules that still send it to
+		// endpoints fall through to the comparison below as stale.
+		how := "no endpoint is programmed for it on this node"
+		if pp != nil && pp.DroppedNoLocal {
+			how = "the drop rule for it is programmed"
+		}
+		nj.emit(CodeDPDroppedByDesign, node, with(Args{"how": how}), evidenceOf(pp))
 		return
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {

@@ -397,79 +397,6 @@ func effectiveRPFilter(all, dev string) int {
 	return max(a, d)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
-	if s == nil || s.Data == nil {
-		return
-	}
-	var okEndpoints int
-	var refused, timeouts, frontendFails []string
-	refusedPods := map[string]string{} // pod → refused ip:port
-	var refusedKeys []string
-	var raw []string
-	for _, p := range s.Data.Probes {
-		ip := p.Address
-		if ap, err := netip.ParseAddrPort(p.Address); err == nil {
-			ip = ap.Addr().String()
-		}
-		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
-			continue
-		}
-		ok := p.Outcome == "connected" || p.Outcome == "reply"
-		raw = append(raw, fmt.Sprintf("%s %s/%s: %s %s (%.1f ms)", p.Target, p.Address, p.Protocol, p.Outcome, p.ErrorClass, p.LatencyMillis))
-		switch {
-		case p.Target == "endpoint" && ok:
-			okEndpoints++
-		case p.Target == "endpoint" && !readyIP[ip]:
-			// A not-ready endpoint is expected not to answer; the endpoints
-			// layer already says why it is not ready.
-		case p.Target == "endpoint" && p.ErrorClass == "refused":
-			key := p.Address + "/" + p.Protocol
-			if ap, err := netip.ParseAddrPort(p.Address); err == nil {
-				key = endpointKey(ap.Addr(), ap.Port(), p.Protocol)
-			}
-			if nj.sockets != nil && nj.sockets.explainsRefusal(key) {
-				// The Pod's own sockets say why (EPS014/EPS015 on its node,
-				// with this probe as evidence): one finding, not two.
-				continue
-			}
-			refusedKeys = append(refusedKeys, key)
-			name := p.Address
-			if pod := podOf[ip]; pod != "" {
-				name = "pod " + pod + " (" + p.Address + ")"
-				refusedPods[pod] = p.Address
-			}
-			refused = append(refused, name)
-		case p.Target == "endpoint":
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
-			}
-		case !ok:
-			frontendFails = append(frontendFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
-		}
-	}
-	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
-		hint := nj.declaredPortsHint(refusedPods)
-		if nj.sockets != nil {
-			hint += nj.sockets.refusalHint(refusedKeys)
-		}
-		nj.emit(CodeEpsRefused, node, Args{"targets": listNames(refused), "hint": hint}, raw)
-	}
-	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
-		nj.emit(CodeRTPodTimeout, node, Args{"targets": listNames(timeouts)}, raw)
-	}
-	if len(frontendFails) > 0 && okEndpoints > 0 && !nj.skipped(LayerDatapath) {
-		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(frontendFails), "error": "see evidence",
-			"okCount": strconv.Itoa(okEndpoints)}, raw)
-	}
-	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
-		sample := ""
-		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
-			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
-		}
-		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
-	}
-}
-
 // ---- dns ----
 
 // judgeDNS compares the live answers with the expected ones. Every node asks
@@ -709,39 +636,6 @@ func upDown(b bool) string {
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
 func i64(v int64) string  { return strconv.FormatInt(v, 10) }
-
-// declaredPortsHint points at the likely mistake when endpoints refuse: the
-// port they were probed on is not one the Pod declares, but others are (a
-// Service targetPort that does not match the container). A declaration is
-// not required, so this is a hint, not a finding of its own.
-func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
-	for i := range nj.in.Pods {
-		p := &nj.in.Pods[i]
-		addr, ok := refusedPods[p.Name]
-		if !ok {
-			continue
-		}
-		_, port, _ := strings.Cut(addr[strings.LastIndex(addr, ":"):], ":")
-		var declared []string
-		match := false
-		for _, c := range p.Spec.Containers {
-			for _, cp := range c.Ports {
-				if strconv.Itoa(int(cp.ContainerPort)) == port {
-					match = true
-				}
-				d := fmt.Sprintf("%d/%s", cp.ContainerPort, orTCP(string(cp.Protocol)))
-				if cp.Name != "" {
-					d = cp.Name + "=" + d
-				}
-				declared = append(declared, d)
-			}
-		}
-		if !match && len(declared) > 0 {
-			return fmt.Sprintf("; the Pods declare container port(s) %s, not %s: check the Service's targetPort", strings.Join(declared, ", "), port)
-		}
-	}
-	return ""
-}
 
 func orTCP(p string) string {
 	if p == "" {

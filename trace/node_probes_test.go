@@ -1,0 +1,212 @@
+package trace
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+func probes(ps ...collectorapi.Probe) *collectorapi.Section[collectorapi.ProbeObservation] {
+	return okSection(&collectorapi.ProbeObservation{Probes: ps})
+}
+
+func probe(target, port, addr, outcome, class string) collectorapi.Probe {
+	return collectorapi.Probe{Target: target, PortName: port, Address: addr, Protocol: "TCP", Outcome: outcome, ErrorClass: class}
+}
+
+// allowFromFrontend is the ordinary "only the frontend may call web" policy.
+func allowFromFrontend() networkingv1.NetworkPolicy {
+	return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: "default"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}}}},
+		}}
+}
+
+func assertNoCode(t *testing.T, tr *ServiceTrace, layer LayerName, node string, codes ...string) {
+	t.Helper()
+	got := nodeCodes(tr, layer, node)
+	for _, c := range codes {
+		if _, ok := got[c]; ok {
+			t.Errorf("layer %s on %s has %s (%s); want none", layer, node, c, got[c].Message)
+		}
+	}
+}
+
+// TestProbesKeptOutByPolicy: the backends admit only the frontend, so the
+// node's own probes to the Pod on the other node time out, and the ClusterIP
+// probe, which may pick that Pod, too. That is the policy working: neither a
+// route (RT007) nor the datapath (DP019) is at fault, and the trace passes.
+func TestProbesKeptOutByPolicy(t *testing.T) {
+	in := nodeInput()
+	in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	obs.Sections.Probe = probes(
+		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodTimeout)
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
+	c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPolicyExplains]
+	if !ok {
+		t.Fatalf("no %s: %v", CodeRTPolicyExplains, keysOf(nodeCodes(tr, LayerRoute, "n1")))
+	}
+	for _, want := range []string{"web-2", "clusterIP 10.96.0.20:80", "default/web-from-frontend"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("%s message %q lacks %q", CodeRTPolicyExplains, c.Message, want)
+		}
+	}
+	for _, l := range []LayerName{LayerRoute, LayerDatapath} {
+		if s := tr.Layer(l).Status; s == StatusFail {
+			t.Errorf("layer %s failed: %s", l, tr.Layer(l).Reason)
+		}
+	}
+	if tr.Verdict.Status == StatusFail {
+		t.Errorf("verdict %s (%s): a policy that admits the frontend is not a fault", tr.Verdict.Status, tr.Verdict.FirstFailingLayer)
+	}
+}
+
+// TestProbesNotExplainedByAdmittingPolicy: a policy that admits the node's
+// address (an ipBlock over the node network) explains nothing; the timeout
+// is the route's.
+func TestProbesNotExplainedByAdmittingPolicy(t *testing.T) {
+	in := nodeInput()
+	np := allowFromFrontend()
+	np.Spec.Ingress[0].From = append(np.Spec.Ingress[0].From, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}})
+	in.NetworkPolicies = []networkingv1.NetworkPolicy{np}
+	in.Nodes["n1"].Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.11"}}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	obs.Sections.Probe = probes(
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	requireNodeCheck(t, tr, LayerRoute, CodeRTPodTimeout, "n1")
+	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPolicyExplains)
+}
+
+// TestITPLocalDropsByDesign: internalTrafficPolicy Local, the only endpoint on
+// n2. kube-proxy on n1 programs the filter-table DROP "has no local
+// endpoints" (pkg/proxy/iptables/proxier.go) and no nat capture, so the
+// ClusterIP probe from n1 times out while the Pod answers directly. That is
+// a warning for n1, never DP019.
+func TestITPLocalDropsByDesign(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	in := nodeInput(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = &local })
+	in.Slices[0].Endpoints = in.Slices[0].Endpoints[1:] // only web-2 on n2
+	in.Pods = in.Pods[1:]
+	b := iptRules(collectorapi.IPTablesBackendNFTables, 0)
+	b.Ports[0].Entry = nil
+	b.Ports[0].Service = nil
+	b.Ports[0].Filter = []collectorapi.IPTablesRule{{
+		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no local endpoints" -m tcp --dport 80 -j DROP`,
+		Comment: "default/web:http has no local endpoints", Jump: "DROP"}}
+	obs := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+	obs.Sections.Probe = probes(
+		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
+		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails, CodeDPNoRules)
+	c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPDroppedByDesign]
+	if !ok {
+		t.Fatalf("no %s: %v", CodeDPDroppedByDesign, keysOf(nodeCodes(tr, LayerDatapath, "n1")))
+	}
+	if c.Status != StatusWarn || !strings.Contains(c.Message, "the drop rule for it is programmed") {
+		t.Errorf("%s = %s %q", CodeDPDroppedByDesign, c.Status, c.Message)
+	}
+	var n1 *NodeResult
+	for i, r := range tr.Layer(LayerDatapath).Nodes {
+		if r.Node == "n1" {
+			n1 = &tr.Layer(LayerDatapath).Nodes[i]
+		}
+	}
+	if n1 == nil || n1.Status != StatusWarn {
+		t.Errorf("datapath result for n1 = %+v, want warn", n1)
+	}
+	if tr.Verdict.FirstFailingLayer == LayerDatapath {
+		t.Errorf("verdict blames the datapath: %+v", tr.Verdict)
+	}
+}
+
+// TestITPLocalStaleRulesStillCompared: rules that still send the ClusterIP to
+// another node's endpoint under internalTrafficPolicy Local are stale, not
+// "dropped by design".
+func TestITPLocalStaleRulesStillCompared(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	in := nodeInput(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = &local })
+	in.Slices[0].Endpoints = in.Slices[0].Endpoints[1:]
+	in.Pods = in.Pods[1:]
+	ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
+		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-2", "10.244.2.7:8080", 1))}}
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPStaleEndpoints, "n1")
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPDroppedByDesign)
+}
+
+// TestClusterIPComparedPerPort: web has http (8080) and metrics (9090); the
+// app does not listen on 9090. The metrics ClusterIP is refused like its
+// endpoints are: the endpoints layer says so, and the datapath is not blamed
+// because endpoints answered on http.
+func TestClusterIPComparedPerPort(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)})
+	})
+	in.Slices[0].Ports = append(in.Slices[0].Ports, in.Slices[0].Ports[0])
+	in.Slices[0].Ports[1].Name, in.Slices[0].Ports[1].Port = ptr("metrics"), ptr(int32(9090))
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	obs.Sections.Probe = probes(
+		probe("clusterIP", "http", "10.96.0.20:80", "connected", ""),
+		probe("clusterIP", "metrics", "10.96.0.20:9090", "failed", "refused"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""),
+		probe("endpoint", "metrics", "10.244.1.5:9090", "failed", "refused"),
+		probe("endpoint", "metrics", "10.244.2.7:9090", "failed", "refused"))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
+	requireNodeCheck(t, tr, LayerEndpoints, CodeEpsRefused, "n1")
+
+	// The same ClusterIP failure with the metrics endpoints answering
+	// directly is the datapath's.
+	obs.Sections.Probe = probes(
+		probe("clusterIP", "metrics", "10.96.0.20:9090", "failed", "timeout"),
+		probe("endpoint", "metrics", "10.244.1.5:9090", "connected", ""),
+		probe("endpoint", "metrics", "10.244.2.7:9090", "connected", ""))
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPClusterIPFails, "n1")
+}
+
+// TestNotReadyAnswerIsNoComparison: the only endpoint is not ready, so the
+// ClusterIP rejects by design (DP022); that the Pod answers directly does not
+// make the ClusterIP's refusal a datapath fault.
+func TestNotReadyAnswerIsNoComparison(t *testing.T) {
+	in := nodeInput()
+	for i := range in.Slices[0].Endpoints {
+		in.Slices[0].Endpoints[i].Conditions = discoveryConditions(false)
+	}
+	b := iptRules(collectorapi.IPTablesBackendNFTables, 0)
+	b.Ports[0].Entry, b.Ports[0].Service = nil, nil
+	b.Ports[0].Filter = []collectorapi.IPTablesRule{{
+		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no endpoints" -m tcp --dport 80 -j REJECT`,
+		Comment: "default/web:http has no endpoints", Jump: "REJECT"}}
+	obs := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+	obs.Sections.Probe = probes(
+		probe("clusterIP", "http", "10.96.0.20:80", "failed", "refused"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPRejectNoEndpoints, "n1")
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
+	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodsReached)
+}
+
+func discoveryConditions(ready bool) discoveryv1.EndpointConditions {
+	return discoveryv1.EndpointConditions{Ready: ptr(ready), Serving: ptr(ready), Terminating: ptr(false)}
+}
