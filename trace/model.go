@@ -213,6 +213,9 @@ type Check struct {
 	Evidence *Evidence `json:"evidence,omitempty"`
 	// NextStep is a command the user can run to see or fix the problem.
 	NextStep string `json:"nextStep,omitempty"`
+	// ExplainedBy is the check, on a layer further down the path, that
+	// accounts for this failure; the verdict then rests on that one.
+	ExplainedBy *CheckRef `json:"explainedBy,omitempty"`
 }
 
 // Evidence is what a check saw: ordered key/values (so every renderer shows
@@ -234,8 +237,12 @@ type Verdict struct {
 	Status Status `json:"status"`
 	// FirstFailingLayer is the first layer, in LayerOrder, whose status is fail.
 	FirstFailingLayer LayerName `json:"firstFailingLayer,omitempty"`
-	Summary           string    `json:"summary"`
-	LikelyCause       string    `json:"likelyCause,omitempty"`
+	// RootCauseLayer is set when the failure of FirstFailingLayer is
+	// explained by a finding on another layer (see Check.ExplainedBy); Code,
+	// Node and LikelyCause then come from that finding.
+	RootCauseLayer LayerName `json:"rootCauseLayer,omitempty"`
+	Summary        string    `json:"summary"`
+	LikelyCause    string    `json:"likelyCause,omitempty"`
 	// Code is the catalog code of the check the verdict rests on, so a bot can
 	// route on it without parsing Summary: for a failed trace the check
 	// LikelyCause comes from; for an unknown or warn verdict the first check,

@@ -47,6 +47,7 @@ func judgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 		nj.judge(&views[i])
 	}
 	nj.judgeDNS(views)
+	nj.explainCauses()
 }
 
 type nodeJudge struct {
@@ -410,9 +411,21 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	type key struct{ code, msg string }
 	seen := map[key]bool{}
 	asked := false
+	type dnsOK struct {
+		args              Args
+		q                 collectorapi.DNSQuery
+		nodes, transports map[string]bool
+	}
+	okByQuery := map[string]*dnsOK{}
+	var okOrder []string
+	failedByQuery := map[string]bool{}
+	askers := 0
 	for _, v := range views {
 		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
 			continue
+		}
+		if len(v.Observation.Sections.DNS.Data.Queries) > 0 {
+			askers++
 		}
 		byQ := map[string]map[string]collectorapi.DNSQuery{} // server|name|type → transport → query
 		for _, q := range v.Observation.Sections.DNS.Data.Queries {
@@ -469,16 +482,20 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					if len(got) == 0 {
 						continue // no AAAA for an IPv4 Service, and none expected
 					}
-					code = CodeDNSLiveOK
-					a["answers"] = strings.Join(got, ", ")
-					a["transports"] = strings.Join(sortedKeys(boolKeys(qs)), "+")
-					a["nodes"] = "every inspected node"
-					if seen[key{code, q.Name + q.Type}] {
-						continue
+					k := q.Name + "|" + q.Type
+					r := okByQuery[k]
+					if r == nil {
+						a["answers"] = strings.Join(got, ", ")
+						r = &dnsOK{args: a, q: q, nodes: map[string]bool{}, transports: map[string]bool{}}
+						okByQuery[k] = r
+						okOrder = append(okOrder, k)
 					}
-					seen[key{code, q.Name + q.Type}] = true
-					nj.emitDNS(code, "", a, q)
+					r.nodes[v.Node] = true
+					r.transports[tr] = true
 					continue
+				}
+				if code != CodeDNSLiveSlow {
+					failedByQuery[q.Name+"|"+q.Type] = true
 				}
 				c := key{code, v.Node + k + tr}
 				if !seen[c] {
@@ -493,6 +510,18 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				}
 			}
 		}
+	}
+	// A name answered correctly is reported once, with the nodes it was
+	// answered from: "every inspected node" only when no node's query for it
+	// failed.
+	for _, k := range okOrder {
+		r := okByQuery[k]
+		r.args["transports"] = strings.Join(sortedKeys(r.transports), "+")
+		r.args["nodes"] = "every inspected node"
+		if failedByQuery[k] || len(r.nodes) < askers {
+			r.args["nodes"] = "node(s) " + strings.Join(sortedKeys(r.nodes), ", ") + " only"
+		}
+		nj.emitDNS(CodeDNSLiveOK, "", r.args, r.q)
 	}
 	if asked {
 		// The live query ran: drop the "runs on a node" placeholder.

@@ -227,6 +227,14 @@ func verdict(t *ServiceTrace) Verdict {
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
+				if cause := t.checkByRef(c.ExplainedBy); cause != nil {
+					v.RootCauseLayer = c.ExplainedBy.Layer
+					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
+					if cause.Node != "" {
+						v.Summary += " on " + cause.Node
+					}
+					v.LikelyCause, v.Code, v.Node = cause.Message, cause.Code, cause.Node
+				}
 			}
 			return v
 		case StatusWarn:
@@ -314,10 +322,18 @@ func fingerprint(t *ServiceTrace) string {
 // (no ready endpoints), the first warning (a crash-looping Pod, say) is the
 // likelier cause.
 func likelyCause(l *Layer) *Check {
-	var symptom *Check
+	var symptom, explained *Check
 	for i := range l.Checks {
 		c := &l.Checks[i]
 		if c.Status != StatusFail {
+			continue
+		}
+		if c.ExplainedBy != nil {
+			// Another finding accounts for it: a failure nothing explains
+			// is the likelier cause of its own.
+			if explained == nil {
+				explained = c
+			}
 			continue
 		}
 		if !Catalog[c.Code].Symptom {
@@ -326,6 +342,9 @@ func likelyCause(l *Layer) *Check {
 		if symptom == nil {
 			symptom = c
 		}
+	}
+	if explained != nil && symptom == nil {
+		return explained
 	}
 	for i := range l.Checks {
 		if l.Checks[i].Status == StatusWarn {
