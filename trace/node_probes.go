@@ -154,6 +154,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 	}
 	sc := nj.probeScope(node)
 	var okEndpoints int
+	var slow []string                           // answered only on the second, longer try
 	answered := map[probePort]map[string]bool{} // ready endpoints that answered, per port
 	failedClass := map[string]string{}          // endpoint key → error class of its direct probe
 	var refused, timeouts, policyExplained []string
@@ -186,6 +187,9 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			// endpoints the datapath uses.
 			if readyIP[ip] {
 				okEndpoints++
+				if p.Attempts > 1 {
+					slow = append(slow, p.Address)
+				}
 				if answered[pk] == nil {
 					answered[pk] = map[string]bool{}
 				}
@@ -292,6 +296,9 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
 			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
+		}
+		if len(slow) > 0 {
+			sample += fmt.Sprintf("; %s answered only when probed again with twice the timeout: slow, not unreachable", listNames(slow))
 		}
 		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
 	}

@@ -210,3 +210,18 @@ func TestNotReadyAnswerIsNoComparison(t *testing.T) {
 func discoveryConditions(ready bool) discoveryv1.EndpointConditions {
 	return discoveryv1.EndpointConditions{Ready: ptr(ready), Serving: ptr(ready), Terminating: ptr(false)}
 }
+
+// TestSlowProbeIsNoFailure: an endpoint that answered on the collector's
+// second, longer try is reachable; the finding says it was slow.
+func TestSlowProbeIsNoFailure(t *testing.T) {
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	late := probe("endpoint", "http", "10.244.2.7:8080", "connected", "")
+	late.Attempts, late.FirstError = 2, "dial tcp 10.244.2.7:8080: i/o timeout"
+	obs.Sections.Probe = probes(probe("endpoint", "http", "10.244.1.5:8080", "connected", ""), late)
+	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+	c := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodsReached]
+	if !strings.Contains(c.Message, "10.244.2.7:8080 answered only when probed again") {
+		t.Errorf("%s = %q", CodeRTPodsReached, c.Message)
+	}
+	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodTimeout)
+}

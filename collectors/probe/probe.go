@@ -120,20 +120,50 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 			obs.EndpointsProbed++
 		}
 	}
+	all := make([]int, len(targets))
+	for i := range all {
+		all[i] = i
+	}
+	probeAll(ctx, targets, all, obs.Probes, timeout, concurrency)
+	// A timeout on a loaded node (many collectors, two cores) is often a
+	// slow answer, not a lost one: each timed-out target gets one more try
+	// with twice the time, so a single late SYN-ACK does not fail a layer.
+	// Refusals and unreachables are answers and are not retried.
+	var again []int
+	for i, p := range obs.Probes {
+		if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 && ctx.Err() == nil {
+		first := make(map[int]collectorapi.Probe, len(again))
+		for _, i := range again {
+			first[i] = obs.Probes[i]
+		}
+		probeAll(ctx, targets, again, obs.Probes, 2*timeout, concurrency)
+		for _, i := range again {
+			obs.Probes[i].Attempts = 2
+			obs.Probes[i].FirstError = first[i].Error
+		}
+	}
+	return obs, ctx.Err()
+}
+
+// probeAll probes targets[i] for each i in which into out[i].
+func probeAll(ctx context.Context, targets []Target, which []int, out []collectorapi.Probe, timeout time.Duration, concurrency int) {
 	var g errgroup.Group
 	g.SetLimit(concurrency)
 	var mu sync.Mutex
-	for i, t := range targets {
+	for _, i := range which {
 		g.Go(func() error {
-			p := One(ctx, t, timeout)
+			p := One(ctx, targets[i], timeout)
 			mu.Lock()
-			obs.Probes[i] = p
+			out[i] = p
 			mu.Unlock()
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return obs, ctx.Err()
 }
 
 // One probes one target.

@@ -82,6 +82,11 @@ type HTTPFetch struct {
 	Error         string  `json:"error,omitempty"`
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the target was probed
+	// again with twice the timeout; FirstError is that first try's error.
+	// A probe that answered on the second try was slow, not unreachable.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- proxy: datapath owner and kube-proxy health ----
@@ -429,6 +434,10 @@ type DNSQuery struct {
 	Error         string   `json:"error,omitempty"`
 	// ErrorClass is timeout, refused, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the query was asked
+	// again with twice the timeout; FirstError is that first try's error.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- probe ----
@@ -459,6 +468,11 @@ type Probe struct {
 	Error         string  `json:"error,omitempty"`
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the target was probed
+	// again with twice the timeout; FirstError is that first try's error.
+	// A probe that answered on the second try was slow, not unreachable.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- sockets ----
