@@ -31,6 +31,8 @@ const (
 	CodeDPEBPFUnreadable    = "DP025"
 	CodeDPIPVSDeprecated    = "DP026"
 	CodeDPDroppedByDesign   = "DP027"
+	CodeDPExternalMissing   = "DP028"
+	CodeDPExternalWrong     = "DP029"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -138,6 +140,12 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
 		NextStep: "kubectl -n kube-system get configmap kube-proxy -o yaml"},
+	{Code: CodeDPExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External path not programmed",
+		Message:  "{datapath} has no external chain for {port}: NodePort, externalIP and load-balancer traffic on this node reaches no endpoint (externalTrafficPolicy {policy})",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPExternalWrong, Layer: LayerDatapath, Severity: SeverityError, Title: "External path differs from the API",
+		Message:  "{datapath} sends NodePort, externalIP and load-balancer traffic for {port} ({chain}) {detail}",
+		NextStep: nodeSvcCmd},
 	{Code: CodeDPDroppedByDesign, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP dropped here by design",
 		Message:  "internalTrafficPolicy Local: {datapath} drops {port} for clients on this node by design, because none of the Service's endpoints that kube-proxy can use runs here ({how}); this is the policy working, not a datapath fault",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
