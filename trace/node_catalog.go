@@ -41,6 +41,7 @@ const (
 	CodeCTStaleFlows   = "CT005"
 	CodeCTSkew         = "CT006"
 	CodeCTUnreadable   = "CT007"
+	CodeCTUnNATedUDP   = "CT008"
 
 	CodeRTHealthy        = "RT001"
 	CodeRTNoRoute        = "RT002"
@@ -181,6 +182,9 @@ var nodeCatalog = []CheckSpec{
 		Message:  "the collector could not read conntrack: {error}",
 		NextStep: nodeSvcCmd},
 
+	{Code: CodeCTUnNATedUDP, Layer: LayerConntrack, Severity: SeverityError, Title: "UDP flows pinned past the Service",
+		Message:  "{count} unreplied UDP conntrack flow(s) to {frontends} were never NATed: they were created before the Service had rules or endpoints, and every later datagram of those clients matches them and skips the Service's DNAT, so those clients get no answer while they keep sending (kube-proxy's conntrack cleanup should have removed them)",
+		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with conntrack> -- conntrack -D -p udp --orig-dst <ClusterIP>"},
 	{Code: CodeRTHealthy, Layer: LayerRoute, Severity: SeverityInfo, Title: "Routes to Pods",
 		Message:  "routes to {count} Pod IP(s) via {devices}; ip_forward={forward}",
 		NextStep: nodeSvcCmd},

@@ -191,8 +191,8 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 	}
 	flows := 0
 	if f := ct.Flows; f != nil {
-		var gone []string
-		goneCount := 0
+		var gone, pinnedUDP []string
+		goneCount, pinnedCount := 0, 0
 		unNATed := map[string]bool{}
 		for _, fe := range f.Frontends {
 			flows += fe.Total
@@ -205,6 +205,10 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					// never NATed (it was tried before kube-proxy programmed
 					// the Service, or rejected). No backend pins it.
 					unNATed[b.Backend] = true
+					if strings.HasSuffix(fe.Frontend, "/UDP") && b.States["UNREPLIED"] > 0 {
+						pinnedUDP = append(pinnedUDP, fmt.Sprintf("%s (%d flows)", fe.Frontend, b.States["UNREPLIED"]))
+						pinnedCount += b.States["UNREPLIED"]
+					}
 				default:
 					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, b.Count, fe.Frontend))
 					goneCount += b.Count
@@ -221,6 +225,24 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 			}
 			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
 				fieldItems("goneBackends", gone))
+			problems++
+		}
+		// A UDP flow created while the Service had no rules (or no
+		// endpoint) is never NATed, and every later datagram with the same
+		// addresses and ports matches it and skips the nat table: the
+		// client's packets go nowhere until the entry expires, which it
+		// never does while the client keeps sending. kube-proxy deletes such
+		// entries when a UDP Service gains endpoints (conntrack cleanup in
+		// pkg/proxy/conntrack); one that survives is the blackhole.
+		if len(pinnedUDP) > 0 && len(nj.endpointIndex().ready) > 0 {
+			var raw []string
+			for _, fl := range f.Unexpected {
+				if strings.EqualFold(fl.Protocol, "udp") && unNATed[fl.Backend] {
+					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, strings.Join(fl.Status, ",")))
+				}
+			}
+			nj.emit(CodeCTUnNATedUDP, node, Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
+				fieldItems("frontends", pinnedUDP))
 			problems++
 		}
 	}

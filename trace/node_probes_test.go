@@ -225,3 +225,40 @@ func TestSlowProbeIsNoFailure(t *testing.T) {
 	}
 	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodTimeout)
 }
+
+// TestUnNATedUDPFlowPinsClients: the UDP blackhole after a Service gains
+// endpoints (kubernetes/kubernetes#106274): unreplied flows whose reply
+// tuple is the ClusterIP itself were never NATed and keep the clients'
+// datagrams away from the endpoints. The same for TCP, or answered UDP, is
+// not this fault.
+func TestUnNATedUDPFlowPinsClients(t *testing.T) {
+	flows := func(frontend string, states map[string]int) *collectorapi.ServiceFlows {
+		be, _, _ := strings.Cut(frontend, "/")
+		return &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{{Frontend: frontend, Total: 3,
+			Backends: []collectorapi.BackendFlows{{Backend: be, Count: 3, States: states}}}},
+			Unexpected: []collectorapi.ConntrackFlow{{Protocol: "udp", Original: "10.244.1.9:5353 -> 10.96.0.20:80", Reply: "10.96.0.20:80 -> 10.244.1.9:5353", Backend: be, Status: []string{"CONFIRMED"}}},
+			UnexpectedTotal: 3}
+	}
+	for _, tt := range []struct {
+		name string
+		f    *collectorapi.ServiceFlows
+		want bool
+	}{
+		{"udp unreplied", flows("10.96.0.20:80/UDP", map[string]int{"UNREPLIED": 3}), true},
+		{"udp answered", flows("10.96.0.20:80/UDP", map[string]int{"SEEN_REPLY": 3}), false},
+		{"tcp", flows("10.96.0.20:80/TCP", map[string]int{"SYN_SENT": 3}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			obs.Sections.Conntrack.Data.Flows = tt.f
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			c, got := nodeCodes(tr, LayerConntrack, "n1")[CodeCTUnNATedUDP]
+			if got != tt.want {
+				t.Fatalf("%s present = %v, want %v", CodeCTUnNATedUDP, got, tt.want)
+			}
+			if got && (!strings.Contains(c.Message, "3 unreplied UDP") || c.Evidence == nil || len(c.Evidence.Raw) != 1) {
+				t.Errorf("%s: %q %+v", CodeCTUnNATedUDP, c.Message, c.Evidence)
+			}
+		})
+	}
+}
