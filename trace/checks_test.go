@@ -613,3 +613,23 @@ func TestLocalPolicyNodesMatchKubeProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanNodesUnreadableIsAGap: the nodes the plan needs cannot be read.
+// The collectors still run where the slices say, and the trace names the
+// missing read (API003) instead of dropping it.
+func TestPlanNodesUnreadableIsAGap(t *testing.T) {
+	f := &fakeInspector{}
+	tr, _ := runTrace(t, healthy(), Options{Inspector: f}, forbidden("get", "nodes"))
+	if !f.called || len(f.plan.Nodes) == 0 {
+		t.Fatalf("inspector called %v with %d nodes", f.called, len(f.plan.Nodes))
+	}
+	found := false
+	for _, l := range tr.Layers {
+		for _, c := range l.Checks {
+			found = found || c.Code == CodeAPINodes
+		}
+	}
+	if !found {
+		t.Errorf("no %s after the node read failed", CodeAPINodes)
+	}
+}

@@ -92,11 +92,19 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
 func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts Options) (*NodeReport, error) {
-	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil && opts.Nodes.AllNodes {
+	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+		if opts.Nodes.AllNodes {
+			return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+		}
+		// The plan still follows the EndpointSlices' node names; what the
+		// Node objects would have added (zones, readiness, a Ready stand-in)
+		// is missing, and the trace says so rather than dropping the error.
+		if !in.hasGap("", resNodes) {
+			in.Gaps = append(in.Gaps, gapFor("", "get", resNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
+		}
 	}
 	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
 	report, err := opts.Inspector.Inspect(ctx, plan)
