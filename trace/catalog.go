@@ -72,6 +72,7 @@ const (
 	CodeEpsReadyPodMissing  = "EPS009"
 	CodeEpsFamilyMissing    = "EPS010"
 	CodeEpsTargetUnverified = "EPS011"
+	CodeEpsUnownedIP        = "EPS017"
 
 	CodePodPhase          = "POD001"
 	CodePodNotReady       = "POD002"
@@ -209,6 +210,9 @@ var apiSideCatalog = []CheckSpec{
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -L endpointslice.kubernetes.io/managed-by"},
 	{Code: CodeEpsPodGone, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint Pod gone",
 		Message:  "{count} endpoints point at Pods that no longer exist: {endpoints}",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
+	{Code: CodeEpsUnownedIP, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint IP owned by no Pod",
+		Message:  "{count} endpoint(s) name no Pod and sit in a node's Pod CIDR ({cidrs}), but no Pod has that IP: {ips}; traffic sent there goes nowhere (a hand-made EndpointSlice left behind, or its Pod replaced)",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
 	{Code: CodeEpsGhostIP, Layer: LayerEndpoints, Severity: SeverityError, Title: "Ghost endpoint IP",
 		Message:  "{count} endpoints carry an IP their Pod no longer has: {endpoints}",

@@ -633,3 +633,66 @@ func TestPlanNodesUnreadableIsAGap(t *testing.T) {
 		t.Errorf("no %s after the node read failed", CodeAPINodes)
 	}
 }
+
+// TestEndpointIPOwnedByNoPod: a selector-less Service with a hand-made slice.
+// 10.244.1.9 is inside node-a's Pod CIDR and no Pod has it (EPS017);
+// 10.244.2.5 is web-2's; 192.0.2.10 is outside every Pod CIDR (an external
+// backend) and is not looked up.
+func TestEndpointIPOwnedByNoPod(t *testing.T) {
+	objs := healthy()
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.Service:
+			if v.Name == "web" {
+				v.Spec.Selector = nil
+			}
+		case *discoveryv1.EndpointSlice:
+			if v.Name == "web-abc" {
+				v.Labels[discoveryv1.LabelManagedBy] = "admin"
+				v.Endpoints = nil
+				for _, ip := range []string{"10.244.1.9", "10.244.2.5", "192.0.2.10"} {
+					v.Endpoints = append(v.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+				}
+			}
+		case *corev1.Node:
+			v.Spec.PodCIDRs = map[string][]string{"node-a": {"10.244.1.0/24"}, "node-b": {"10.244.2.0/24"}}[v.Name]
+		}
+	}
+	var asked []string
+	podIP := reactor{verb: "list", resource: "pods"}
+	client := fake.NewClientset(objs...)
+	client.PrependReactor(podIP.verb, podIP.resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		fs := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		ip, ok := fs.RequiresExactMatch("status.podIP")
+		if !ok {
+			return false, nil, nil
+		}
+		asked = append(asked, ip)
+		out := &corev1.PodList{}
+		for _, o := range objs {
+			if p, isPod := o.(*corev1.Pod); isPod && p.Status.PodIP == ip {
+				out.Items = append(out.Items, *p)
+			}
+		}
+		return true, out, nil
+	})
+	tr, err := Run(context.Background(), client, "default", "web", Options{NoNode: true, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{"10.244.1.9", "10.244.2.5"}) {
+		t.Errorf("looked up %v, want the two IPs inside Pod CIDRs", asked)
+	}
+	var got *Check
+	for _, c := range tr.Layer(LayerEndpoints).Checks {
+		if c.Code == CodeEpsUnownedIP {
+			got = &c
+		}
+	}
+	if got == nil || !strings.Contains(got.Message, "10.244.1.9") || strings.Contains(got.Message, "10.244.2.5") || strings.Contains(got.Message, "192.0.2.10") {
+		t.Fatalf("EPS017 = %+v", got)
+	}
+	if tr.Verdict.Status != StatusFail || tr.Verdict.Code != CodeEpsUnownedIP {
+		t.Errorf("verdict %+v", tr.Verdict)
+	}
+}

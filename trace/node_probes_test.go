@@ -236,7 +236,7 @@ func TestUnNATedUDPFlowPinsClients(t *testing.T) {
 		be, _, _ := strings.Cut(frontend, "/")
 		return &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{{Frontend: frontend, Total: 3,
 			Backends: []collectorapi.BackendFlows{{Backend: be, Count: 3, States: states}}}},
-			Unexpected: []collectorapi.ConntrackFlow{{Protocol: "udp", Original: "10.244.1.9:5353 -> 10.96.0.20:80", Reply: "10.96.0.20:80 -> 10.244.1.9:5353", Backend: be, Status: []string{"CONFIRMED"}}},
+			Unexpected:      []collectorapi.ConntrackFlow{{Protocol: "udp", Original: "10.244.1.9:5353 -> 10.96.0.20:80", Reply: "10.96.0.20:80 -> 10.244.1.9:5353", Backend: be, Status: []string{"CONFIRMED"}}},
 			UnexpectedTotal: 3}
 	}
 	for _, tt := range []struct {
