@@ -68,7 +68,9 @@ type ServiceTrace struct {
 	Service    ServiceSummary   `json:"service"`
 	Endpoints  EndpointsSummary `json:"endpoints"`
 	Layers     []Layer          `json:"layers"`
-	Verdict    Verdict          `json:"verdict"`
+	// Matrix is the node × endpoint grid of the inspected nodes.
+	Matrix  *EndpointMatrix `json:"matrix,omitempty"`
+	Verdict Verdict         `json:"verdict"`
 }
 
 // Metadata says when, where and by which svctrace the trace was taken.

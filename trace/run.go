@@ -154,6 +154,7 @@ func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
 				}
 			} else {
 				judgeNodes(in, t, slices.Clone(report.Nodes))
+				t.Matrix = endpointMatrix(in, t, report.Nodes)
 			}
 		}
 	}
