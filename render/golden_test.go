@@ -23,6 +23,7 @@ var variants = []struct {
 	{"plain", TextOptions{}},
 	{"color", TextOptions{Color: true}},
 	{"ascii", TextOptions{ASCII: true}},
+	{"wide", TextOptions{Details: true}},
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -22,12 +22,16 @@ const (
 // Output formats of -o; "" is human text.
 const (
 	FormatText = ""
+	FormatWide = "wide"
 	FormatJSON = "json"
 	FormatYAML = "yaml"
+	FormatSVG  = "svg"
 )
 
 // Formats lists the accepted -o values (for validation and completion).
-var Formats = []string{FormatJSON, FormatYAML}
+// wide is the text view with every check's evidence, kubectl's word for
+// "the same view, with more"; svg is the path and the grid as a picture.
+var Formats = []string{FormatWide, FormatJSON, FormatYAML}
 
 // ColorModes lists the accepted --color values.
 var ColorModes = []string{ColorAuto, ColorAlways, ColorNever}
@@ -39,6 +43,9 @@ type TextOptions struct {
 	// ASCII replaces the Unicode glyphs (✔ ✖ ! – ? →) with [ok] [FAIL] [warn]
 	// [skip] [??] and ->.
 	ASCII bool
+	// Details shows every check's evidence and every endpoint up to
+	// MaxEndpoints, as -o wide asks; by default a passing layer is one line.
+	Details bool
 	// MaxEndpoints bounds the endpoint lines of the text view; JSON and YAML
 	// list them all. Zero means DefaultMaxEndpoints; negative means no bound.
 	MaxEndpoints int

@@ -27,10 +27,13 @@ func YAML(w io.Writer, t *trace.ServiceTrace) error {
 	return err
 }
 
-// Print renders t in format ("" text, "json", "yaml").
+// Print renders t in format ("" text, "wide", "json", "yaml").
 func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) error {
 	switch format {
 	case FormatText:
+		return Text(w, t, opts)
+	case FormatWide:
+		opts.Details = true
 		return Text(w, t, opts)
 	case FormatJSON:
 		return JSON(w, t)

@@ -1,0 +1,285 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// Grid bounds: rows identical to at least foldRows others fold into one;
+// at most maxOutlierRows other rows are listed; the node column is at most
+// maxNodeColumn wide.
+const (
+	foldRows       = 3
+	maxOutlierRows = 10
+	maxNodeColumn  = 24
+)
+
+// gridRow is one printed row: one node or a fold of identical ones.
+type gridRow struct {
+	nodes  []string
+	status trace.Status
+	cells  []string // plain text, mark first
+	cellSt []trace.Status
+	note   string
+}
+
+// writeGrid draws, per Service port, the node × endpoint grid: rows nodes,
+// columns endpoints, each cell the programmed share of new connections and
+// the node's direct probe. Identical rows fold into one, the others are
+// listed as outliers; with more endpoints than fit the width, the columns
+// become per-node counts and each row names its odd endpoints.
+func writeGrid(w io.Writer, s *textStyle, m *trace.EndpointMatrix) {
+	for pi, p := range m.Ports {
+		if pi > 0 {
+			fmt.Fprintln(w)
+		}
+		title := s.bold.Render("Nodes × endpoints")
+		if s.opts.ASCII {
+			title = s.bold.Render("Nodes x endpoints")
+		}
+		fmt.Fprintf(w, "%s %s  %s\n", title, esc(p.Port), s.faint.Render("share of new connections, probe"))
+		rows := gridRows(s, &p)
+		nodeW := len("node")
+		for _, r := range rows {
+			nodeW = max(nodeW, width(r.label()))
+		}
+		nodeW = min(nodeW, maxNodeColumn)
+		colW := make([]int, len(p.Endpoints))
+		fits := true
+		total := 2 + nodeW
+		for j, e := range p.Endpoints {
+			colW[j] = width(esc(e))
+			for _, r := range rows {
+				colW[j] = max(colW[j], width(r.cells[j]))
+			}
+			total += 2 + colW[j]
+		}
+		if total > lineWidth {
+			fits = false
+		}
+		if fits {
+			writeGridColumns(w, s, &p, rows, nodeW, colW)
+		} else {
+			writeGridSummary(w, s, &p, rows, nodeW)
+		}
+	}
+}
+
+func (r gridRow) label() string {
+	if len(r.nodes) == 1 {
+		return esc(r.nodes[0])
+	}
+	return fmt.Sprintf("%d nodes", len(r.nodes))
+}
+
+// gridRows builds the printed rows: folds of identical rows first (the
+// largest first), then the outliers, worst first.
+func gridRows(s *textStyle, p *trace.MatrixPort) []gridRow {
+	type group struct {
+		row gridRow
+		key string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, n := range p.Nodes {
+		r := gridRow{nodes: []string{n.Node}, status: n.Status}
+		for _, c := range n.Cells {
+			r.cells = append(r.cells, cellText(s, c))
+			r.cellSt = append(r.cellSt, c.Status)
+		}
+		if n.Status == trace.StatusUnknown && n.Reason != "" {
+			r.note = n.Reason
+		}
+		key := string(n.Status) + "\x00" + strings.Join(r.cells, "\x00") + "\x00" + r.note
+		if g := byKey[key]; g != nil {
+			g.row.nodes = append(g.row.nodes, n.Node)
+			continue
+		}
+		g := &group{row: r, key: key}
+		byKey[key] = g
+		groups = append(groups, g)
+	}
+	var folded, single []gridRow
+	for _, g := range groups {
+		if len(g.row.nodes) >= foldRows {
+			folded = append(folded, g.row)
+			continue
+		}
+		for _, n := range g.row.nodes {
+			r := g.row
+			r.nodes = []string{n}
+			single = append(single, r)
+		}
+	}
+	sort.SliceStable(folded, func(i, j int) bool { return len(folded[i].nodes) > len(folded[j].nodes) })
+	if len(folded) > 0 {
+		// Beside folds, a lone row is an outlier: the worst first.
+		sort.SliceStable(single, func(i, j int) bool { return rank(single[i].status) > rank(single[j].status) })
+	}
+	return append(folded, single...)
+}
+
+// cellText is a cell's mark, share and probe, e.g. "✔ 50% ok".
+func cellText(s *textStyle, c trace.MatrixCell) string {
+	m := s.pathMark(c.Status)
+	parts := []string{m}
+	switch c.Problem {
+	case "missing":
+		return m + " missing"
+	case "stale":
+		parts = append(parts, "stale")
+	}
+	if c.Status == trace.StatusSkipped || c.Status == trace.StatusUnknown {
+		return m
+	}
+	if c.Programmed {
+		parts = append(parts, percent(c.Share))
+	}
+	if c.Probe != "" {
+		parts = append(parts, c.Probe)
+	}
+	return strings.Join(parts, " ")
+}
+
+func percent(f float64) string {
+	v := f * 100
+	if v == float64(int(v)) {
+		return strconv.Itoa(int(v)) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+}
+
+func writeGridColumns(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gridRow, nodeW int, colW []int) {
+	var head strings.Builder
+	head.WriteString("  " + pad("node", nodeW))
+	for j, e := range p.Endpoints {
+		head.WriteString("  " + pad(esc(e), colW[j]))
+	}
+	fmt.Fprintln(w, s.faint.Render(strings.TrimRight(head.String(), " ")))
+	writeRows(w, s, rows, nodeW, func(r gridRow) string {
+		var b strings.Builder
+		for j, c := range r.cells {
+			b.WriteString("  " + colorMark(s, c, r.cellSt[j]) + strings.Repeat(" ", colW[j]-width(c)))
+		}
+		return b.String()
+	})
+}
+
+// writeGridSummary replaces the endpoint columns by counts when they do not
+// fit: how many endpoints the node programmed of those it should, whether the
+// shares are fair, the probe outcomes, and the endpoints that are off.
+func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gridRow, nodeW int) {
+	byNode := map[string]trace.MatrixRow{}
+	for _, n := range p.Nodes {
+		byNode[n.Node] = n
+	}
+	fmt.Fprintln(w, s.faint.Render(fmt.Sprintf("  %s  %s", pad("node", nodeW), fmt.Sprintf("%d endpoints: programmed/expected, probes, odd ones", len(p.Endpoints)))))
+	writeRows(w, s, rows, nodeW, func(r gridRow) string {
+		n := byNode[r.nodes[0]]
+		if n.Status == trace.StatusUnknown {
+			return ""
+		}
+		expected, programmed := 0, 0
+		probes := map[string]int{}
+		var odd []string
+		for j, c := range n.Cells {
+			if c.Expected {
+				expected++
+			}
+			if c.Programmed && c.Expected {
+				programmed++
+			}
+			if c.Probe != "" {
+				probes[c.Probe]++
+			}
+			if c.Problem != "" {
+				odd = append(odd, p.Endpoints[j]+" "+c.Problem)
+			}
+		}
+		var pr []string
+		for _, k := range sortedKeys(probes) {
+			pr = append(pr, fmt.Sprintf("%d %s", probes[k], k))
+		}
+		line := fmt.Sprintf("  %s %d/%d", s.status[n.Status].Render(s.pathMark(n.Status)), programmed, expected)
+		if len(pr) > 0 {
+			line += "  probes " + strings.Join(pr, ", ")
+		} else {
+			line += "  not probed"
+		}
+		if len(odd) > 0 {
+			line += "  " + esc(strings.Join(odd, ", "))
+		}
+		return line
+	})
+}
+
+// writeRows prints the rows with their node labels, a fold's node names on
+// the line under it, and says how many outliers were left out.
+func writeRows(w io.Writer, s *textStyle, rows []gridRow, nodeW int, cells func(gridRow) string) {
+	shownSingles := 0
+	left := 0
+	for _, r := range rows {
+		if len(r.nodes) == 1 {
+			if shownSingles >= maxOutlierRows {
+				left++
+				continue
+			}
+			shownSingles++
+		}
+		label := r.label()
+		line := "  " + pad(clipWidth(label, nodeW, s), nodeW) + cells(r)
+		if r.note != "" {
+			if room := lineWidth - lipgloss.Width(line) - 2; room > 8 {
+				line += "  " + clipWidth(esc(r.note), room, s)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		if len(r.nodes) > 1 {
+			fmt.Fprintf(w, "  %s\n", s.faint.Render(clipWidth(esc(nodeRange(r.nodes, s.ellipsis())), lineWidth-2, s)))
+		}
+	}
+	if left > 0 {
+		fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more nodes differ (-o json lists every cell)", s.ellipsis(), left)))
+	}
+}
+
+// nodeRange names a fold's nodes: all of them when few, else the first
+// ones and a count.
+func nodeRange(nodes []string, ellipsis string) string {
+	const listed = 4
+	if len(nodes) <= listed {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s, %s %d more", strings.Join(nodes[:listed], ", "), ellipsis, len(nodes)-listed)
+}
+
+func colorMark(s *textStyle, cell string, st trace.Status) string {
+	m := s.pathMark(st)
+	if !strings.HasPrefix(cell, m) {
+		return cell
+	}
+	return s.status[st].Render(m) + cell[len(m):]
+}
+
+func pad(v string, n int) string {
+	if d := n - width(v); d > 0 {
+		return v + strings.Repeat(" ", d)
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
