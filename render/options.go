@@ -31,7 +31,7 @@ const (
 // Formats lists the accepted -o values (for validation and completion).
 // wide is the text view with every check's evidence, kubectl's word for
 // "the same view, with more"; svg is the path and the grid as a picture.
-var Formats = []string{FormatWide, FormatJSON, FormatYAML}
+var Formats = []string{FormatWide, FormatJSON, FormatYAML, FormatSVG}
 
 // ColorModes lists the accepted --color values.
 var ColorModes = []string{ColorAuto, ColorAlways, ColorNever}

@@ -27,7 +27,7 @@ func YAML(w io.Writer, t *trace.ServiceTrace) error {
 	return err
 }
 
-// Print renders t in format ("" text, "wide", "json", "yaml").
+// Print renders t in format ("" text, "wide", "json", "yaml", "svg").
 func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) error {
 	switch format {
 	case FormatText:
@@ -39,6 +39,8 @@ func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) 
 		return JSON(w, t)
 	case FormatYAML:
 		return YAML(w, t)
+	case FormatSVG:
+		return SVG(w, t)
 	}
 	return fmt.Errorf("unknown output format %q", format)
 }
