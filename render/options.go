@@ -58,9 +58,10 @@ const DefaultMaxEndpoints = 20
 //
 //   - color: "always" on, "never" off, "auto" on only when the output is a
 //     terminal, NO_COLOR is empty and TERM is not "dumb";
-//   - glyphs: Unicode only when the output is a terminal and the locale
-//     (LC_ALL, else LC_CTYPE, else LANG) names UTF-8; ASCII otherwise, so
-//     piped output and logs stay plain ASCII whatever --color says.
+//   - glyphs: Unicode only when the output is a terminal that is not
+//     "dumb", the locale (LC_ALL, else LC_CTYPE, else LANG) names UTF-8 and
+//     --color is not "never"; ASCII otherwise, so piped output, logs, dumb
+//     terminals and --color never get plain ASCII pictures.
 //
 // lipgloss's own environment detection is not used: render sets the
 // renderer's profile from these options.
@@ -75,7 +76,7 @@ func DecideTextOptions(color string, isTTY bool, getenv func(string) string) (Te
 	default:
 		return o, fmt.Errorf("invalid --color %q: must be one of %s", color, strings.Join(ColorModes, ", "))
 	}
-	o.ASCII = !isTTY || !utf8Locale(getenv)
+	o.ASCII = !isTTY || !utf8Locale(getenv) || getenv("TERM") == "dumb" || color == ColorNever
 	return o, nil
 }
 

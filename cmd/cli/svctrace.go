@@ -131,7 +131,7 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&f.Port, "port", f.Port, "trace only this Service port, by name or number (default: every port)")
 	flags.StringVarP(&f.Output, "output", "o", f.Output, "output format: wide (text with every check's evidence), json, yaml or svg (default: concise text)")
-	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb)")
+	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb; never, a dumb terminal or a pipe also draw in plain ASCII)")
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
 	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
