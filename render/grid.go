@@ -188,7 +188,7 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 		}
 		expected, programmed := 0, 0
 		probes := map[string]int{}
-		var odd []string
+		var programmedOdd, failed, warned []string
 		for j, c := range n.Cells {
 			if c.Expected {
 				expected++
@@ -199,10 +199,17 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 			if c.Probe != "" {
 				probes[c.Probe]++
 			}
-			if c.Problem != "" {
-				odd = append(odd, p.Endpoints[j]+" "+c.Problem)
+			switch {
+			case c.Problem == "":
+			case c.Problem == "missing" || c.Problem == "stale":
+				programmedOdd = append(programmedOdd, p.Endpoints[j]+" "+c.Problem)
+			case c.Status == trace.StatusFail:
+				failed = append(failed, p.Endpoints[j]+" "+c.Problem)
+			default:
+				warned = append(warned, p.Endpoints[j]+" "+c.Problem)
 			}
 		}
+		odd := append(append(programmedOdd, failed...), warned...)
 		var pr []string
 		for _, k := range sortedKeys(probes) {
 			pr = append(pr, fmt.Sprintf("%d %s", probes[k], k))
@@ -213,8 +220,23 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 		} else {
 			line += "  not probed"
 		}
-		if len(odd) > 0 {
-			line += "  " + esc(strings.Join(odd, ", "))
+		// The odd endpoints, worst first, as many as fit the line.
+		room := lineWidth - 2 - nodeW - lipgloss.Width(line) - 2
+		for k, o := range odd {
+			rest := ""
+			if k < len(odd)-1 {
+				rest = fmt.Sprintf(", +%d more", len(odd)-k-1)
+			}
+			sep := "  "
+			if k > 0 {
+				sep = ", "
+			}
+			if width(sep+o+rest) > room {
+				line += fmt.Sprintf("%s+%d more", sep, len(odd)-k)
+				break
+			}
+			line += sep + esc(o)
+			room -= width(sep + o)
 		}
 		return line
 	})

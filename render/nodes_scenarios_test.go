@@ -149,3 +149,57 @@ func init() {
 		}},
 	)
 }
+
+// manyEndpoints is web with n ready endpoints, 10.244.1.1… on node-a.
+func manyEndpoints(n int) *trace.Input {
+	in := baseInput()
+	var ips []string
+	in.Pods = nil
+	for i := 1; i <= n; i++ {
+		ip := fmt.Sprintf("10.244.1.%d", i)
+		ips = append(ips, ip)
+		in.Pods = append(in.Pods, pod(fmt.Sprintf("web-%d", i), ip, "node-a"))
+	}
+	sl := endpointSlice(true, ips...)
+	for i := range sl.Endpoints {
+		sl.Endpoints[i].NodeName = ptr("node-a")
+		sl.Endpoints[i].TargetRef.Name = fmt.Sprintf("web-%d", i+1)
+	}
+	in.Slices = []discoveryv1.EndpointSlice{sl}
+	return in
+}
+
+func init() {
+	// Twelve endpoints do not fit as columns: the grid counts per node
+	// and names the odd endpoints. node-c lacks one and times out on
+	// another.
+	scenarios = append(scenarios, scenario{name: "nodes-12-endpoints", in: func() *trace.Input {
+		in := manyEndpoints(12)
+		manyNodes(in, 0)
+		in.Nodes["node-c"] = in.Nodes["node-a"]
+		return in
+	}, views: func() (*trace.CollectorRun, []trace.NodeView) {
+		all, probes := map[string]float64{}, map[string]string{}
+		for i := 1; i <= 12; i++ {
+			ep := fmt.Sprintf("10.244.1.%d:8080", i)
+			all[ep], probes[ep] = 1.0/12, "ok"
+		}
+		short := map[string]float64{}
+		for ep := range all {
+			if ep != "10.244.1.7:8080" {
+				short[ep] = 1.0 / 11
+			}
+		}
+		slow := map[string]string{}
+		for ep, o := range probes {
+			slow[ep] = o
+		}
+		slow["10.244.1.3:8080"] = "timeout"
+		var views []trace.NodeView
+		for _, n := range []string{"node-a", "node-b"} {
+			views = append(views, trace.NodeView{Node: n, Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation(n, all, probes)})
+		}
+		views = append(views, trace.NodeView{Node: "node-c", Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation("node-c", short, slow)})
+		return nodeRun(views), views
+	}})
+}

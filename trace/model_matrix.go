@@ -40,8 +40,9 @@ type MatrixCell struct {
 	Programmed bool `json:"programmed"`
 	// Share is the programmed fraction of new connections, 0 to 1.
 	Share float64 `json:"share"`
-	// FairShare is the share kube-proxy gives it: 1/n of the n endpoints
-	// the node should program; 0 when it should not be programmed.
+	// FairShare is 1/n of the n endpoints the node programmed, the share
+	// kube-proxy gives each; 0 when the node neither programs nor should
+	// program it.
 	FairShare float64 `json:"fairShare"`
 	// Probe is the node's direct connection to the endpoint: ok, refused,
 	// timeout, unreachable, reset, other, no-reply (UDP), or empty when the

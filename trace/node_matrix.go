@@ -179,15 +179,18 @@ func (r matrixRowCells) judge(columns []string) MatrixRow {
 	if !r.readable {
 		row.Status, row.Reason = StatusUnknown, r.reason
 	}
+	// As judgeDatapath does, a share is fair against the endpoints the node
+	// did program: a missing endpoint is reported as missing, not as every
+	// other endpoint's share being too large.
 	fair := 0.0
-	if n := len(r.expected); n > 0 {
+	if n := len(r.programmed); n > 0 {
 		fair = 1 / float64(n)
 	}
 	for _, col := range columns {
 		c := MatrixCell{Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
 		share, programmed := r.programmed[col]
 		c.Programmed, c.Share = programmed, share
-		if c.Expected {
+		if c.Expected || c.Programmed {
 			c.FairShare = fair
 		}
 		switch {

@@ -51,7 +51,7 @@ func TestEndpointMatrix(t *testing.T) {
 		cells  []cell
 	}{
 		"n1": {StatusPass, []cell{{StatusPass, "", 0.5, "ok"}, {StatusPass, "", 0.5, "ok"}}},
-		"n2": {StatusFail, []cell{{StatusWarn, "unequal share", 1, ""}, {StatusFail, "missing", 0, ""}}},
+		"n2": {StatusFail, []cell{{StatusPass, "", 1, ""}, {StatusFail, "missing", 0, ""}}},
 		"n3": {StatusFail, []cell{{StatusPass, "", 0.5, "ok"}, {StatusFail, "refused", 0.5, "refused"}}},
 		"n4": {StatusUnknown, []cell{{StatusUnknown, "", 0, ""}, {StatusUnknown, "", 0, ""}}},
 	}
@@ -79,4 +79,16 @@ func TestEndpointMatrixNotInspected(t *testing.T) {
 	if m := Assemble(nodeInput(), nil, Options{Now: fixedNow}).Matrix; m != nil {
 		t.Fatalf("matrix without inspected nodes: %+v", m)
 	}
+}
+
+// TestEndpointMatrixUnequalShare: a share off the fair one warns.
+func TestEndpointMatrixUnequalShare(t *testing.T) {
+	skewed := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
+		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}}, nil)
+	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: skewed})
+	row := tr.Matrix.Ports[0].Nodes[0]
+	if row.Status != StatusWarn || row.Cells[0].Problem != "unequal share" || row.Cells[0].FairShare != 0.5 {
+		t.Fatalf("row %+v", row)
+	}
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPUnequalShares, "n1")
 }
