@@ -132,7 +132,10 @@ func nodeHopOf(t *trace.ServiceTrace) hop {
 	}
 	if allSkipped {
 		h.status = trace.StatusSkipped
-		h.details = []string{"not inspected", "skipped"}
+		h.details = []string{"does not apply", "n/a"}
+		if l := t.Layer(trace.LayerDatapath); l != nil && (l.Reason == trace.ReasonNoNode || l.Reason == trace.ReasonNoCollector) {
+			h.details = []string{"not inspected", "skipped"}
+		}
 		return h
 	}
 	h.status = worst
@@ -227,15 +230,16 @@ func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 		}
 		return n
 	}
-	// Shorten, while the line is too wide, the detail that sticks out
-	// furthest past its hop's name.
+	// Shorten, while the line is too wide, the least telling detail that
+	// still sticks out past its hop's name: DNS first, the Service's
+	// address last.
+	priority := []int{2, 5, 3, 1, 4, 0}
 	for total() > lineWidth {
-		best, bestGain := -1, 0
-		for i := range hops {
-			if choice[i] < len(hops[i].details) {
-				if gain := width(cell(i)) - width(hops[i].name); gain > bestGain {
-					best, bestGain = i, gain
-				}
+		best := -1
+		for k := len(priority) - 1; k >= 0 && best < 0; k-- {
+			i := priority[k]
+			if i < len(hops) && choice[i] < len(hops[i].details) && width(cell(i)) > width(hops[i].name) {
+				best = i
 			}
 		}
 		if best < 0 {
@@ -243,9 +247,10 @@ func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 		}
 		choice[best]++
 	}
-	// Greedy shortening may have gone further than needed: give each hop,
-	// in path order, back the longest detail that still fits.
-	for i := range hops {
+	// Greedy shortening may have gone further than needed: give each hop
+	// back the longest detail that still fits, the Service's address
+	// first, then the endpoint and node counts, then DNS.
+	for _, i := range priority {
 		for choice[i] > 0 {
 			choice[i]--
 			if total() > lineWidth {
@@ -323,6 +328,9 @@ func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 				p := "▲ fails here"
 				if s.opts.ASCII {
 					p = "^ fails here"
+				}
+				if col+width(p) > lineWidth {
+					p = strings.TrimSuffix(p, " here")
 				}
 				pointer.WriteString(s.status[trace.StatusFail].Render(p))
 				pointed = true
