@@ -186,34 +186,8 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 		if n.Status == trace.StatusUnknown {
 			return ""
 		}
-		expected, programmed := 0, 0
-		probes := map[string]int{}
-		var programmedOdd, failed, warned []string
-		for j, c := range n.Cells {
-			if c.Expected {
-				expected++
-			}
-			if c.Programmed && c.Expected {
-				programmed++
-			}
-			if c.Probe != "" {
-				probes[c.Probe]++
-			}
-			switch {
-			case c.Problem == "":
-			case c.Problem == "missing" || c.Problem == "stale":
-				programmedOdd = append(programmedOdd, p.Endpoints[j]+" "+c.Problem)
-			case c.Status == trace.StatusFail:
-				failed = append(failed, p.Endpoints[j]+" "+c.Problem)
-			default:
-				warned = append(warned, p.Endpoints[j]+" "+c.Problem)
-			}
-		}
-		odd := append(append(programmedOdd, failed...), warned...)
-		var pr []string
-		for _, k := range sortedKeys(probes) {
-			pr = append(pr, fmt.Sprintf("%d %s", probes[k], k))
-		}
+		sum := summarizeRow(p, n)
+		expected, programmed, pr, odd := sum.expected, sum.programmed, sum.probes, sum.odd
 		line := fmt.Sprintf("  %s %d/%d", s.status[n.Status].Render(s.pathMark(n.Status)), programmed, expected)
 		if len(pr) > 0 {
 			line += "  probes " + strings.Join(pr, ", ")
@@ -240,6 +214,46 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 		}
 		return line
 	})
+}
+
+// rowSummary is one node's row counted: the endpoints it should and does
+// program, its probe outcomes, and the endpoints that are off, the
+// datapath's misses first, then failed probes, then warnings.
+type rowSummary struct {
+	expected, programmed int
+	probes               []string
+	odd                  []string
+}
+
+func summarizeRow(p *trace.MatrixPort, n trace.MatrixRow) rowSummary {
+	var sum rowSummary
+	probes := map[string]int{}
+	var programmedOdd, failed, warned []string
+	for j, c := range n.Cells {
+		if c.Expected {
+			sum.expected++
+		}
+		if c.Programmed && c.Expected {
+			sum.programmed++
+		}
+		if c.Probe != "" {
+			probes[c.Probe]++
+		}
+		switch {
+		case c.Problem == "":
+		case c.Problem == "missing" || c.Problem == "stale":
+			programmedOdd = append(programmedOdd, p.Endpoints[j]+" "+c.Problem)
+		case c.Status == trace.StatusFail:
+			failed = append(failed, p.Endpoints[j]+" "+c.Problem)
+		default:
+			warned = append(warned, p.Endpoints[j]+" "+c.Problem)
+		}
+	}
+	sum.odd = append(append(programmedOdd, failed...), warned...)
+	for _, k := range sortedKeys(probes) {
+		sum.probes = append(sum.probes, fmt.Sprintf("%d %s", probes[k], k))
+	}
+	return sum
 }
 
 // writeRows prints the rows with their node labels, a fold's node names on

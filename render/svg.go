@@ -265,16 +265,15 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 		y += 44
 		cols := p.Endpoints
 		maxCols := (svgWidth - 2*svgMargin - nodeColumn) / cellWidth
-		hidden := 0
-		if len(cols) > maxCols {
-			hidden = len(cols) - maxCols
-			cols = cols[:maxCols]
+		summary := len(cols) > maxCols
+		if summary {
+			// As in the text view: counts per node instead of columns.
+			cols = nil
+			out = append(out, svgText{X: svgMargin + nodeColumn + 6, Y: y + 16, Class: "small",
+				Text: fmt.Sprintf("%d endpoints: programmed/expected, probes, odd ones", len(p.Endpoints))})
 		}
 		for j, e := range cols {
 			out = append(out, svgText{X: svgMargin + nodeColumn + j*cellWidth + 6, Y: y + 16, Class: "small", Text: e})
-		}
-		if hidden > 0 {
-			out = append(out, svgText{X: svgMargin + nodeColumn + len(cols)*cellWidth - 6, Y: y + 16, Class: "small", Anchor: "end", Text: fmt.Sprintf("+%d more endpoints in -o json", hidden)})
 		}
 		y += cellHeight
 		rows := gridRows(plain, &p)
@@ -293,6 +292,22 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 			row.Items = append(row.Items, svgText{X: svgMargin, Y: y + 16, Text: clipRunes(label, 20)})
 			if len(r.nodes) > 1 {
 				row.Tooltip = &svgTitle{Text: strings.Join(r.nodes, ", ")}
+			}
+			if summary && byNode[r.nodes[0]].Status != trace.StatusUnknown {
+				sum := summarizeRow(&p, byNode[r.nodes[0]])
+				x := svgMargin + nodeColumn
+				text := fmt.Sprintf("%d/%d", sum.programmed, sum.expected)
+				row.Items = append(row.Items,
+					svgRect{X: x, Y: y + 2, Width: 90, Height: cellHeight - 4, RX: 4, Fill: svgColor(r.status) + "26", Stroke: svgColor(r.status), StrokeWidth: 1},
+					svgText{X: x + 6, Y: y + 17, Class: "cell", Text: glyphs[r.status].unicode + " " + text})
+				detail := "not probed"
+				if len(sum.probes) > 0 {
+					detail = "probes " + strings.Join(sum.probes, ", ")
+				}
+				if len(sum.odd) > 0 {
+					detail += "   " + strings.Join(sum.odd, ", ")
+				}
+				row.Items = append(row.Items, svgText{X: x + 100, Y: y + 17, Class: "cell", Text: clipRunes(detail, 95)})
 			}
 			cells := byNode[r.nodes[0]].Cells
 			for j := range cols {
