@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
@@ -108,4 +110,31 @@ func findScenario(t *testing.T, name string) scenario {
 	}
 	t.Fatalf("no scenario %s", name)
 	return scenario{}
+}
+
+// TestSparseGridReadsLikeFull: a sparse port (passing cells left out of the
+// result) prints the same counted grid as the full one.
+func TestSparseGridReadsLikeFull(t *testing.T) {
+	full := findScenario(t, "nodes-12-endpoints").trace()
+	sparse := findScenario(t, "nodes-12-endpoints").trace()
+	p := &sparse.Matrix.Ports[0]
+	p.Sparse = true
+	for i := range p.Nodes {
+		var kept []trace.MatrixCell
+		for _, c := range p.Nodes[i].Cells {
+			if c.Status != trace.StatusPass && c.Status != trace.StatusSkipped {
+				kept = append(kept, c)
+			}
+		}
+		p.Nodes[i].Cells = kept
+	}
+	var a, b bytes.Buffer
+	writeGrid(&a, newTextStyle(&a, TextOptions{}), full.Matrix)
+	writeGrid(&b, newTextStyle(&b, TextOptions{}), sparse.Matrix)
+	if a.String() != b.String() {
+		t.Errorf("sparse grid differs:\n%s\nfull:\n%s", b.String(), a.String())
+	}
+	if !strings.Contains(b.String(), "node-c  ✖ 11/12  probes 11 ok, 1 timeout  10.244.1.7:8080 missing") {
+		t.Errorf("odd endpoints not named:\n%s", b.String())
+	}
 }

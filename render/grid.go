@@ -51,13 +51,19 @@ func writeGrid(w io.Writer, s *textStyle, m *trace.EndpointMatrix) {
 			nodeW = max(nodeW, width(r.label()))
 		}
 		nodeW = min(nodeW, maxNodeColumn)
+		// A sparse port's rows list only their odd cells: always counted.
 		colW := make([]int, len(p.Endpoints))
-		fits := true
+		fits := !p.Sparse
 		total := 2 + nodeW
 		for j, e := range p.Endpoints {
+			if !fits {
+				break
+			}
 			colW[j] = width(esc(e))
 			for _, r := range rows {
-				colW[j] = max(colW[j], width(r.cells[j]))
+				if j < len(r.cells) {
+					colW[j] = max(colW[j], width(r.cells[j]))
+				}
 			}
 			total += 2 + colW[j]
 		}
@@ -97,7 +103,8 @@ func gridRows(s *textStyle, p *trace.MatrixPort) []gridRow {
 		if n.Status == trace.StatusUnknown && n.Reason != "" {
 			r.note = n.Reason
 		}
-		key := string(n.Status) + "\x00" + strings.Join(r.cells, "\x00") + "\x00" + r.note
+		// The counts matter when a sparse row lists only its odd cells.
+		key := fmt.Sprintf("%s\x00%d/%d %v\x00%s\x00%s", n.Status, n.Programmed, n.Expected, n.Probes, strings.Join(r.cells, "\x00"), r.note)
 		if g := byKey[key]; g != nil {
 			g.row.nodes = append(g.row.nodes, n.Node)
 			continue
@@ -186,7 +193,7 @@ func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 		if n.Status == trace.StatusUnknown {
 			return ""
 		}
-		sum := summarizeRow(p, n)
+		sum := summarizeRow(n)
 		expected, programmed, pr, odd := sum.expected, sum.programmed, sum.probes, sum.odd
 		line := fmt.Sprintf("  %s %d/%d", s.status[n.Status].Render(s.pathMark(n.Status)), programmed, expected)
 		if len(pr) > 0 {
@@ -225,33 +232,23 @@ type rowSummary struct {
 	odd                  []string
 }
 
-func summarizeRow(p *trace.MatrixPort, n trace.MatrixRow) rowSummary {
-	var sum rowSummary
-	probes := map[string]int{}
+func summarizeRow(n trace.MatrixRow) rowSummary {
+	sum := rowSummary{expected: n.Expected, programmed: n.Programmed}
 	var programmedOdd, failed, warned []string
-	for j, c := range n.Cells {
-		if c.Expected {
-			sum.expected++
-		}
-		if c.Programmed && c.Expected {
-			sum.programmed++
-		}
-		if c.Probe != "" {
-			probes[c.Probe]++
-		}
+	for _, c := range n.Cells {
 		switch {
 		case c.Problem == "":
 		case c.Problem == "missing" || c.Problem == "stale":
-			programmedOdd = append(programmedOdd, p.Endpoints[j]+" "+c.Problem)
+			programmedOdd = append(programmedOdd, c.Endpoint+" "+c.Problem)
 		case c.Status == trace.StatusFail:
-			failed = append(failed, p.Endpoints[j]+" "+c.Problem)
+			failed = append(failed, c.Endpoint+" "+c.Problem)
 		default:
-			warned = append(warned, p.Endpoints[j]+" "+c.Problem)
+			warned = append(warned, c.Endpoint+" "+c.Problem)
 		}
 	}
 	sum.odd = append(append(programmedOdd, failed...), warned...)
-	for _, k := range sortedKeys(probes) {
-		sum.probes = append(sum.probes, fmt.Sprintf("%d %s", probes[k], k))
+	for _, k := range sortedKeys(n.Probes) {
+		sum.probes = append(sum.probes, fmt.Sprintf("%d %s", n.Probes[k], k))
 	}
 	return sum
 }

@@ -265,7 +265,7 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 		y += 44
 		cols := p.Endpoints
 		maxCols := (svgWidth - 2*svgMargin - nodeColumn) / cellWidth
-		summary := len(cols) > maxCols
+		summary := len(cols) > maxCols || p.Sparse
 		if summary {
 			// As in the text view: counts per node instead of columns.
 			cols = nil
@@ -294,7 +294,7 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 				row.Tooltip = &svgTitle{Text: strings.Join(r.nodes, ", ")}
 			}
 			if summary && byNode[r.nodes[0]].Status != trace.StatusUnknown {
-				sum := summarizeRow(&p, byNode[r.nodes[0]])
+				sum := summarizeRow(byNode[r.nodes[0]])
 				x := svgMargin + nodeColumn
 				text := fmt.Sprintf("%d/%d", sum.programmed, sum.expected)
 				row.Items = append(row.Items,

@@ -18,6 +18,11 @@ type MatrixPort struct {
 	// node programmed although the slices no longer hold it.
 	Endpoints []string    `json:"endpoints"`
 	Nodes     []MatrixRow `json:"nodes"`
+	// Sparse is set when the port has more than 20,000 node × endpoint
+	// cells: each row's Cells then hold only the cells that neither pass
+	// nor are skipped (none for a node that could not be read), and its
+	// counts say the rest.
+	Sparse bool `json:"sparse,omitempty"`
 }
 
 // MatrixRow is one node's row; Cells follow MatrixPort.Endpoints.
@@ -27,13 +32,21 @@ type MatrixRow struct {
 	// Datapath is the datapath that programmed the port on this node.
 	Datapath string `json:"datapath,omitempty"`
 	// Reason says why the row could not be judged (status unknown).
-	Reason string       `json:"reason,omitempty"`
-	Cells  []MatrixCell `json:"cells,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Expected counts the endpoints the node should program, Programmed
+	// those of them it does.
+	Expected   int `json:"expected"`
+	Programmed int `json:"programmed"`
+	// Probes counts the node's direct probes of endpoints by outcome.
+	Probes map[string]int `json:"probes,omitempty"`
+	Cells  []MatrixCell   `json:"cells,omitempty"`
 }
 
 // MatrixCell is one endpoint as one node sees it.
 type MatrixCell struct {
-	Status Status `json:"status"`
+	// Endpoint is the cell's column, an entry of MatrixPort.Endpoints.
+	Endpoint string `json:"endpoint"`
+	Status   Status `json:"status"`
 	// Expected: kube-proxy on this node should send ClusterIP traffic to it.
 	Expected bool `json:"expected"`
 	// Programmed: the node's datapath sends ClusterIP traffic to it.

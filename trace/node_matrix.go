@@ -3,12 +3,18 @@ package trace
 import (
 	"math"
 	"net/netip"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
+
+// maxMatrixCells bounds the cells of one port's grid that the result spells
+// out: 5,000 endpoints on the 100 nodes that host them would otherwise be
+// half a million cells, tens of megabytes of JSON saying "pass".
+var maxMatrixCells = 20000
 
 // endpointMatrix lays the node observations out as the node × endpoint grid.
 // It reads the same expectation (ExpectForNode and the zone and slice-order
@@ -108,8 +114,22 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 			g.port.Endpoints = append(g.port.Endpoints, e)
 		}
 		sort.Strings(g.port.Endpoints)
+		g.port.Sparse = len(g.port.Endpoints)*len(g.rows) > maxMatrixCells
 		for _, r := range g.rows {
-			g.port.Nodes = append(g.port.Nodes, r.judge(g.port.Endpoints))
+			row := r.judge(g.port.Endpoints)
+			if g.port.Sparse && !r.readable {
+				row.Cells = nil
+			}
+			if g.port.Sparse {
+				kept := row.Cells[:0]
+				for _, c := range row.Cells {
+					if c.Status != StatusPass && c.Status != StatusSkipped {
+						kept = append(kept, c)
+					}
+				}
+				row.Cells = slices.Clip(kept)
+			}
+			g.port.Nodes = append(g.port.Nodes, row)
 		}
 		if len(g.port.Nodes) > 0 {
 			m.Ports = append(m.Ports, g.port)
@@ -187,7 +207,7 @@ func (r matrixRowCells) judge(columns []string) MatrixRow {
 		fair = 1 / float64(n)
 	}
 	for _, col := range columns {
-		c := MatrixCell{Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
+		c := MatrixCell{Endpoint: col, Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
 		share, programmed := r.programmed[col]
 		c.Programmed, c.Share = programmed, share
 		if c.Expected || c.Programmed {
@@ -211,6 +231,18 @@ func (r matrixRowCells) judge(columns []string) MatrixRow {
 		}
 		if c.Status != StatusSkipped && statusRank[c.Status] > statusRank[row.Status] {
 			row.Status = c.Status
+		}
+		if c.Expected {
+			row.Expected++
+			if c.Programmed {
+				row.Programmed++
+			}
+		}
+		if c.Probe != "" {
+			if row.Probes == nil {
+				row.Probes = map[string]int{}
+			}
+			row.Probes[c.Probe]++
 		}
 		row.Cells = append(row.Cells, c)
 	}

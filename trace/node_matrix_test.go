@@ -92,3 +92,33 @@ func TestEndpointMatrixUnequalShare(t *testing.T) {
 	}
 	requireNodeCheck(t, tr, LayerDatapath, CodeDPUnequalShares, "n1")
 }
+
+// TestEndpointMatrixSparse: past the cell bound, rows keep their counts
+// and only the cells that do not pass.
+func TestEndpointMatrixSparse(t *testing.T) {
+	defer func(n int) { maxMatrixCells = n }(maxMatrixCells)
+	maxMatrixCells = 3
+	oneMissing := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
+		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}, nil)
+	tr := judgeViews(t, nodeInput(),
+		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		NodeView{Node: "n2", Observation: oneMissing},
+		NodeView{Node: "n3", Failure: "could not pull its image"})
+	p := tr.Matrix.Ports[0]
+	if !p.Sparse {
+		t.Fatal("6 cells over a bound of 3, not sparse")
+	}
+	byNode := map[string]MatrixRow{}
+	for _, r := range p.Nodes {
+		byNode[r.Node] = r
+	}
+	if r := byNode["n1"]; len(r.Cells) != 0 || r.Expected != 2 || r.Programmed != 2 {
+		t.Errorf("n1 %+v", r)
+	}
+	if r := byNode["n2"]; len(r.Cells) != 1 || r.Cells[0].Endpoint != "10.244.2.7:8080" || r.Cells[0].Problem != "missing" || r.Programmed != 1 {
+		t.Errorf("n2 %+v", r)
+	}
+	if r := byNode["n3"]; len(r.Cells) != 0 || r.Status != StatusUnknown {
+		t.Errorf("n3 %+v", r)
+	}
+}
