@@ -41,7 +41,17 @@ func pathHops(t *trace.ServiceTrace) []hop {
 		return trace.StatusSkipped
 	}
 	svc := &t.Service
-	hops := []hop{{name: "any Pod"}}
+	client := "any Pod"
+	if c := t.Metadata.Client; c != "" {
+		// pod/NAMESPACE/NAME is drawn as pod NAME: the namespace is in
+		// the JSON, the hop has to stay narrow.
+		kind, rest, _ := strings.Cut(c, "/")
+		if i := strings.LastIndex(rest, "/"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		client = kind + " " + rest
+	}
+	hops := []hop{{name: client}}
 	hops = append(hops, hop{name: "DNS", status: layerStatus(trace.LayerDNS), details: dnsDetails(t)})
 	hops = append(hops, hop{name: "Service", status: layerStatus(trace.LayerService), details: serviceDetails(svc)})
 	hops = append(hops, nodeHopOf(t))

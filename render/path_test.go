@@ -37,3 +37,20 @@ func TestPathShortensThenWraps(t *testing.T) {
 		t.Errorf("NodePort not shown:\n%s", buf.String())
 	}
 }
+
+// TestPathStartsAtTheClient: with --from, the first hop is that client.
+func TestPathStartsAtTheClient(t *testing.T) {
+	tr := findScenario(t, "nodes-failing").trace()
+	tr.Metadata.Client = "pod/shop/frontend-7d9f8c6b5-xk2lp"
+	var buf bytes.Buffer
+	writePath(&buf, newTextStyle(&buf, TextOptions{}), tr)
+	out := buf.String()
+	if !strings.HasPrefix(out, "  pod frontend-7d9f8c6b5-xk2lp ─▶ DNS") {
+		t.Errorf("path does not start at the client:\n%s", out)
+	}
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if width(l) > lineWidth {
+			t.Errorf("%d columns: %q", width(l), l)
+		}
+	}
+}

@@ -122,3 +122,19 @@ func TestEndpointMatrixSparse(t *testing.T) {
 		t.Errorf("n3 %+v", r)
 	}
 }
+
+// TestMetadataClient: the --from client is recorded as --from names it.
+func TestMetadataClient(t *testing.T) {
+	in := nodeInput()
+	from := &PolicyClient{Pod: pod("frontend", "shop", "10.244.3.3", "n1")}
+	from.Pod.Namespace = "shop"
+	if got := Assemble(in, nil, Options{Now: fixedNow, From: from}).Metadata.Client; got != "pod/shop/frontend" {
+		t.Errorf("client %q", got)
+	}
+	if got := Assemble(nodeInput(), nil, Options{Now: fixedNow, From: &PolicyClient{NodeName: "n2"}}).Metadata.Client; got != "node/n2" {
+		t.Errorf("client %q", got)
+	}
+	if got := Assemble(nodeInput(), nil, Options{Now: fixedNow}).Metadata.Client; got != "" {
+		t.Errorf("client %q without --from", got)
+	}
+}

@@ -158,6 +158,7 @@ func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
 			}
 		}
 	}
+	t.Metadata.Client = opts.From.String()
 	finish(t)
 	return t
 }
