@@ -190,7 +190,7 @@ func svgPath(t *trace.ServiceTrace, top int) (svgGroup, int) {
 			sw, hop.Failing = 3, "true"
 		}
 		hop.Items = append(hop.Items, svgRect{X: x, Y: top, Width: hopWidth, Height: hopHeight, RX: 8, Fill: fill, Stroke: stroke, StrokeWidth: sw})
-		hop.Items = append(hop.Items, svgText{X: x + 12, Y: top + 24, Class: "hop", Text: h.name})
+		hop.Items = append(hop.Items, svgText{X: x + 12, Y: top + 24, Class: "hop", Text: clipRunes(h.name, 16)})
 		if st != "" {
 			mark := glyphs[st].unicode
 			hop.Items = append(hop.Items,

@@ -143,12 +143,12 @@ func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
 	}
 	if t.Service.Found {
 		p("\n")
-		writeServiceBrief(bw, s, t)
-		writeEndpointsBrief(bw, s, t)
+		writeServiceConcise(bw, s, t)
+		writeEndpointsConcise(bw, s, t)
 	}
 	p("\n")
 	for _, l := range t.Layers {
-		writeLayerBrief(bw, s, &l)
+		writeLayerConcise(bw, s, &l)
 	}
 	return bw.Flush()
 }

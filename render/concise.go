@@ -11,8 +11,8 @@ import (
 // Bounds of the concise view; -o wide shows DefaultMaxEndpoints endpoints
 // and every node, -o json everything.
 const (
-	briefEndpoints = 10
-	briefNodes     = 6
+	conciseEndpoints = 10
+	conciseNodes     = 6
 )
 
 func gridRowsCount(m *trace.EndpointMatrix) int {
@@ -52,10 +52,10 @@ func writeWrapped(w io.Writer, head string, headW int, text string, indent int) 
 	fmt.Fprintln(w, line)
 }
 
-// writeServiceBrief is the Service on one or two lines: type, address, ports,
+// writeServiceConcise is the Service on one or two lines: type, address, ports,
 // selector, and the spec fields that change where traffic goes when they
 // are not the defaults.
-func writeServiceBrief(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writeServiceConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	svc := &t.Service
 	parts := []string{svc.Type}
 	if svc.Headless {
@@ -113,9 +113,9 @@ func writeServiceBrief(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	writeWrapped(w, s.bold.Render("Service"), len("Service"), esc(strings.Join(parts, ", ")), 2)
 }
 
-// writeEndpointsBrief is the counts and one short line per endpoint, not
-// ready ones first, up to briefEndpoints.
-func writeEndpointsBrief(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+// writeEndpointsConcise is the counts and one short line per endpoint, not
+// ready ones first, up to conciseEndpoints.
+func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	e := &t.Endpoints
 	if len(e.Slices) == 0 && e.Total == 0 {
 		return
@@ -145,8 +145,8 @@ func writeEndpointsBrief(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	}
 	all := append(bad, good...)
 	for i, l := range all {
-		if i >= briefEndpoints {
-			fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more endpoints (-o wide lists %d, -o json all)", s.ellipsis(), len(all)-briefEndpoints, DefaultMaxEndpoints)))
+		if i >= conciseEndpoints {
+			fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more endpoints (-o wide lists %d, -o json all)", s.ellipsis(), len(all)-conciseEndpoints, DefaultMaxEndpoints)))
 			break
 		}
 		fmt.Fprintf(w, "  %s %s\n", s.mark(l.st), strings.TrimRight(l.text, " "))
@@ -203,11 +203,11 @@ func (s *textStyle) layerHead(l *trace.Layer) (string, int) {
 	return head, w
 }
 
-// writeLayerBrief prints a passing or skipped layer on one line (what was
+// writeLayerConcise prints a passing or skipped layer on one line (what was
 // checked and how often, on how many nodes), and a layer that did not pass
 // with its nodes that did not pass and its checks that did not pass in
 // full, folded across nodes that report the same finding.
-func writeLayerBrief(w io.Writer, s *textStyle, l *trace.Layer) {
+func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
 	head, headW := s.layerHead(l)
 	var passed, skipped, other []trace.Check
 	for _, c := range l.Checks {
@@ -254,7 +254,7 @@ func writeLayerBrief(w io.Writer, s *textStyle, l *trace.Layer) {
 			okNodes++
 			continue
 		}
-		if shownNodes >= briefNodes {
+		if shownNodes >= conciseNodes {
 			continue
 		}
 		shownNodes++
