@@ -68,7 +68,9 @@ type ServiceTrace struct {
 	Service    ServiceSummary   `json:"service"`
 	Endpoints  EndpointsSummary `json:"endpoints"`
 	Layers     []Layer          `json:"layers"`
-	Verdict    Verdict          `json:"verdict"`
+	// Matrix is the node × endpoint grid of the inspected nodes.
+	Matrix  *EndpointMatrix `json:"matrix,omitempty"`
+	Verdict Verdict         `json:"verdict"`
 }
 
 // Metadata says when, where and by which svctrace the trace was taken.
@@ -82,6 +84,9 @@ type Metadata struct {
 	ClusterDomain string `json:"clusterDomain"`
 	// Collector says how the node layers were observed; nil when they were not.
 	Collector *CollectorRun `json:"collector,omitempty"`
+	// Client is the --from client the trace started at, pod/NAMESPACE/NAME
+	// or node/NAME; empty when it traced from any Pod.
+	Client string `json:"client,omitempty"`
 }
 
 // ServiceSummary is the Service's identity and the parts of its spec that
@@ -297,3 +302,19 @@ func (l *Layer) Skip(reason string) {
 func fieldValue(key, value string) Field { return Field{Key: key, Value: value} }
 
 func fieldItems(key string, items []string) Field { return Field{Key: key, Items: items} }
+
+// String names the client as --from does: pod/NAMESPACE/NAME or node/NAME;
+// "" for none.
+func (c *PolicyClient) String() string {
+	switch {
+	case c == nil:
+		return ""
+	case c.Pod != nil:
+		return "pod/" + c.Pod.Namespace + "/" + c.Pod.Name
+	case c.Node != nil:
+		return "node/" + c.Node.Name
+	case c.NodeName != "":
+		return "node/" + c.NodeName
+	}
+	return ""
+}

@@ -162,9 +162,11 @@ func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
 				}
 			} else {
 				judgeNodes(in, t, slices.Clone(report.Nodes))
+				t.Matrix = endpointMatrix(in, t, report.Nodes)
 			}
 		}
 	}
+	t.Metadata.Client = opts.From.String()
 	finish(t)
 	return t
 }
