@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -510,4 +511,29 @@ func TestDNSThroughNodeThatDoesNotForward(t *testing.T) {
 		t.Errorf("verdict rests on %s on %q (root cause layer %q, first failing %s), want %s on %s: %s",
 			v.Code, v.Node, v.RootCauseLayer, v.FirstFailingLayer, trace.CodeRTForwardOff, dnsNode, v.Summary)
 	}
+}
+
+// TestConcurrentTracesNoFalseFail: three rounds of ten traces of one healthy
+// Service at once (twenty collector Pods on a two-core machine) must all pass:
+// a probe or DNS query that is slow under that load is retried, not failed.
+func TestConcurrentTracesNoFalseFail(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 2, tb.NodeNames())
+	var fails atomic.Int32
+	for round := range 3 {
+		t.Run(fmt.Sprintf("round-%d", round), func(t *testing.T) {
+			for i := range 10 {
+				t.Run(fmt.Sprintf("trace-%d", i), func(t *testing.T) {
+					t.Parallel()
+					r := runSvctrace(t, tb.Kubeconfig, "web", "-n", ns)
+					if r.Exit != 0 {
+						fails.Add(1)
+					}
+					requireNoFail(t, r)
+				})
+			}
+		})
+		assertNoCollectorPods(t, tb)
+	}
+	t.Logf("%d of 30 concurrent traces did not pass", fails.Load())
 }
