@@ -53,6 +53,7 @@ const (
 	CodeSvcPortFilterAbsent = "SVC017"
 	CodeSvcSlicesIgnored    = "SVC018"
 	CodeSvcNamespaceMissing = "SVC019"
+	CodeSvcSeveralWorkloads = "SVC020"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -155,6 +156,9 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcLBPending, Layer: LayerService, Severity: SeverityWarning, Title: "Load balancer pending",
 		Message:  "type LoadBalancer but status.loadBalancer has no ingress address yet: only the NodePorts work",
 		NextStep: "kubectl describe service {service} -n {namespace}"},
+	{Code: CodeSvcSeveralWorkloads, Layer: LayerService, Severity: SeverityWarning, Title: "Selector spans several workloads",
+		Message:  "the selector {selector} matches the Pods of {count} workloads: {workloads}; each gets a share of the traffic, so clients reach the wrong app part of the time unless that is intended",
+		NextStep: "kubectl get pods -n {namespace} -l {selector} -L app.kubernetes.io/name -o wide"},
 	{Code: CodeSvcSelectorMatches, Layer: LayerService, Severity: SeverityInfo, Title: "Selector matches Pods",
 		Message:  "selector {selector} matches {count} Pods",
 		NextStep: "kubectl get pods -n {namespace} -l {selectorArg} -o wide"},

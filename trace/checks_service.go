@@ -192,6 +192,7 @@ func (j *judge) selectorChecks() {
 	}
 	if len(j.in.Pods) > 0 {
 		j.emit(CodeSvcSelectorMatches, Args{"count": strconv.Itoa(len(j.in.Pods))})
+		j.workloadsCheck()
 		return
 	}
 	closest := ""
@@ -387,4 +388,46 @@ func (j *judge) topologyChecks() {
 		return
 	}
 	j.emit(CodeSvcTopologyNoHints, args, fields...)
+}
+
+// workloadsCheck warns when the selector picks the Pods of more than one
+// workload: a label shared by two apps (app=web on a frontend and on its
+// canary of another app) sends part of the traffic to the wrong Pods, which
+// no other layer can see. A Deployment's ReplicaSets count as one workload
+// (their names are the Deployment's plus the pod-template-hash), so a rollout
+// is not a finding.
+func (j *judge) workloadsCheck() {
+	counts := map[string]int{}
+	for i := range j.in.Pods {
+		if w := workloadOf(&j.in.Pods[i]); w != "" {
+			counts[w]++
+		}
+	}
+	if len(counts) < 2 {
+		return
+	}
+	var parts []string
+	for _, w := range sortedKeys(boolKeys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s (%d Pod(s))", w, counts[w]))
+	}
+	j.emit(CodeSvcSeveralWorkloads, Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
+		"selector": selectorString(j.svc.Spec.Selector)}, fieldItems("workloads", parts))
+}
+
+// workloadOf names the controller behind a Pod: "Deployment web" for a
+// ReplicaSet web-7d9f (its pod-template-hash stripped), "StatefulSet db";
+// "" for a Pod no controller owns, which says nothing about workloads.
+func workloadOf(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		if o.Kind == "ReplicaSet" {
+			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
+				return "Deployment " + strings.TrimSuffix(o.Name, "-"+h)
+			}
+		}
+		return o.Kind + " " + o.Name
+	}
+	return ""
 }

@@ -696,3 +696,41 @@ func TestEndpointIPOwnedByNoPod(t *testing.T) {
 		t.Errorf("verdict %+v", tr.Verdict)
 	}
 }
+
+// TestSelectorSpansWorkloads: app=web picks a Deployment's Pods (two
+// ReplicaSets mid-rollout count as one) and a StatefulSet's.
+func TestSelectorSpansWorkloads(t *testing.T) {
+	own := func(kind, name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr(true)}}
+			if kind == "ReplicaSet" {
+				p.Labels["pod-template-hash"] = name[strings.LastIndex(name, "-")+1:]
+			}
+		}
+	}
+	objs := healthy()
+	for i, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
+			objs[i] = pod("web-1", "web", "10.244.1.5", "node-a", own("ReplicaSet", "web-7d9f"))
+		} else if ok && p.Name == "web-2" {
+			objs[i] = pod("web-2", "web", "10.244.2.5", "node-b", own("ReplicaSet", "web-5c4b"))
+		}
+	}
+	tr, _ := runTrace(t, objs, Options{NoNode: true})
+	for _, c := range tr.Layer(LayerService).Checks {
+		if c.Code == CodeSvcSeveralWorkloads {
+			t.Fatalf("one Deployment mid-rollout reported as several workloads: %s", c.Message)
+		}
+	}
+	objs = append(objs, pod("cache-0", "web", "10.244.1.7", "node-a", own("StatefulSet", "cache")))
+	tr, _ = runTrace(t, objs, Options{NoNode: true})
+	var got *Check
+	for _, c := range tr.Layer(LayerService).Checks {
+		if c.Code == CodeSvcSeveralWorkloads {
+			got = &c
+		}
+	}
+	if got == nil || !strings.Contains(got.Message, "Deployment web (2 Pod(s)), StatefulSet cache (1 Pod(s))") {
+		t.Fatalf("SVC020 = %+v", got)
+	}
+}
