@@ -54,6 +54,7 @@ const (
 	CodeSvcSlicesIgnored    = "SVC018"
 	CodeSvcNamespaceMissing = "SVC019"
 	CodeSvcSeveralWorkloads = "SVC020"
+	CodeSvcSourceRanges     = "SVC021"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -156,6 +157,9 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcLBPending, Layer: LayerService, Severity: SeverityWarning, Title: "Load balancer pending",
 		Message:  "type LoadBalancer but status.loadBalancer has no ingress address yet: only the NodePorts work",
 		NextStep: "kubectl describe service {service} -n {namespace}"},
+	{Code: CodeSvcSourceRanges, Layer: LayerService, Severity: SeverityWarning, Title: "Source ranges drop in-cluster clients",
+		Message:  "loadBalancerSourceRanges {ranges}: kube-proxy filters the load-balancer IP on every node too, so {who} get no answer when they connect to the load-balancer IP or the name that resolves to it; the ClusterIP is not filtered",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath={.spec.loadBalancerSourceRanges}"},
 	{Code: CodeSvcSeveralWorkloads, Layer: LayerService, Severity: SeverityWarning, Title: "Selector spans several workloads",
 		Message:  "the selector {selector} matches the Pods of {count} workloads: {workloads}; each gets a share of the traffic, so clients reach the wrong app part of the time unless that is intended",
 		NextStep: "kubectl get pods -n {namespace} -l {selector} -L app.kubernetes.io/name -o wide"},

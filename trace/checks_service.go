@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,7 @@ func (j *judge) serviceChecks() {
 	if s.PublishNotReadyAddresses {
 		j.emit(CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
 	}
+	j.sourceRangesCheck()
 	j.trafficPolicyChecks()
 	j.topologyChecks()
 }
@@ -430,4 +432,74 @@ func workloadOf(p *corev1.Pod) string {
 		return o.Kind + " " + o.Name
 	}
 	return ""
+}
+
+// sourceRangesCheck: kube-proxy short-circuits a VIP-mode load-balancer IP on
+// every node and filters it there by loadBalancerSourceRanges (the KUBE-FW
+// chain: each range, then KUBE-MARK-DROP; pkg/proxy/iptables/proxier.go), so
+// an in-cluster Pod or a node that connects to the LB IP (often through the
+// Service's public DNS name) is dropped unless its own address is in a range.
+func (j *judge) sourceRangesCheck() {
+	svc := j.svc
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !hasVIPIngress(svc) {
+		return
+	}
+	var ranges []netip.Prefix
+	var texts []string
+	raw := svc.Spec.LoadBalancerSourceRanges
+	if len(raw) == 0 {
+		// kube-proxy honours the legacy annotation when the field is empty.
+		for _, r := range strings.Split(svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey], ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				raw = append(raw, r)
+			}
+		}
+	}
+	for _, r := range raw {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil {
+			ranges = append(ranges, p.Masked())
+			texts = append(texts, p.Masked().String())
+		}
+	}
+	if len(ranges) == 0 {
+		return
+	}
+	covered := func(p netip.Prefix) bool {
+		for _, r := range ranges {
+			if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+				return true
+			}
+		}
+		return false
+	}
+	var outside []string
+	known := false
+	for _, name := range sortedKeys(boolKeys(j.in.Nodes)) {
+		n := j.in.Nodes[name]
+		if n == nil {
+			continue
+		}
+		known = true
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil && !covered(p) {
+				outside = append(outside, "Pods on "+name+" ("+c+")")
+			}
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && !covered(netip.PrefixFrom(ip, ip.BitLen())) {
+				outside = append(outside, "node "+name+" ("+a.Address+")")
+			}
+		}
+	}
+	who := listNames(outside)
+	if !known {
+		who = "in-cluster Pods and nodes whose addresses are outside them (nodes not read, so not listed)"
+	} else if len(outside) == 0 {
+		return
+	}
+	j.emit(CodeSvcSourceRanges, Args{"ranges": strings.Join(texts, ", "), "who": who},
+		fieldItems("loadBalancerSourceRanges", texts), fieldItems("outside", outside))
 }

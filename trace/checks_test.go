@@ -734,3 +734,45 @@ func TestSelectorSpansWorkloads(t *testing.T) {
 		t.Fatalf("SVC020 = %+v", got)
 	}
 }
+
+// TestSourceRangesDropInClusterClients: an LB admitting only 203.0.113.0/24
+// drops node-b's Pods and both nodes when they use the LB IP; widening the
+// ranges to the cluster's networks removes the warning.
+func TestSourceRangesDropInClusterClients(t *testing.T) {
+	build := func(ranges ...string) []runtime.Object {
+		objs := healthy()
+		for _, o := range objs {
+			switch v := o.(type) {
+			case *corev1.Service:
+				if v.Name == "web" {
+					v.Spec.Type = corev1.ServiceTypeLoadBalancer
+					v.Spec.Ports[0].NodePort = 30080
+					v.Spec.LoadBalancerSourceRanges = ranges
+					v.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}}
+				}
+			case *corev1.Node:
+				ip := map[string]string{"node-a": "10.0.0.11", "node-b": "10.0.0.12"}[v.Name]
+				v.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+				v.Spec.PodCIDRs = map[string][]string{"node-a": {"10.244.1.0/24"}, "node-b": {"10.244.2.0/24"}}[v.Name]
+			}
+		}
+		return objs
+	}
+	find := func(tr *ServiceTrace) *Check {
+		for _, c := range tr.Layer(LayerService).Checks {
+			if c.Code == CodeSvcSourceRanges {
+				return &c
+			}
+		}
+		return nil
+	}
+	tr, _ := runTrace(t, build("203.0.113.0/24", "10.244.1.0/24"), Options{NoNode: true})
+	c := find(tr)
+	if c == nil || !strings.Contains(c.Message, "node node-a (10.0.0.11), Pods on node-b (10.244.2.0/24), node node-b (10.0.0.12)") || strings.Contains(c.Message, "Pods on node-a") {
+		t.Fatalf("SVC021 = %+v", c)
+	}
+	tr, _ = runTrace(t, build("203.0.113.0/24", "10.0.0.0/8"), Options{NoNode: true})
+	if c := find(tr); c != nil {
+		t.Errorf("ranges covering the cluster still warned: %s", c.Message)
+	}
+}

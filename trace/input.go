@@ -587,7 +587,10 @@ func (in *Input) ReadNodes(ctx context.Context, client kubernetes.Interface, nam
 // nodes have no local endpoint), so those Services list the nodes.
 func needsAllNodes(svc *corev1.Service) bool {
 	etp, itp := localTrafficPolicies(svc)
-	return etp || itp
+	// Source ranges are checked against every node's address and Pod CIDR.
+	ranges := svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		(len(svc.Spec.LoadBalancerSourceRanges) > 0 || svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey] != "")
+	return etp || itp || ranges
 }
 
 // localTrafficPolicies says which Local traffic policies take effect:
