@@ -33,6 +33,9 @@ const (
 	CodeDPDroppedByDesign   = "DP027"
 	CodeDPExternalMissing   = "DP028"
 	CodeDPExternalWrong     = "DP029"
+	CodeDPNodePortFails     = "DP030"
+	CodeDPHealthCheck       = "DP031"
+	CodeDPHealthCheckOK     = "DP032"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -141,6 +144,15 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
 		NextStep: "kubectl -n kube-system get configmap kube-proxy -o yaml"},
+	{Code: CodeDPNodePortFails, Layer: LayerDatapath, Severity: SeverityError, Title: "NodePort does not answer",
+		Message:  "{frontend} fails from {from} while {okCount} endpoint(s) its kube-proxy sends it to answer directly: this node's NodePort datapath is at fault",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPHealthCheck, Layer: LayerDatapath, Severity: SeverityError, Title: "Health check node port disagrees",
+		Message:  "kube-proxy's health check at {address} {detail}, but the EndpointSlices put {want} ready endpoint(s) on this node: load balancers steer by this answer",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
+	{Code: CodeDPHealthCheckOK, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Health check node port agrees",
+		Message:  "kube-proxy's health check at {address} answers HTTP {status} for the {want} ready endpoint(s) on this node",
+		NextStep: nodeSvcCmd},
 	{Code: CodeDPExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External path not programmed",
 		Message:  "{datapath} has no external chain for {port}: NodePort, externalIP and load-balancer traffic on this node reaches no endpoint (externalTrafficPolicy {policy})",
 		NextStep: nodeSvcCmd},

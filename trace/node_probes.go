@@ -37,7 +37,10 @@ type probeScope struct {
 	// internal and external are, per port, the endpoints (ip:port/PROTO)
 	// ClusterIP traffic and externally-facing traffic may reach from this
 	// node.
-	internal, external map[probePort]map[string]bool
+	internal, external, cluster map[probePort]map[string]bool
+	// remote holds, per other node, the endpoints its NodePort sends
+	// external traffic to (its external set), computed when probed.
+	remote map[string]map[probePort]map[string]bool
 	// droppedByDesign are ports whose ClusterIP traffic kube-proxy drops on
 	// this node: internalTrafficPolicy Local without a local endpoint.
 	droppedByDesign map[probePort]bool
@@ -56,6 +59,8 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 	sc := &probeScope{
 		internal:        map[probePort]map[string]bool{},
 		external:        map[probePort]map[string]bool{},
+		cluster:         map[probePort]map[string]bool{},
+		remote:          map[string]map[probePort]map[string]bool{},
 		droppedByDesign: map[probePort]bool{},
 		blocked:         map[string]policyBlock{},
 	}
@@ -75,6 +80,7 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 		k := probePortOf(pe.PortName, pe.Protocol)
 		add(sc.internal, k, pe.Internal, k.protocol)
 		add(sc.external, k, pe.External, k.protocol)
+		add(sc.cluster, k, pe.Cluster, k.protocol)
 		if pe.InternalPolicyLocal && pe.HasAnyEndpoints && len(pe.Internal) == 0 {
 			sc.droppedByDesign[k] = true
 		}
@@ -128,14 +134,36 @@ func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
 // usable is the set of endpoints a frontend of kind on port k may reach
 // from this node; probed supplies the ready endpoints seen answering when
 // kube-proxy's expectation is unknown.
-func (sc *probeScope) usable(kind string, k probePort, probed map[probePort]map[string]bool) map[string]bool {
+//
+// Traffic the node itself sends to an externalIP, a load-balancer IP or its
+// own NodePort is "local" to kube-proxy: the external chain short-circuits it
+// to the cluster endpoints whatever the externalTrafficPolicy ("route LOCAL
+// traffic" in iptables, "fib saddr type local" in nftables). A NodePort of
+// another node is that node's: its kube-proxy sends it to its external set.
+func (nj *nodeJudge) usable(sc *probeScope, node string, p collectorapi.Probe, k probePort, probed map[probePort]map[string]bool) map[string]bool {
 	if !sc.known {
 		return probed[k]
 	}
-	if kind == "clusterIP" {
+	switch {
+	case p.Target == "clusterIP":
 		return sc.internal[k]
+	case p.Target == "nodePort" && p.Node != "" && p.Node != node:
+		if sc.remote[p.Node] == nil {
+			sc.remote[p.Node] = map[probePort]map[string]bool{}
+			zone, _ := nodeZone(nj.in, p.Node)
+			for _, pe := range ExpectForNode(nj.in.Service, nj.in.Slices, p.Node, map[string]string{corev1.LabelTopologyZone: zone}) {
+				pk := probePortOf(pe.PortName, pe.Protocol)
+				if sc.remote[p.Node][pk] == nil {
+					sc.remote[p.Node][pk] = map[string]bool{}
+				}
+				for _, e := range pe.External {
+					sc.remote[p.Node][pk][e.String()+"/"+pk.protocol] = true
+				}
+			}
+		}
+		return sc.remote[p.Node][k]
 	}
-	return sc.external[k]
+	return sc.cluster[k]
 }
 
 // frontendFailure is one frontend probe that got no answer.
@@ -241,11 +269,12 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 	// same way when probed directly.
 	var datapathFails []string
 	okCount := 0
+	nodePortFails, nodePortOK := map[string][]string{}, map[string]int{}
 	for _, f := range frontends {
 		if f.probe.Target == "clusterIP" && sc.droppedByDesign[f.port] {
 			continue // DP027 on this node says why
 		}
-		usable := sc.usable(f.probe.Target, f.port, answered)
+		usable := nj.usable(sc, node, f.probe, f.port, answered)
 		blockedHere, sameFailure, ok := false, false, 0
 		for ep := range usable {
 			if b, isBlocked := sc.blocked[ep]; isBlocked {
@@ -267,6 +296,14 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
+		case f.probe.Target == "nodePort":
+			// The datapath at fault is that of the node owning the address.
+			owner := f.probe.Node
+			if owner == "" {
+				owner = node
+			}
+			nodePortFails[owner] = append(nodePortFails[owner], f.String())
+			nodePortOK[owner] = max(nodePortOK[owner], ok)
 		default:
 			datapathFails = append(datapathFails, f.String())
 			okCount = max(okCount, ok)
@@ -292,6 +329,14 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
 	}
+	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
+		if nj.skipped(LayerDatapath) {
+			break
+		}
+		nj.emit(CodeDPNodePortFails, owner, Args{"frontend": listNames(nodePortFails[owner]), "from": node,
+			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
+	}
+	nj.judgeHealthCheck(node, s.Data.HealthCheck)
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
@@ -338,4 +383,48 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// judgeHealthCheck compares kube-proxy's health-check answer with the
+// EndpointSlices: it counts this node's ready endpoints by IP
+// (LocalReadyEndpoints in pkg/proxy/endpointschangetracker.go) and answers
+// 200 only while that count is above zero and kube-proxy is healthy. Load
+// balancers send traffic only to nodes that answer 200.
+func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
+	if hc == nil || nj.skipped(LayerDatapath) {
+		return
+	}
+	want := map[string]bool{}
+	for i := range nj.in.Slices {
+		for _, e := range nj.in.Slices[i].Endpoints {
+			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
+				want[e.Addresses[0]] = true
+			}
+		}
+	}
+	a := Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
+	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
+	switch {
+	case hc.Error != "":
+		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
+		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	case (hc.StatusCode == 200) != (len(want) > 0):
+		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
+		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
+			a["detail"] += ", kube-proxy itself unhealthy"
+		}
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	default:
+		nj.emit(CodeDPHealthCheckOK, node, Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
+	}
+}
+
+func intOrNone(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.Itoa(*p)
 }

@@ -262,3 +262,72 @@ func TestUnNATedUDPFlowPinsClients(t *testing.T) {
 		})
 	}
 }
+
+// TestNodePortProbes: web as an externalTrafficPolicy Local NodePort with
+// endpoints on n1 and n2. From n1: its own NodePort is short-circuited to the
+// cluster endpoints (local source); n2's NodePort goes to n2's own endpoint.
+// A failure of n2's NodePort while that endpoint answers is n2's datapath.
+func TestNodePortProbes(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	np := func(node, addr, outcome, class string) collectorapi.Probe {
+		p := probe("nodePort", "http", addr, outcome, class)
+		p.Node = node
+		return p
+	}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	obs.Sections.Probe = probes(
+		np("n1", "10.0.0.11:30080", "connected", ""),
+		np("n2", "10.0.0.12:30080", "failed", "timeout"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	c := nodeCodes(tr, LayerDatapath, "n2")[CodeDPNodePortFails]
+	if !strings.Contains(c.Message, "10.0.0.12:30080") || !strings.Contains(c.Message, "from n1") {
+		t.Fatalf("%s on n2 = %q; datapath checks %v", CodeDPNodePortFails, c.Message, keysOf(nodeCodes(tr, LayerDatapath, "")))
+	}
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPNodePortFails, CodeDPClusterIPFails)
+
+	// n2 without a local endpoint drops its NodePort by design: no finding.
+	in.Slices[0].Endpoints = in.Slices[0].Endpoints[:1]
+	obs.Sections.Probe = probes(
+		np("n2", "10.0.0.12:30080", "failed", "timeout"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, LayerDatapath, "n2", CodeDPNodePortFails)
+}
+
+// TestHealthCheckNodePort: kube-proxy's answer is compared with the slices.
+func TestHealthCheckNodePort(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 30999
+	})
+	n := func(v int) *int { return &v }
+	for _, tt := range []struct {
+		name string
+		hc   collectorapi.HealthCheckProbe
+		want string
+	}{
+		{"agrees", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(1)}, CodeDPHealthCheckOK},
+		{"stale count", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(2)}, CodeDPHealthCheck},
+		{"503 with a local endpoint", collectorapi.HealthCheckProbe{StatusCode: 503, LocalEndpoints: n(1), ServiceProxyHealthy: ptr(false)}, CodeDPHealthCheck},
+		{"not served", collectorapi.HealthCheckProbe{Error: "connection refused", ErrorClass: "refused"}, CodeDPHealthCheck},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			hc := tt.hc
+			hc.Address = "10.0.0.11:30999"
+			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{HealthCheck: &hc})
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			if _, ok := nodeCodes(tr, LayerDatapath, "n1")[tt.want]; !ok {
+				t.Errorf("want %s, got %v", tt.want, keysOf(nodeCodes(tr, LayerDatapath, "n1")))
+			}
+		})
+	}
+}

@@ -453,12 +453,33 @@ type ProbeObservation struct {
 	EndpointsTotal  int     `json:"endpointsTotal"`
 	EndpointsProbed int     `json:"endpointsProbed"`
 	Probes          []Probe `json:"probes"`
+	// HealthCheck is kube-proxy's answer on the health-check node port of an
+	// externalTrafficPolicy Local Service, asked at this node's address.
+	HealthCheck *HealthCheckProbe `json:"healthCheck,omitempty"`
+}
+
+// HealthCheckProbe is one GET of kube-proxy's per-Service health check
+// (pkg/proxy/healthcheck/service_health.go): 200 while the node has a local
+// ready endpoint and kube-proxy is healthy, 503 otherwise, with the count in
+// the JSON body.
+type HealthCheckProbe struct {
+	Address    string `json:"address"`
+	StatusCode int    `json:"statusCode,omitempty"`
+	// LocalEndpoints and ServiceProxyHealthy are decoded from the body; nil
+	// when it did not carry them.
+	LocalEndpoints      *int    `json:"localEndpoints,omitempty"`
+	ServiceProxyHealthy *bool   `json:"serviceProxyHealthy,omitempty"`
+	LatencyMillis       float64 `json:"latencyMillis"`
+	Error               string  `json:"error,omitempty"`
+	ErrorClass          string  `json:"errorClass,omitempty"`
 }
 
 // Probe is one connection attempt.
 type Probe struct {
-	Target   string `json:"target"` // clusterIP, externalIP, endpoint
+	Target   string `json:"target"` // clusterIP, externalIP, loadBalancerIP, nodePort, endpoint
 	PortName string `json:"portName,omitempty"`
+	// Node owns the address of a nodePort target.
+	Node string `json:"node,omitempty"`
 	Address  string `json:"address"` // "ip:port"
 	Protocol string `json:"protocol"`
 	// Outcome is connected (TCP), reply (UDP answered), no-reply (UDP, nothing
