@@ -537,3 +537,27 @@ func TestConcurrentTracesNoFalseFail(t *testing.T) {
 	}
 	t.Logf("%d of 30 concurrent traces did not pass", fails.Load())
 }
+
+// TestNodePortsAndHealthCheck: a LoadBalancer Service (no load-balancer
+// controller here, so no ingress IP) with externalTrafficPolicy Local and its
+// one endpoint on one node. Traced on every node: each NodePort is probed at
+// both nodes' addresses, and kube-proxy's health-check node port answers 200
+// with one local endpoint where the Pod runs and 503 with none elsewhere,
+// as the slices say. A healthy Service: no fail.
+func TestNodePortsAndHealthCheck(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	other := otherNode(t, tb, n.Name)
+	ns, _ := deployWeb(t, tb, 1, []string{n.Name}, func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
+	requireNoFail(t, r)
+	for _, node := range []string{n.Name, other.Name} {
+		requireCheck(t, r, trace.LayerDatapath, trace.CodeDPHealthCheckOK, node)
+		if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPNodePortFails, node); c != nil {
+			t.Errorf("NodePort of %s: %s", node, c.Message)
+		}
+	}
+}
