@@ -67,6 +67,9 @@ type Input struct {
 	DNSService  *corev1.Service
 	DNSNotFound bool
 	DNSSlices   []discoveryv1.EndpointSlice
+	// DNSPods are the cluster DNS endpoints' Pods, read only for a --from
+	// Pod, whose egress policies are judged for DNS too.
+	DNSPods []corev1.Pod
 
 	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
 	// readiness, liveness or startup probe) of each selected Pod, by Pod

@@ -331,3 +331,57 @@ func TestHealthCheckNodePort(t *testing.T) {
 		})
 	}
 }
+
+// TestClientEgressBlocksDNS: the frontend may reach web, but its egress
+// policy admits nothing else, so it cannot resolve web's name (NP009). With
+// UDP and TCP 53 to kube-dns admitted as well, the finding goes away.
+func TestClientEgressBlocksDNS(t *testing.T) {
+	in := nodeInput()
+	in.DNSService.Spec.Ports = []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}, {Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53}}
+	dnsPod := pod("coredns-1", "kube-dns", "10.244.0.2", "n1")
+	dnsPod.Namespace = "kube-system"
+	dnsPod.Labels = map[string]string{"k8s-app": "kube-dns"}
+	in.DNSPods = []corev1.Pod{*dnsPod}
+	client := pod("frontend", "frontend", "10.244.1.9", "n1")
+	egress := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "frontend-egress", Namespace: "default"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{
+				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}},
+		}}
+	in.NetworkPolicies = []networkingv1.NetworkPolicy{egress}
+	find := func(tr *ServiceTrace, code string) *Check {
+		for _, c := range tr.Layer(LayerPolicy).Checks {
+			if c.Code == code {
+				return &c
+			}
+		}
+		return nil
+	}
+	tr := Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: PolicyClientFromPod(client)})
+	if c := find(tr, CodeNPDNSDenied); c == nil || !strings.Contains(c.Message, "UDP Denied") {
+		t.Fatalf("NP009 = %+v; policy checks: %s", c, summarizeChecks(tr.Layer(LayerPolicy)))
+	}
+
+	dns := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolUDP), Port: ptr(intstr.FromInt32(53))}, {Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromInt32(53))}}}
+	in.NetworkPolicies[0].Spec.Egress = append(in.NetworkPolicies[0].Spec.Egress, dns)
+	tr = Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: PolicyClientFromPod(client)})
+	if c := find(tr, CodeNPDNSDenied); c != nil {
+		t.Errorf("DNS admitted, still NP009: %s", c.Message)
+	}
+	if c := find(tr, CodeNPDNSTCPDenied); c != nil {
+		t.Errorf("DNS admitted, still NP010: %s", c.Message)
+	}
+}
+
+func summarizeChecks(l *Layer) string {
+	var parts []string
+	for _, c := range l.Checks {
+		parts = append(parts, c.Code+" "+c.Message)
+	}
+	return strings.Join(parts, "\n")
+}

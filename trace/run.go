@@ -80,6 +80,9 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
 		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
+	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
+		fetchDNSPods(ctx, client, in)
+	}
 	var report *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
 		report, err = inspect(ctx, client, in, opts)
