@@ -56,11 +56,12 @@ const (
 	CodeRTPodsReached    = "RT008"
 	CodeRTPolicyExplains = "RT009"
 
-	CodeEpsRefused       = "EPS012"
-	CodeEpsListening     = "EPS013"
-	CodeEpsLoopbackOnly  = "EPS014"
-	CodeEpsNotListening  = "EPS015"
-	CodeEpsSocketsUnread = "EPS016"
+	CodeEpsRefused        = "EPS012"
+	CodeEpsListening      = "EPS013"
+	CodeEpsLoopbackOnly   = "EPS014"
+	CodeEpsNotListening   = "EPS015"
+	CodeEpsSocketsUnread  = "EPS016"
+	CodeEpsAcceptOverflow = "EPS018"
 
 	CodeDNSLiveOK       = "DNS010"
 	CodeDNSLiveWrong    = "DNS011"
@@ -225,6 +226,9 @@ var nodeCatalog = []CheckSpec{
 		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
 		NextStep: "kubectl describe networkpolicy -n {namespace}"},
 
+	{Code: CodeEpsAcceptOverflow, Layer: LayerEndpoints, Severity: SeverityWarning, Title: "Accept queue overflowed",
+		Message:  "pod {pod}'s network namespace dropped {overflows} connection attempt(s) on a full accept queue since it started (TcpExt ListenOverflows; ListenDrops {drops}), and {waiting} connection(s) wait to be accepted on port {port} now: under load, connections time out while the Pod is Ready and its probes pass",
+		NextStep: "kubectl exec -n {namespace} {pod} -- cat /proc/net/netstat"},
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
 		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",
 		NextStep: "kubectl get pods -n {namespace} -o wide"},

@@ -531,6 +531,12 @@ type PodSockets struct {
 	// /proc/<pid>/ns/net or, when that link is not readable without
 	// CAP_SYS_PTRACE, the inode of /proc/<pid>/net/tcp ("procnet:[…]").
 	NetNS string `json:"netns,omitempty"`
+	// ListenOverflows and ListenDrops are the Pod's network namespace's
+	// TcpExt counters (/proc/<pid>/net/netstat) since it was created: SYNs
+	// and handshakes dropped because an accept queue was full; nil when not
+	// read.
+	ListenOverflows *uint64 `json:"listenOverflows,omitempty"`
+	ListenDrops     *uint64 `json:"listenDrops,omitempty"`
 	// Listeners are TCP sockets in LISTEN and unconnected bound UDP
 	// sockets, one entry per protocol, address and port.
 	Listeners []Listener `json:"listeners,omitempty"`
@@ -550,4 +556,7 @@ type Listener struct {
 	Port    uint16 `json:"port"`
 	// Family is the table it came from: IPv4 (tcp, udp) or IPv6 (tcp6, udp6).
 	Family string `json:"family"`
+	// AcceptQueue is, for a TCP listener, the connections completed and not
+	// yet accepted by the application (the rx_queue column, sk_ack_backlog).
+	AcceptQueue uint32 `json:"acceptQueue,omitempty"`
 }
