@@ -104,13 +104,7 @@ func TestITPLocalDropsByDesign(t *testing.T) {
 	in := nodeInput(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = &local })
 	in.Slices[0].Endpoints = in.Slices[0].Endpoints[1:] // only web-2 on n2
 	in.Pods = in.Pods[1:]
-	b := iptRules(collectorapi.IPTablesBackendNFTables, 0)
-	b.Ports[0].Entry = nil
-	b.Ports[0].Service = nil
-	b.Ports[0].Filter = []collectorapi.IPTablesRule{{
-		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no local endpoints" -m tcp --dport 80 -j DROP`,
-		Comment: "default/web:http has no local endpoints", Jump: "DROP"}}
-	obs := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+	obs := filterOnly(t, "default/web:http has no local endpoints", "DROP")
 	obs.Sections.Probe = probes(
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
@@ -192,12 +186,7 @@ func TestNotReadyAnswerIsNoComparison(t *testing.T) {
 	for i := range in.Slices[0].Endpoints {
 		in.Slices[0].Endpoints[i].Conditions = discoveryConditions(false)
 	}
-	b := iptRules(collectorapi.IPTablesBackendNFTables, 0)
-	b.Ports[0].Entry, b.Ports[0].Service = nil, nil
-	b.Ports[0].Filter = []collectorapi.IPTablesRule{{
-		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no endpoints" -m tcp --dport 80 -j REJECT`,
-		Comment: "default/web:http has no endpoints", Jump: "REJECT"}}
-	obs := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+	obs := filterOnly(t, "default/web:http has no endpoints", "REJECT")
 	obs.Sections.Probe = probes(
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "refused"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
@@ -384,4 +373,16 @@ func summarizeChecks(l *Layer) string {
 		parts = append(parts, c.Code+" "+c.Message)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// filterOnly is web's port in iptables mode with no nat capture, only the
+// filter-table KUBE-SERVICES rule kube-proxy writes when the ClusterIP has no
+// (local) endpoint to go to: comment and target as pkg/proxy/iptables writes them.
+func filterOnly(t *testing.T, comment, target string) *collectorapi.Observation {
+	b := iptRules(collectorapi.IPTablesBackendNFTables, 0)
+	b.Ports[0].Entry, b.Ports[0].Service = nil, nil
+	b.Ports[0].Filter = []collectorapi.IPTablesRule{{
+		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "` + comment + `" -m tcp --dport 80 -j ` + target,
+		Comment: comment, Jump: target}}
+	return observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
 }
