@@ -479,7 +479,7 @@ type Probe struct {
 	Target   string `json:"target"` // clusterIP, externalIP, loadBalancerIP, nodePort, endpoint
 	PortName string `json:"portName,omitempty"`
 	// Node owns the address of a nodePort target.
-	Node string `json:"node,omitempty"`
+	Node     string `json:"node,omitempty"`
 	Address  string `json:"address"` // "ip:port"
 	Protocol string `json:"protocol"`
 	// Outcome is connected (TCP), reply (UDP answered), no-reply (UDP, nothing
