@@ -26,7 +26,7 @@ func Redact(in *trace.Input) (*trace.Input, error) {
 	if err := copyJSON(in, &out); err != nil {
 		return nil, err
 	}
-	for _, pods := range [][]corev1.Pod{out.Pods, out.ClosestPods} {
+	for _, pods := range [][]corev1.Pod{out.Pods, out.ClosestPods, out.DNSPods} {
 		for i := range pods {
 			redactObject(&pods[i].ObjectMeta)
 			redactPodSpec(&pods[i].Spec)

@@ -9,8 +9,9 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
-// TestTextBoundsLargeEvidence: the terminal view shows 20 items of a list
-// and 400 bytes of a line, and says how much more -o json has.
+// TestTextBoundsLargeEvidence: the terminal view (-o wide, which shows a
+// passing check's evidence) shows 20 items of a list and 400 bytes of a
+// line, and says how much more -o json has.
 func TestTextBoundsLargeEvidence(t *testing.T) {
 	tr := scenarios[0].trace()
 	var items []string
@@ -23,7 +24,7 @@ func TestTextBoundsLargeEvidence(t *testing.T) {
 		Raw:    []string{"map { " + strings.Repeat("0 : 10.252.0.1:8080, ", 300) + "}"},
 	}
 	var buf bytes.Buffer
-	if err := Text(&buf, tr, TextOptions{}); err != nil {
+	if err := Text(&buf, tr, TextOptions{Details: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()

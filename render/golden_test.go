@@ -23,6 +23,7 @@ var variants = []struct {
 	{"plain", TextOptions{}},
 	{"color", TextOptions{Color: true}},
 	{"ascii", TextOptions{ASCII: true}},
+	{"wide", TextOptions{Details: true}},
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -154,8 +155,9 @@ func TestDecideTextOptions(t *testing.T) {
 		{"auto tty utf8", ColorAuto, true, utf, true, false, false},
 		{"auto piped", ColorAuto, false, utf, false, true, false},
 		{"auto NO_COLOR", ColorAuto, true, map[string]string{"LANG": "C.UTF-8", "NO_COLOR": "1"}, false, false, false},
-		{"auto dumb", ColorAuto, true, map[string]string{"LANG": "C.UTF-8", "TERM": "dumb"}, false, false, false},
-		{"never tty", ColorNever, true, utf, false, false, false},
+		{"auto dumb", ColorAuto, true, map[string]string{"LANG": "C.UTF-8", "TERM": "dumb"}, false, true, false},
+		{"always dumb", ColorAlways, true, map[string]string{"LANG": "C.UTF-8", "TERM": "dumb"}, true, true, false},
+		{"never tty", ColorNever, true, utf, false, true, false},
 		{"always piped", ColorAlways, false, utf, true, true, false},
 		{"tty without utf8 locale", ColorAuto, true, map[string]string{"LANG": "C"}, true, true, false},
 		{"LC_ALL wins", ColorNever, true, map[string]string{"LC_ALL": "POSIX", "LANG": "en_US.UTF-8"}, false, true, false},

@@ -22,12 +22,16 @@ const (
 // Output formats of -o; "" is human text.
 const (
 	FormatText = ""
+	FormatWide = "wide"
 	FormatJSON = "json"
 	FormatYAML = "yaml"
+	FormatSVG  = "svg"
 )
 
 // Formats lists the accepted -o values (for validation and completion).
-var Formats = []string{FormatJSON, FormatYAML}
+// wide is the text view with every check's evidence, kubectl's word for
+// "the same view, with more"; svg is the path and the grid as a picture.
+var Formats = []string{FormatWide, FormatJSON, FormatYAML, FormatSVG}
 
 // ColorModes lists the accepted --color values.
 var ColorModes = []string{ColorAuto, ColorAlways, ColorNever}
@@ -39,6 +43,9 @@ type TextOptions struct {
 	// ASCII replaces the Unicode glyphs (✔ ✖ ! – ? →) with [ok] [FAIL] [warn]
 	// [skip] [??] and ->.
 	ASCII bool
+	// Details shows every check's evidence and every endpoint up to
+	// MaxEndpoints, as -o wide asks; by default a passing layer is one line.
+	Details bool
 	// MaxEndpoints bounds the endpoint lines of the text view; JSON and YAML
 	// list them all. Zero means DefaultMaxEndpoints; negative means no bound.
 	MaxEndpoints int
@@ -51,9 +58,10 @@ const DefaultMaxEndpoints = 20
 //
 //   - color: "always" on, "never" off, "auto" on only when the output is a
 //     terminal, NO_COLOR is empty and TERM is not "dumb";
-//   - glyphs: Unicode only when the output is a terminal and the locale
-//     (LC_ALL, else LC_CTYPE, else LANG) names UTF-8; ASCII otherwise, so
-//     piped output and logs stay plain ASCII whatever --color says.
+//   - glyphs: Unicode only when the output is a terminal that is not
+//     "dumb", the locale (LC_ALL, else LC_CTYPE, else LANG) names UTF-8 and
+//     --color is not "never"; ASCII otherwise, so piped output, logs, dumb
+//     terminals and --color never get plain ASCII pictures.
 //
 // lipgloss's own environment detection is not used: render sets the
 // renderer's profile from these options.
@@ -68,7 +76,7 @@ func DecideTextOptions(color string, isTTY bool, getenv func(string) string) (Te
 	default:
 		return o, fmt.Errorf("invalid --color %q: must be one of %s", color, strings.Join(ColorModes, ", "))
 	}
-	o.ASCII = !isTTY || !utf8Locale(getenv)
+	o.ASCII = !isTTY || !utf8Locale(getenv) || getenv("TERM") == "dumb" || color == ColorNever
 	return o, nil
 }
 

@@ -27,15 +27,20 @@ func YAML(w io.Writer, t *trace.ServiceTrace) error {
 	return err
 }
 
-// Print renders t in format ("" text, "json", "yaml").
+// Print renders t in format ("" text, "wide", "json", "yaml", "svg").
 func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) error {
 	switch format {
 	case FormatText:
+		return Text(w, t, opts)
+	case FormatWide:
+		opts.Details = true
 		return Text(w, t, opts)
 	case FormatJSON:
 		return JSON(w, t)
 	case FormatYAML:
 		return YAML(w, t)
+	case FormatSVG:
+		return SVG(w, t)
 	}
 	return fmt.Errorf("unknown output format %q", format)
 }

@@ -93,8 +93,11 @@ func (s *textStyle) ellipsis() string {
 // esc neutralizes terminal control sequences in cluster-supplied strings.
 func esc(v string) string { return printers.EscapeTerminal(v) }
 
-// Text writes the human view: the verdict on top, the Service and its
-// endpoints, then one block per layer with its checks, evidence and next steps.
+// Text writes the human view: the verdict on top, the path as a picture, the
+// node × endpoint grid when several nodes were inspected, the Service and
+// its endpoints, then the layers. By default a passing layer is one line
+// (what was checked, how often) and only failing, warning and unknown checks
+// show their evidence and next step; Details (-o wide) shows every check's.
 func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	s := newTextStyle(w, opts)
@@ -120,14 +123,32 @@ func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
 		p("  %s\n", s.faint.Render(collectorLine(c)))
 	}
 
+	p("\n")
+	writePath(bw, s, t)
+	if m := t.Matrix; m != nil && gridRowsCount(m) > 1 {
+		p("\n")
+		writeGrid(bw, s, m)
+	}
+	if opts.Details {
+		if t.Service.Found {
+			p("\n")
+			writeService(bw, s, t)
+			writeEndpoints(bw, s, t)
+		}
+		for _, l := range t.Layers {
+			p("\n")
+			writeLayer(bw, s, &l)
+		}
+		return bw.Flush()
+	}
 	if t.Service.Found {
 		p("\n")
-		writeService(bw, s, t)
-		writeEndpoints(bw, s, t)
+		writeServiceConcise(bw, s, t)
+		writeEndpointsConcise(bw, s, t)
 	}
+	p("\n")
 	for _, l := range t.Layers {
-		p("\n")
-		writeLayer(bw, s, &l)
+		writeLayerConcise(bw, s, &l)
 	}
 	return bw.Flush()
 }
@@ -263,26 +284,32 @@ func writeLayer(w io.Writer, s *textStyle, l *trace.Layer) {
 			line += s.faint.Render(" (node " + esc(c.Node) + ")")
 		}
 		fmt.Fprintln(w, line)
-		indent := "           "
-		if c.Evidence != nil {
-			for _, f := range c.Evidence.Fields {
-				val := f.Value
-				if len(f.Items) > 0 {
-					items := f.Items
-					if len(items) > evidenceItems {
-						items = append(slices.Clone(items[:evidenceItems]), fmt.Sprintf("%s %d more in -o json", s.ellipsis(), len(f.Items)-evidenceItems))
-					}
-					val = strings.Join(items, ", ")
+		writeEvidence(w, s, c)
+	}
+}
+
+// writeEvidence prints a check's evidence fields and raw lines, bounded, and
+// its next step unless it passed.
+func writeEvidence(w io.Writer, s *textStyle, c trace.Check) {
+	indent := "           "
+	if c.Evidence != nil {
+		for _, f := range c.Evidence.Fields {
+			val := f.Value
+			if len(f.Items) > 0 {
+				items := f.Items
+				if len(items) > evidenceItems {
+					items = append(slices.Clone(items[:evidenceItems]), fmt.Sprintf("%s %d more in -o json", s.ellipsis(), len(f.Items)-evidenceItems))
 				}
-				fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(clip(val, s)))
+				val = strings.Join(items, ", ")
 			}
-			for _, r := range c.Evidence.Raw {
-				fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(clip(r, s))))
-			}
+			fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(clip(val, s)))
 		}
-		if c.NextStep != "" && c.Status != trace.StatusPass {
-			fmt.Fprintf(w, "%s%s %s\n", indent, s.arrow(), esc(c.NextStep))
+		for _, r := range c.Evidence.Raw {
+			fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(clip(r, s))))
 		}
+	}
+	if c.NextStep != "" && c.Status != trace.StatusPass {
+		fmt.Fprintf(w, "%s%s %s\n", indent, s.arrow(), esc(c.NextStep))
 	}
 }
 
@@ -348,7 +375,10 @@ func collectorLine(c *trace.CollectorRun) string {
 		privs = append(privs, "hostPID")
 	}
 	line := "no node inspected"
-	if len(ran) > 0 {
+	switch {
+	case len(ran) > maxCollectorNodes:
+		line = fmt.Sprintf("collectors on %d nodes (%s)", len(ran), esc(strings.Join(collectorRoles(c), ", ")))
+	case len(ran) > 0:
 		line = "collectors on " + strings.Join(ran, ", ")
 	}
 	if len(not) > 0 {
@@ -359,6 +389,25 @@ func collectorLine(c *trace.CollectorRun) string {
 		line += " (" + esc(strings.Join(privs, ", ")) + ")"
 	}
 	return line + "  image " + esc(c.Image) + " in " + esc(c.Namespace)
+}
+
+// maxCollectorNodes is how many inspected nodes the collector line names;
+// beyond it, it counts them (-o json lists every one).
+const maxCollectorNodes = 6
+
+// collectorRoles are the distinct reasons the inspected nodes were chosen.
+func collectorRoles(c *trace.CollectorRun) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range c.Nodes {
+		for _, r := range n.Roles {
+			if n.Inspected && !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // The terminal view shows a bounded part of large evidence: a 5,000-endpoint

@@ -53,6 +53,8 @@ const (
 	CodeSvcPortFilterAbsent = "SVC017"
 	CodeSvcSlicesIgnored    = "SVC018"
 	CodeSvcNamespaceMissing = "SVC019"
+	CodeSvcSeveralWorkloads = "SVC020"
+	CodeSvcSourceRanges     = "SVC021"
 
 	CodePortNumeric         = "PRT001"
 	CodePortNameUnresolved  = "PRT002"
@@ -72,6 +74,7 @@ const (
 	CodeEpsReadyPodMissing  = "EPS009"
 	CodeEpsFamilyMissing    = "EPS010"
 	CodeEpsTargetUnverified = "EPS011"
+	CodeEpsUnownedIP        = "EPS017"
 
 	CodePodPhase          = "POD001"
 	CodePodNotReady       = "POD002"
@@ -154,6 +157,12 @@ var apiSideCatalog = []CheckSpec{
 	{Code: CodeSvcLBPending, Layer: LayerService, Severity: SeverityWarning, Title: "Load balancer pending",
 		Message:  "type LoadBalancer but status.loadBalancer has no ingress address yet: only the NodePorts work",
 		NextStep: "kubectl describe service {service} -n {namespace}"},
+	{Code: CodeSvcSourceRanges, Layer: LayerService, Severity: SeverityWarning, Title: "Source ranges drop in-cluster clients",
+		Message:  "loadBalancerSourceRanges {ranges}: kube-proxy filters the load-balancer IP on every node too, so {who} get no answer when they connect to the load-balancer IP or the name that resolves to it; the ClusterIP is not filtered",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath={.spec.loadBalancerSourceRanges}"},
+	{Code: CodeSvcSeveralWorkloads, Layer: LayerService, Severity: SeverityWarning, Title: "Selector spans several workloads",
+		Message:  "the selector {selector} matches the Pods of {count} workloads: {workloads}; each gets a share of the traffic, so clients reach the wrong app part of the time unless that is intended",
+		NextStep: "kubectl get pods -n {namespace} -l {selector} -L app.kubernetes.io/name -o wide"},
 	{Code: CodeSvcSelectorMatches, Layer: LayerService, Severity: SeverityInfo, Title: "Selector matches Pods",
 		Message:  "selector {selector} matches {count} Pods",
 		NextStep: "kubectl get pods -n {namespace} -l {selectorArg} -o wide"},
@@ -209,6 +218,9 @@ var apiSideCatalog = []CheckSpec{
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -L endpointslice.kubernetes.io/managed-by"},
 	{Code: CodeEpsPodGone, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint Pod gone",
 		Message:  "{count} endpoints point at Pods that no longer exist: {endpoints}",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
+	{Code: CodeEpsUnownedIP, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint IP owned by no Pod",
+		Message:  "{count} endpoint(s) name no Pod and sit in a node's Pod CIDR ({cidrs}), but no Pod has that IP: {ips}; traffic sent there goes nowhere (a hand-made EndpointSlice left behind, or its Pod replaced)",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
 	{Code: CodeEpsGhostIP, Layer: LayerEndpoints, Severity: SeverityError, Title: "Ghost endpoint IP",
 		Message:  "{count} endpoints carry an IP their Pod no longer has: {endpoints}",

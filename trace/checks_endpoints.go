@@ -187,6 +187,19 @@ func (j *judge) targetRefChecks() {
 		j.emit(CodeEpsPodGone, Args{"count": strconv.Itoa(len(gone)), "endpoints": listNames(gone)},
 			fieldItems("endpoints", gone))
 	}
+	if len(j.in.UnownedIPs) > 0 {
+		var ips, cidrs []string
+		seen := map[string]bool{}
+		for _, u := range j.in.UnownedIPs {
+			ips = append(ips, u.IP)
+			if !seen[u.PodCIDR] {
+				seen[u.PodCIDR] = true
+				cidrs = append(cidrs, u.PodCIDR)
+			}
+		}
+		j.emit(CodeEpsUnownedIP, Args{"count": strconv.Itoa(len(ips)), "ips": listNames(ips), "cidrs": strings.Join(cidrs, ", ")},
+			fieldItems("ips", ips), fieldItems("podCIDRs", cidrs))
+	}
 	if len(ghost) > 0 {
 		j.emit(CodeEpsGhostIP, Args{"count": strconv.Itoa(len(ghost)), "endpoints": listNames(ghost)},
 			fieldItems("endpoints", ghost))

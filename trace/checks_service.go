@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,7 @@ func (j *judge) serviceChecks() {
 	if s.PublishNotReadyAddresses {
 		j.emit(CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
 	}
+	j.sourceRangesCheck()
 	j.trafficPolicyChecks()
 	j.topologyChecks()
 }
@@ -192,6 +194,7 @@ func (j *judge) selectorChecks() {
 	}
 	if len(j.in.Pods) > 0 {
 		j.emit(CodeSvcSelectorMatches, Args{"count": strconv.Itoa(len(j.in.Pods))})
+		j.workloadsCheck()
 		return
 	}
 	closest := ""
@@ -387,4 +390,116 @@ func (j *judge) topologyChecks() {
 		return
 	}
 	j.emit(CodeSvcTopologyNoHints, args, fields...)
+}
+
+// workloadsCheck warns when the selector picks the Pods of more than one
+// workload: a label shared by two apps (app=web on a frontend and on its
+// canary of another app) sends part of the traffic to the wrong Pods, which
+// no other layer can see. A Deployment's ReplicaSets count as one workload
+// (their names are the Deployment's plus the pod-template-hash), so a rollout
+// is not a finding.
+func (j *judge) workloadsCheck() {
+	counts := map[string]int{}
+	for i := range j.in.Pods {
+		if w := workloadOf(&j.in.Pods[i]); w != "" {
+			counts[w]++
+		}
+	}
+	if len(counts) < 2 {
+		return
+	}
+	var parts []string
+	for _, w := range sortedKeys(boolKeys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s (%d Pod(s))", w, counts[w]))
+	}
+	j.emit(CodeSvcSeveralWorkloads, Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
+		"selector": selectorString(j.svc.Spec.Selector)}, fieldItems("workloads", parts))
+}
+
+// workloadOf names the controller behind a Pod: "Deployment web" for a
+// ReplicaSet web-7d9f (its pod-template-hash stripped), "StatefulSet db";
+// "" for a Pod no controller owns, which says nothing about workloads.
+func workloadOf(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Controller == nil || !*o.Controller {
+			continue
+		}
+		if o.Kind == "ReplicaSet" {
+			if h := p.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(o.Name, "-"+h) {
+				return "Deployment " + strings.TrimSuffix(o.Name, "-"+h)
+			}
+		}
+		return o.Kind + " " + o.Name
+	}
+	return ""
+}
+
+// sourceRangesCheck: kube-proxy short-circuits a VIP-mode load-balancer IP on
+// every node and filters it there by loadBalancerSourceRanges (the KUBE-FW
+// chain: each range, then KUBE-MARK-DROP; pkg/proxy/iptables/proxier.go), so
+// an in-cluster Pod or a node that connects to the LB IP (often through the
+// Service's public DNS name) is dropped unless its own address is in a range.
+func (j *judge) sourceRangesCheck() {
+	svc := j.svc
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !hasVIPIngress(svc) {
+		return
+	}
+	var ranges []netip.Prefix
+	var texts []string
+	raw := svc.Spec.LoadBalancerSourceRanges
+	if len(raw) == 0 {
+		// kube-proxy honours the legacy annotation when the field is empty.
+		for _, r := range strings.Split(svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey], ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				raw = append(raw, r)
+			}
+		}
+	}
+	for _, r := range raw {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil {
+			ranges = append(ranges, p.Masked())
+			texts = append(texts, p.Masked().String())
+		}
+	}
+	if len(ranges) == 0 {
+		return
+	}
+	covered := func(p netip.Prefix) bool {
+		for _, r := range ranges {
+			if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+				return true
+			}
+		}
+		return false
+	}
+	var outside []string
+	known := false
+	for _, name := range sortedKeys(boolKeys(j.in.Nodes)) {
+		n := j.in.Nodes[name]
+		if n == nil {
+			continue
+		}
+		known = true
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil && !covered(p) {
+				outside = append(outside, "Pods on "+name+" ("+c+")")
+			}
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && !covered(netip.PrefixFrom(ip, ip.BitLen())) {
+				outside = append(outside, "node "+name+" ("+a.Address+")")
+			}
+		}
+	}
+	who := listNames(outside)
+	if !known {
+		who = "in-cluster Pods and nodes whose addresses are outside them (nodes not read, so not listed)"
+	} else if len(outside) == 0 {
+		return
+	}
+	j.emit(CodeSvcSourceRanges, Args{"ranges": strings.Join(texts, ", "), "who": who},
+		fieldItems("loadBalancerSourceRanges", texts), fieldItems("outside", outside))
 }

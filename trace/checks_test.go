@@ -613,3 +613,166 @@ func TestLocalPolicyNodesMatchKubeProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanNodesUnreadableIsAGap: the nodes the plan needs cannot be read.
+// The collectors still run where the slices say, and the trace names the
+// missing read (API003) instead of dropping it.
+func TestPlanNodesUnreadableIsAGap(t *testing.T) {
+	f := &fakeInspector{}
+	tr, _ := runTrace(t, healthy(), Options{Inspector: f}, forbidden("get", "nodes"))
+	if !f.called || len(f.plan.Nodes) == 0 {
+		t.Fatalf("inspector called %v with %d nodes", f.called, len(f.plan.Nodes))
+	}
+	found := false
+	for _, l := range tr.Layers {
+		for _, c := range l.Checks {
+			found = found || c.Code == CodeAPINodes
+		}
+	}
+	if !found {
+		t.Errorf("no %s after the node read failed", CodeAPINodes)
+	}
+}
+
+// TestEndpointIPOwnedByNoPod: a selector-less Service with a hand-made slice.
+// 10.244.1.9 is inside node-a's Pod CIDR and no Pod has it (EPS017);
+// 10.244.2.5 is web-2's; 192.0.2.10 is outside every Pod CIDR (an external
+// backend) and is not looked up.
+func TestEndpointIPOwnedByNoPod(t *testing.T) {
+	objs := healthy()
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.Service:
+			if v.Name == "web" {
+				v.Spec.Selector = nil
+			}
+		case *discoveryv1.EndpointSlice:
+			if v.Name == "web-abc" {
+				v.Labels[discoveryv1.LabelManagedBy] = "admin"
+				v.Endpoints = nil
+				for _, ip := range []string{"10.244.1.9", "10.244.2.5", "192.0.2.10"} {
+					v.Endpoints = append(v.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}})
+				}
+			}
+		case *corev1.Node:
+			v.Spec.PodCIDRs = map[string][]string{"node-a": {"10.244.1.0/24"}, "node-b": {"10.244.2.0/24"}}[v.Name]
+		}
+	}
+	var asked []string
+	podIP := reactor{verb: "list", resource: "pods"}
+	client := fake.NewClientset(objs...)
+	client.PrependReactor(podIP.verb, podIP.resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		fs := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		ip, ok := fs.RequiresExactMatch("status.podIP")
+		if !ok {
+			return false, nil, nil
+		}
+		asked = append(asked, ip)
+		out := &corev1.PodList{}
+		for _, o := range objs {
+			if p, isPod := o.(*corev1.Pod); isPod && p.Status.PodIP == ip {
+				out.Items = append(out.Items, *p)
+			}
+		}
+		return true, out, nil
+	})
+	tr, err := Run(context.Background(), client, "default", "web", Options{NoNode: true, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(asked, []string{"10.244.1.9", "10.244.2.5"}) {
+		t.Errorf("looked up %v, want the two IPs inside Pod CIDRs", asked)
+	}
+	var got *Check
+	for _, c := range tr.Layer(LayerEndpoints).Checks {
+		if c.Code == CodeEpsUnownedIP {
+			got = &c
+		}
+	}
+	if got == nil || !strings.Contains(got.Message, "10.244.1.9") || strings.Contains(got.Message, "10.244.2.5") || strings.Contains(got.Message, "192.0.2.10") {
+		t.Fatalf("EPS017 = %+v", got)
+	}
+	if tr.Verdict.Status != StatusFail || tr.Verdict.Code != CodeEpsUnownedIP {
+		t.Errorf("verdict %+v", tr.Verdict)
+	}
+}
+
+// TestSelectorSpansWorkloads: app=web picks a Deployment's Pods (two
+// ReplicaSets mid-rollout count as one) and a StatefulSet's.
+func TestSelectorSpansWorkloads(t *testing.T) {
+	own := func(kind, name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr(true)}}
+			if kind == "ReplicaSet" {
+				p.Labels["pod-template-hash"] = name[strings.LastIndex(name, "-")+1:]
+			}
+		}
+	}
+	objs := healthy()
+	for i, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-1" {
+			objs[i] = pod("web-1", "web", "10.244.1.5", "node-a", own("ReplicaSet", "web-7d9f"))
+		} else if ok && p.Name == "web-2" {
+			objs[i] = pod("web-2", "web", "10.244.2.5", "node-b", own("ReplicaSet", "web-5c4b"))
+		}
+	}
+	tr, _ := runTrace(t, objs, Options{NoNode: true})
+	for _, c := range tr.Layer(LayerService).Checks {
+		if c.Code == CodeSvcSeveralWorkloads {
+			t.Fatalf("one Deployment mid-rollout reported as several workloads: %s", c.Message)
+		}
+	}
+	objs = append(objs, pod("cache-0", "web", "10.244.1.7", "node-a", own("StatefulSet", "cache")))
+	tr, _ = runTrace(t, objs, Options{NoNode: true})
+	var got *Check
+	for _, c := range tr.Layer(LayerService).Checks {
+		if c.Code == CodeSvcSeveralWorkloads {
+			got = &c
+		}
+	}
+	if got == nil || !strings.Contains(got.Message, "Deployment web (2 Pod(s)), StatefulSet cache (1 Pod(s))") {
+		t.Fatalf("SVC020 = %+v", got)
+	}
+}
+
+// TestSourceRangesDropInClusterClients: an LB admitting only 203.0.113.0/24
+// drops node-b's Pods and both nodes when they use the LB IP; widening the
+// ranges to the cluster's networks removes the warning.
+func TestSourceRangesDropInClusterClients(t *testing.T) {
+	build := func(ranges ...string) []runtime.Object {
+		objs := healthy()
+		for _, o := range objs {
+			switch v := o.(type) {
+			case *corev1.Service:
+				if v.Name == "web" {
+					v.Spec.Type = corev1.ServiceTypeLoadBalancer
+					v.Spec.Ports[0].NodePort = 30080
+					v.Spec.LoadBalancerSourceRanges = ranges
+					v.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}}
+				}
+			case *corev1.Node:
+				ip := map[string]string{"node-a": "10.0.0.11", "node-b": "10.0.0.12"}[v.Name]
+				v.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+				v.Spec.PodCIDRs = map[string][]string{"node-a": {"10.244.1.0/24"}, "node-b": {"10.244.2.0/24"}}[v.Name]
+			}
+		}
+		return objs
+	}
+	find := func(tr *ServiceTrace) *Check {
+		for _, c := range tr.Layer(LayerService).Checks {
+			if c.Code == CodeSvcSourceRanges {
+				return &c
+			}
+		}
+		return nil
+	}
+	tr, _ := runTrace(t, build("203.0.113.0/24", "10.244.1.0/24"), Options{NoNode: true})
+	c := find(tr)
+	if c == nil || !strings.Contains(c.Message, "node node-a (10.0.0.11), Pods on node-b (10.244.2.0/24), node node-b (10.0.0.12)") || strings.Contains(c.Message, "Pods on node-a") {
+		t.Fatalf("SVC021 = %+v", c)
+	}
+	tr, _ = runTrace(t, build("203.0.113.0/24", "10.0.0.0/8"), Options{NoNode: true})
+	if c := find(tr); c != nil {
+		t.Errorf("ranges covering the cluster still warned: %s", c.Message)
+	}
+}

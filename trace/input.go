@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"sync"
@@ -47,6 +48,9 @@ type Input struct {
 	// ExtraPods are endpoint targetRef Pods outside Pods, looked up one by one
 	// (failure path only). A nil value means the Pod does not exist.
 	ExtraPods map[string]*corev1.Pod `json:"extraPods,omitempty"`
+	// UnownedIPs are endpoint addresses without a Pod reference that lie in a
+	// node's Pod CIDR while no Pod has them.
+	UnownedIPs []UnownedIP `json:"unownedIPs,omitempty"`
 	// UnverifiedTargets are targetRef Pods not looked up (over ExtraPodLimit).
 	UnverifiedTargets []string `json:"unverifiedTargets,omitempty"`
 	// ClosestPods are Pods of the namespace nearest to the selector, only when
@@ -65,6 +69,9 @@ type Input struct {
 	DNSService  *corev1.Service             `json:"dnsService,omitempty"`
 	DNSNotFound bool                        `json:"dnsNotFound,omitempty"`
 	DNSSlices   []discoveryv1.EndpointSlice `json:"dnsEndpointSlices,omitempty"`
+	// DNSPods are the cluster DNS endpoints' Pods, read only for a --from
+	// Pod, whose egress policies are judged for DNS too.
+	DNSPods []corev1.Pod `json:"dnsPods,omitempty"`
 
 	// ProbeEvents are the newest kubelet "Unhealthy" Event (a failing
 	// readiness, liveness or startup probe) of each selected Pod, by Pod
@@ -313,6 +320,7 @@ func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Inp
 	if in.hasGap(LayerEndpoints, resPods) {
 		return
 	}
+	fetchUnownedIPs(ctx, client, in)
 	fetchProbeEvents(ctx, client, in)
 	known := make(map[string]bool, len(in.Pods))
 	for i := range in.Pods {
@@ -351,6 +359,86 @@ func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Inp
 			in.ExtraPods[name] = pod
 		}
 	}
+}
+
+// UnownedIPLimit bounds the endpoint IPs without a Pod reference that
+// fetchUnownedIPs looks up, one field-selected list each.
+const UnownedIPLimit = 20
+
+// fetchUnownedIPs looks for the Pod behind each endpoint that names none (a
+// hand-made EndpointSlice, another controller's) and whose IP lies inside a
+// node's Pod CIDR: such an address belongs to a Pod or to nobody. It needs the
+// nodes' Pod CIDRs (one paged list) and one list per IP, field-selected on
+// status.podIP across namespaces; addresses outside every Pod CIDR (external
+// backends, node addresses) are left alone.
+func fetchUnownedIPs(ctx context.Context, client kubernetes.Interface, in *Input) {
+	var ips []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for i := range in.Slices {
+		for _, ep := range in.Slices[i].Endpoints {
+			if ep.TargetRef != nil {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				ip, err := netip.ParseAddr(a)
+				if err == nil && !seen[ip] {
+					seen[ip] = true
+					ips = append(ips, ip)
+				}
+			}
+		}
+	}
+	if len(ips) == 0 {
+		return
+	}
+	if !in.NodesListed {
+		if err := in.ReadNodes(ctx, client, nil, true); err != nil {
+			in.Gaps = append(in.Gaps, gapFor("", "list", resNodes, "", err, "endpoint IPs without a Pod reference not checked against the Pod CIDRs"))
+			return
+		}
+	}
+	var cidrs []netip.Prefix
+	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil {
+				cidrs = append(cidrs, p)
+			}
+		}
+	}
+	checked := 0
+	for _, ip := range ips {
+		var inside netip.Prefix
+		for _, p := range cidrs {
+			if p.Contains(ip) {
+				inside = p
+				break
+			}
+		}
+		if !inside.IsValid() {
+			continue
+		}
+		if checked == UnownedIPLimit {
+			break
+		}
+		checked++
+		list, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.podIP=" + ip.String(), Limit: 1})
+		if err != nil {
+			in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resPods, "", err, "endpoint IPs without a Pod reference not checked for an owner"))
+			return
+		}
+		if len(list.Items) == 0 {
+			in.UnownedIPs = append(in.UnownedIPs, UnownedIP{IP: ip.String(), PodCIDR: inside.String()})
+		}
+	}
+}
+
+// UnownedIP is an endpoint address in a Pod CIDR that no Pod owns.
+type UnownedIP struct {
+	IP      string `json:"ip"`
+	PodCIDR string `json:"podCIDR"`
 }
 
 func (in *Input) hasGap(layer LayerName, resource string) bool {
@@ -540,7 +628,10 @@ func (in *Input) ReadNodes(ctx context.Context, client kubernetes.Interface, nam
 // nodes have no local endpoint), so those Services list the nodes.
 func needsAllNodes(svc *corev1.Service) bool {
 	etp, itp := localTrafficPolicies(svc)
-	return etp || itp
+	// Source ranges are checked against every node's address and Pod CIDR.
+	ranges := svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		(len(svc.Spec.LoadBalancerSourceRanges) > 0 || svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey] != "")
+	return etp || itp || ranges
 }
 
 // localTrafficPolicies says which Local traffic policies take effect:

@@ -68,7 +68,9 @@ type ServiceTrace struct {
 	Service    ServiceSummary   `json:"service"`
 	Endpoints  EndpointsSummary `json:"endpoints"`
 	Layers     []Layer          `json:"layers"`
-	Verdict    Verdict          `json:"verdict"`
+	// Matrix is the node × endpoint grid of the inspected nodes.
+	Matrix  *EndpointMatrix `json:"matrix,omitempty"`
+	Verdict Verdict         `json:"verdict"`
 }
 
 // Metadata says when, where and by which svctrace the trace was taken.
@@ -82,6 +84,9 @@ type Metadata struct {
 	ClusterDomain string `json:"clusterDomain"`
 	// Collector says how the node layers were observed; nil when they were not.
 	Collector *CollectorRun `json:"collector,omitempty"`
+	// Client is the --from client the trace started at, pod/NAMESPACE/NAME
+	// or node/NAME; empty when it traced from any Pod.
+	Client string `json:"client,omitempty"`
 }
 
 // ServiceSummary is the Service's identity and the parts of its spec that
@@ -213,6 +218,9 @@ type Check struct {
 	Evidence *Evidence `json:"evidence,omitempty"`
 	// NextStep is a command the user can run to see or fix the problem.
 	NextStep string `json:"nextStep,omitempty"`
+	// ExplainedBy is the check, on a layer further down the path, that
+	// accounts for this failure; the verdict then rests on that one.
+	ExplainedBy *CheckRef `json:"explainedBy,omitempty"`
 }
 
 // Evidence is what a check saw: ordered key/values (so every renderer shows
@@ -234,8 +242,12 @@ type Verdict struct {
 	Status Status `json:"status"`
 	// FirstFailingLayer is the first layer, in LayerOrder, whose status is fail.
 	FirstFailingLayer LayerName `json:"firstFailingLayer,omitempty"`
-	Summary           string    `json:"summary"`
-	LikelyCause       string    `json:"likelyCause,omitempty"`
+	// RootCauseLayer is set when the failure of FirstFailingLayer is
+	// explained by a finding on another layer (see Check.ExplainedBy); Code,
+	// Node and LikelyCause then come from that finding.
+	RootCauseLayer LayerName `json:"rootCauseLayer,omitempty"`
+	Summary        string    `json:"summary"`
+	LikelyCause    string    `json:"likelyCause,omitempty"`
 	// Code is the catalog code of the check the verdict rests on, so a bot can
 	// route on it without parsing Summary: for a failed trace the check
 	// LikelyCause comes from; for an unknown or warn verdict the first check,
@@ -290,3 +302,19 @@ func (l *Layer) Skip(reason string) {
 func fieldValue(key, value string) Field { return Field{Key: key, Value: value} }
 
 func fieldItems(key string, items []string) Field { return Field{Key: key, Items: items} }
+
+// String names the client as --from does: pod/NAMESPACE/NAME or node/NAME;
+// "" for none.
+func (c *PolicyClient) String() string {
+	switch {
+	case c == nil:
+		return ""
+	case c.Pod != nil:
+		return "pod/" + c.Pod.Namespace + "/" + c.Pod.Name
+	case c.Node != nil:
+		return "node/" + c.Node.Name
+	case c.NodeName != "":
+		return "node/" + c.NodeName
+	}
+	return ""
+}

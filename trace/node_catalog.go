@@ -30,6 +30,12 @@ const (
 	CodeDPAffinityOK        = "DP024"
 	CodeDPEBPFUnreadable    = "DP025"
 	CodeDPIPVSDeprecated    = "DP026"
+	CodeDPDroppedByDesign   = "DP027"
+	CodeDPExternalMissing   = "DP028"
+	CodeDPExternalWrong     = "DP029"
+	CodeDPNodePortFails     = "DP030"
+	CodeDPHealthCheck       = "DP031"
+	CodeDPHealthCheckOK     = "DP032"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -38,21 +44,24 @@ const (
 	CodeCTStaleFlows   = "CT005"
 	CodeCTSkew         = "CT006"
 	CodeCTUnreadable   = "CT007"
+	CodeCTUnNATedUDP   = "CT008"
 
-	CodeRTHealthy     = "RT001"
-	CodeRTNoRoute     = "RT002"
-	CodeRTDeviceDown  = "RT003"
-	CodeRTForwardOff  = "RT004"
-	CodeRTRPFilter    = "RT005"
-	CodeRTUnreadable  = "RT006"
-	CodeRTPodTimeout  = "RT007"
-	CodeRTPodsReached = "RT008"
+	CodeRTHealthy        = "RT001"
+	CodeRTNoRoute        = "RT002"
+	CodeRTDeviceDown     = "RT003"
+	CodeRTForwardOff     = "RT004"
+	CodeRTRPFilter       = "RT005"
+	CodeRTUnreadable     = "RT006"
+	CodeRTPodTimeout     = "RT007"
+	CodeRTPodsReached    = "RT008"
+	CodeRTPolicyExplains = "RT009"
 
-	CodeEpsRefused       = "EPS012"
-	CodeEpsListening     = "EPS013"
-	CodeEpsLoopbackOnly  = "EPS014"
-	CodeEpsNotListening  = "EPS015"
-	CodeEpsSocketsUnread = "EPS016"
+	CodeEpsRefused        = "EPS012"
+	CodeEpsListening      = "EPS013"
+	CodeEpsLoopbackOnly   = "EPS014"
+	CodeEpsNotListening   = "EPS015"
+	CodeEpsSocketsUnread  = "EPS016"
+	CodeEpsAcceptOverflow = "EPS018"
 
 	CodeDNSLiveOK       = "DNS010"
 	CodeDNSLiveWrong    = "DNS011"
@@ -136,6 +145,24 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
 		NextStep: "kubectl -n kube-system get configmap kube-proxy -o yaml"},
+	{Code: CodeDPNodePortFails, Layer: LayerDatapath, Severity: SeverityError, Title: "NodePort does not answer",
+		Message:  "{frontend} fails from {from} while {okCount} endpoint(s) its kube-proxy sends it to answer directly: this node's NodePort datapath is at fault",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPHealthCheck, Layer: LayerDatapath, Severity: SeverityError, Title: "Health check node port disagrees",
+		Message:  "kube-proxy's health check at {address} {detail}, but the EndpointSlices put {want} ready endpoint(s) on this node: load balancers steer by this answer",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
+	{Code: CodeDPHealthCheckOK, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Health check node port agrees",
+		Message:  "kube-proxy's health check at {address} answers HTTP {status} for the {want} ready endpoint(s) on this node",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External path not programmed",
+		Message:  "{datapath} has no external chain for {port}: NodePort, externalIP and load-balancer traffic on this node reaches no endpoint (externalTrafficPolicy {policy})",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPExternalWrong, Layer: LayerDatapath, Severity: SeverityError, Title: "External path differs from the API",
+		Message:  "{datapath} sends NodePort, externalIP and load-balancer traffic for {port} ({chain}) {detail}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPDroppedByDesign, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP dropped here by design",
+		Message:  "internalTrafficPolicy Local: {datapath} drops {port} for clients on this node by design, because none of the Service's endpoints that kube-proxy can use runs here ({how}); this is the policy working, not a datapath fault",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
 		NextStep: nodeSvcCmd},
@@ -168,6 +195,9 @@ var nodeCatalog = []CheckSpec{
 		Message:  "the collector could not read conntrack: {error}",
 		NextStep: nodeSvcCmd},
 
+	{Code: CodeCTUnNATedUDP, Layer: LayerConntrack, Severity: SeverityError, Title: "UDP flows pinned past the Service",
+		Message:  "{count} unreplied UDP conntrack flow(s) to {frontends} were never NATed: they were created before the Service had rules or endpoints, and every later datagram of those clients matches them and skips the Service's DNAT, so those clients get no answer while they keep sending (kube-proxy's conntrack cleanup should have removed them)",
+		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with conntrack> -- conntrack -D -p udp --orig-dst <ClusterIP>"},
 	{Code: CodeRTHealthy, Layer: LayerRoute, Severity: SeverityInfo, Title: "Routes to Pods",
 		Message:  "routes to {count} Pod IP(s) via {devices}; ip_forward={forward}",
 		NextStep: nodeSvcCmd},
@@ -192,7 +222,13 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
 		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
+		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
+		NextStep: "kubectl describe networkpolicy -n {namespace}"},
 
+	{Code: CodeEpsAcceptOverflow, Layer: LayerEndpoints, Severity: SeverityWarning, Title: "Accept queue overflowed",
+		Message:  "pod {pod}'s network namespace dropped {overflows} connection attempt(s) on a full accept queue since it started (TcpExt ListenOverflows; ListenDrops {drops}), and {waiting} connection(s) wait to be accepted on port {port} now: under load, connections time out while the Pod is Ready and its probes pass",
+		NextStep: "kubectl exec -n {namespace} {pod} -- cat /proc/net/netstat"},
 	{Code: CodeEpsRefused, Layer: LayerEndpoints, Severity: SeverityError, Title: "Endpoint refuses connections",
 		Message:  "{targets} refused a connection: nothing listens on the target port (wrong port, or the app listens only on 127.0.0.1){hint}",
 		NextStep: "kubectl get pods -n {namespace} -o wide"},

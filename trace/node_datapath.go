@@ -54,8 +54,24 @@ type programmedPort struct {
 	// sorted: more than one means the rules disagree among themselves.
 	AffinityTimeouts []int
 	NodePortFound    bool
-	Evidence         []string
+	// ExternalChain is the chain external traffic enters ("" when the
+	// datapath has none); ExternalTo says where its unconditional last rule
+	// sends that traffic (externalToCluster, externalToLocal, "" nowhere),
+	// and ExternalEndpoints are the endpoints that chain chooses from.
+	ExternalChain     string
+	ExternalTo        string
+	ExternalEndpoints []programmedEndpoint
+	// externalRead says the reader looked for the external chain, so an
+	// empty ExternalChain means it is absent.
+	externalRead bool
+	Evidence     []string
 }
+
+// Where an external chain sends traffic.
+const (
+	externalToCluster = "cluster"
+	externalToLocal   = "local"
+)
 
 // addAffinityTimeout records one affinity rule's timeout; 0 is no affinity.
 func (pp *programmedPort) addAffinityTimeout(seconds int) {
@@ -68,6 +84,14 @@ func (pp *programmedPort) addAffinityTimeout(seconds int) {
 	if i := sort.SearchInts(pp.AffinityTimeouts, seconds); i == len(pp.AffinityTimeouts) || pp.AffinityTimeouts[i] != seconds {
 		pp.AffinityTimeouts = slices.Insert(pp.AffinityTimeouts, i, seconds)
 	}
+}
+
+// evidenceOf is pp's evidence, none when the port was not programmed.
+func evidenceOf(pp *programmedPort) []string {
+	if pp == nil {
+		return nil
+	}
+	return pp.Evidence
 }
 
 type programmedEndpoint struct {
@@ -161,9 +185,20 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		return
 	}
-	if len(want) == 0 {
+	if len(want) == 0 && !pe.InternalPolicyLocal {
+		return
+	}
+	if len(want) == 0 && (pp == nil || len(pp.Endpoints) == 0) {
 		// internalTrafficPolicy Local with no local endpoint: kube-proxy
-		// drops ClusterIP traffic here; the service layer already warns.
+		// drops ClusterIP traffic here (a filter-table DROP "has no local
+		// endpoints" in iptables mode, the no-endpoint drop in nftables
+		// mode; no real server in IPVS mode). Rules that still send it to
+		// endpoints fall through to the comparison below as stale.
+		how := "no endpoint is programmed for it on this node"
+		if pp != nil && pp.DroppedNoLocal {
+			how = "the drop rule for it is programmed"
+		}
+		nj.emit(CodeDPDroppedByDesign, node, with(Args{"how": how}), evidenceOf(pp))
 		return
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
@@ -277,6 +312,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
+	problems += nj.compareExternal(node, pe, pp, with)
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
 			nj.emit(CodeDPNodePortMissing, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
@@ -290,6 +326,66 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.emit(CodeDPRulesMatch, node, with(Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
 			append([]Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
 	}
+}
+
+// compareExternal checks the path NodePort, externalIP and load-balancer
+// traffic takes: kube-proxy sends it through an external chain to the
+// cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
+// (Local). Where that is the chain the ClusterIP already uses, its
+// endpoints were compared above. It returns the number of findings.
+func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.externalRead {
+		return 0
+	}
+	wantTo, policy := externalToCluster, "Cluster"
+	if pe.ExternalPolicyLocal {
+		wantTo, policy = externalToLocal, "Local"
+	}
+	a := Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
+	switch {
+	case pp.ExternalChain == "":
+		nj.emit(CodeDPExternalMissing, node, with(a), pp.Evidence)
+		return 1
+	case pp.ExternalTo != wantTo:
+		got := "no endpoint chain"
+		if pp.ExternalTo != "" {
+			got = "the " + pp.ExternalTo + " endpoints"
+		}
+		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
+		nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence)
+		return 1
+	case wantTo == externalToCluster && pp.Captured && !pp.InternalLocal:
+		return 0 // the same chain as the ClusterIP's, compared already
+	}
+	want := map[string]bool{}
+	for _, e := range pe.External {
+		want[e.String()] = true
+	}
+	got := map[string]bool{}
+	for _, e := range pp.ExternalEndpoints {
+		got[e.Endpoint] = true
+	}
+	var missing, stale []string
+	for ep := range want {
+		if !got[ep] {
+			missing = append(missing, ep)
+		}
+	}
+	for ep := range got {
+		if !want[ep] {
+			stale = append(stale, ep)
+		}
+	}
+	if len(missing) == 0 && len(stale) == 0 {
+		return 0
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
+		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
+	nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence,
+		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(pe.External)))
+	return 1
 }
 
 // zoneFields says which zone the topology hints were judged against when
@@ -587,19 +683,62 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 					dnat[ec.Name] = ec.DNAT
 				}
 			}
-			for _, s := range internal.Selection {
-				ep := dnat[s.Target]
-				if ep == "" {
-					ep = s.Endpoint
-				}
-				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: ep, Share: s.Share})
-			}
+			pp.Endpoints = iptSelection(internal, dnat)
 			pp.Unmatched = internal.UnmatchedShare
 			for _, a := range internal.Affinity {
 				pp.addAffinityTimeout(a.Seconds)
 			}
 		}
+		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
+		// KUBE-EXT-…, whose last, unconditional rule sends it to KUBE-SVC-…
+		// (Cluster) or KUBE-SVL-… (Local); the rules before it short-circuit
+		// Pod and node-local sources to the cluster chain
+		// (pkg/proxy/iptables/proxier.go). With Local and no local endpoint
+		// that last rule is absent.
+		pp.externalRead = p.External != nil
+		if ext := p.External; ext != nil && ext.Exists {
+			pp.ExternalChain = ext.Name
+			dnat := map[string]string{}
+			for _, ec := range p.Endpoints {
+				if ec.DNAT != "" {
+					dnat[ec.Name] = ec.DNAT
+				}
+			}
+			for _, r := range ext.Rules {
+				pp.Evidence = append(pp.Evidence, r.Raw)
+				if r.Source != "" || r.SrcType != "" {
+					continue
+				}
+				to := r.Jump
+				if to == "" {
+					to = r.Goto
+				}
+				for _, c := range []struct {
+					chain *collectorapi.IPTablesChain
+					kind  string
+				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+					if c.chain != nil && c.chain.Exists && c.chain.Name == to {
+						pp.ExternalTo = c.kind
+						pp.ExternalEndpoints = iptSelection(c.chain, dnat)
+					}
+				}
+			}
+		}
 		out = append(out, pp)
+	}
+	return out
+}
+
+// iptSelection is the endpoints a KUBE-SVC/SVL chain chooses from, with their
+// shares; dnat maps KUBE-SEP chains to their DNAT destinations.
+func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []programmedEndpoint {
+	var out []programmedEndpoint
+	for _, s := range c.Selection {
+		ep := dnat[s.Target]
+		if ep == "" {
+			ep = s.Endpoint
+		}
+		out = append(out, programmedEndpoint{Endpoint: ep, Share: s.Share})
 	}
 	return out
 }
@@ -648,60 +787,27 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 			}
 		}
 		if internal != nil {
-			for _, r := range internal.Rules {
-				pp.Evidence = append(pp.Evidence, "chain "+internal.Name+": "+r.Text)
-				if r.AffinityMatch != "" {
-					readable := false
-					for _, a := range p.Affinity {
-						if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
-							pp.addAffinityTimeout(int(a.TimeoutSeconds))
-							readable = true
-						}
-					}
-					if !readable && pp.AffinitySeconds == 0 {
-						pp.AffinitySeconds = -1 // rules without a readable timeout
-					}
-				}
-				if r.Numgen == nil {
+			pp.Endpoints = nftChainEndpoints(internal, chains, p, &pp)
+		}
+		// The external- chain ends in "goto service-…" (Cluster) or
+		// "goto local-…" (Local); the rules before it short-circuit Pod
+		// sources ("ip saddr …") and local sources ("fib saddr type local")
+		// to the service chain (pkg/proxy/nftables/proxier.go).
+		pp.externalRead = p.External != nil
+		if ext := p.External; ext != nil && ext.Exists {
+			pp.ExternalChain = ext.Name
+			for _, r := range ext.Rules {
+				pp.Evidence = append(pp.Evidence, "chain "+ext.Name+": "+r.Text)
+				if r.SourceMatch != "" || strings.Contains(r.Text, "saddr") || r.Target == "" {
 					continue
 				}
-				pp.Unmatched = r.Numgen.UnmatchedShare
-				for _, en := range r.Numgen.Entries {
-					ep := en.Address
-					if ep == "" {
-						if c := chains[en.Target]; c != nil {
-							for _, er := range c.Rules {
-								pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+er.Text)
-								if er.DNAT != "" {
-									ep = er.DNAT
-								}
-								if er.Update != "" {
-									for _, a := range p.Affinity {
-										if a.Name == er.Update && a.TimeoutSeconds > 0 {
-											pp.addAffinityTimeout(int(a.TimeoutSeconds))
-										}
-									}
-								}
-							}
-						}
-					}
-					if ep == "" {
-						ep = en.Target
-					}
-					pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: ep, Share: en.Share})
-				}
-			}
-			if pp.Endpoints == nil {
-				// A single endpoint: kube-proxy jumps straight to it.
-				for _, r := range internal.Rules {
-					if r.DNAT != "" {
-						pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
-					} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
-						for _, er := range c.Rules {
-							if er.DNAT != "" {
-								pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
-							}
-						}
+				for _, c := range []struct {
+					chain *collectorapi.NFTablesChain
+					kind  string
+				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+					if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
+						pp.ExternalTo = c.kind
+						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &programmedPort{})
 					}
 				}
 			}
@@ -709,6 +815,71 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 		out = append(out, pp)
 	}
 	return out
+}
+
+// nftChainEndpoints is the endpoints an nftables service- or local- chain
+// sends new connections to, with their shares; its rules and affinity sets
+// are recorded into pp.
+func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collectorapi.NFTablesChain, p collectorapi.NFTablesPortObservation, pp *programmedPort) []programmedEndpoint {
+	var eps []programmedEndpoint
+	for _, r := range c.Rules {
+		pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+r.Text)
+		if r.AffinityMatch != "" {
+			readable := false
+			for _, a := range p.Affinity {
+				if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
+					pp.addAffinityTimeout(int(a.TimeoutSeconds))
+					readable = true
+				}
+			}
+			if !readable && pp.AffinitySeconds == 0 {
+				pp.AffinitySeconds = -1 // rules without a readable timeout
+			}
+		}
+		if r.Numgen == nil {
+			continue
+		}
+		pp.Unmatched = r.Numgen.UnmatchedShare
+		for _, en := range r.Numgen.Entries {
+			ep := en.Address
+			if ep == "" {
+				if c := chains[en.Target]; c != nil {
+					for _, er := range c.Rules {
+						pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+er.Text)
+						if er.DNAT != "" {
+							ep = er.DNAT
+						}
+						if er.Update != "" {
+							for _, a := range p.Affinity {
+								if a.Name == er.Update && a.TimeoutSeconds > 0 {
+									pp.addAffinityTimeout(int(a.TimeoutSeconds))
+								}
+							}
+						}
+					}
+				}
+			}
+			if ep == "" {
+				ep = en.Target
+			}
+			eps = append(eps, programmedEndpoint{Endpoint: ep, Share: en.Share})
+		}
+	}
+	if eps == nil {
+		// A single endpoint: kube-proxy jumps straight to it.
+		for _, r := range c.Rules {
+			if r.DNAT != "" {
+				eps = append(eps, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
+			} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
+				for _, er := range c.Rules {
+					if er.DNAT != "" {
+						eps = append(eps, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
+					}
+				}
+			}
+		}
+	}
+	return eps
 }
 
 // fromIPVS reads the IPVS section as kube-proxy's IPVS proxier programs it:

@@ -47,6 +47,7 @@ func judgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 		nj.judge(&views[i])
 	}
 	nj.judgeDNS(views)
+	nj.explainCauses()
 }
 
 type nodeJudge struct {
@@ -190,8 +191,8 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 	}
 	flows := 0
 	if f := ct.Flows; f != nil {
-		var gone []string
-		goneCount := 0
+		var gone, pinnedUDP []string
+		goneCount, pinnedCount := 0, 0
 		unNATed := map[string]bool{}
 		for _, fe := range f.Frontends {
 			flows += fe.Total
@@ -204,6 +205,10 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					// never NATed (it was tried before kube-proxy programmed
 					// the Service, or rejected). No backend pins it.
 					unNATed[b.Backend] = true
+					if strings.HasSuffix(fe.Frontend, "/UDP") && b.States["UNREPLIED"] > 0 {
+						pinnedUDP = append(pinnedUDP, fmt.Sprintf("%s (%d flows)", fe.Frontend, b.States["UNREPLIED"]))
+						pinnedCount += b.States["UNREPLIED"]
+					}
 				default:
 					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, b.Count, fe.Frontend))
 					goneCount += b.Count
@@ -220,6 +225,24 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 			}
 			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
 				fieldItems("goneBackends", gone))
+			problems++
+		}
+		// A UDP flow created while the Service had no rules (or no
+		// endpoint) is never NATed, and every later datagram with the same
+		// addresses and ports matches it and skips the nat table: the
+		// client's packets go nowhere until the entry expires, which it
+		// never does while the client keeps sending. kube-proxy deletes such
+		// entries when a UDP Service gains endpoints (conntrack cleanup in
+		// pkg/proxy/conntrack); one that survives is the blackhole.
+		if len(pinnedUDP) > 0 && len(nj.endpointIndex().ready) > 0 {
+			var raw []string
+			for _, fl := range f.Unexpected {
+				if strings.EqualFold(fl.Protocol, "udp") && unNATed[fl.Backend] {
+					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, strings.Join(fl.Status, ",")))
+				}
+			}
+			nj.emit(CodeCTUnNATedUDP, node, Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
+				fieldItems("frontends", pinnedUDP))
 			problems++
 		}
 	}
@@ -397,79 +420,6 @@ func effectiveRPFilter(all, dev string) int {
 	return max(a, d)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
-	if s == nil || s.Data == nil {
-		return
-	}
-	var okEndpoints int
-	var refused, timeouts, frontendFails []string
-	refusedPods := map[string]string{} // pod → refused ip:port
-	var refusedKeys []string
-	var raw []string
-	for _, p := range s.Data.Probes {
-		ip := p.Address
-		if ap, err := netip.ParseAddrPort(p.Address); err == nil {
-			ip = ap.Addr().String()
-		}
-		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
-			continue
-		}
-		ok := p.Outcome == "connected" || p.Outcome == "reply"
-		raw = append(raw, fmt.Sprintf("%s %s/%s: %s %s (%.1f ms)", p.Target, p.Address, p.Protocol, p.Outcome, p.ErrorClass, p.LatencyMillis))
-		switch {
-		case p.Target == "endpoint" && ok:
-			okEndpoints++
-		case p.Target == "endpoint" && !readyIP[ip]:
-			// A not-ready endpoint is expected not to answer; the endpoints
-			// layer already says why it is not ready.
-		case p.Target == "endpoint" && p.ErrorClass == "refused":
-			key := p.Address + "/" + p.Protocol
-			if ap, err := netip.ParseAddrPort(p.Address); err == nil {
-				key = endpointKey(ap.Addr(), ap.Port(), p.Protocol)
-			}
-			if nj.sockets != nil && nj.sockets.explainsRefusal(key) {
-				// The Pod's own sockets say why (EPS014/EPS015 on its node,
-				// with this probe as evidence): one finding, not two.
-				continue
-			}
-			refusedKeys = append(refusedKeys, key)
-			name := p.Address
-			if pod := podOf[ip]; pod != "" {
-				name = "pod " + pod + " (" + p.Address + ")"
-				refusedPods[pod] = p.Address
-			}
-			refused = append(refused, name)
-		case p.Target == "endpoint":
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
-			}
-		case !ok:
-			frontendFails = append(frontendFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
-		}
-	}
-	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
-		hint := nj.declaredPortsHint(refusedPods)
-		if nj.sockets != nil {
-			hint += nj.sockets.refusalHint(refusedKeys)
-		}
-		nj.emit(CodeEpsRefused, node, Args{"targets": listNames(refused), "hint": hint}, raw)
-	}
-	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
-		nj.emit(CodeRTPodTimeout, node, Args{"targets": listNames(timeouts)}, raw)
-	}
-	if len(frontendFails) > 0 && okEndpoints > 0 && !nj.skipped(LayerDatapath) {
-		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(frontendFails), "error": "see evidence",
-			"okCount": strconv.Itoa(okEndpoints)}, raw)
-	}
-	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
-		sample := ""
-		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
-			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
-		}
-		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
-	}
-}
-
 // ---- dns ----
 
 // judgeDNS compares the live answers with the expected ones. Every node asks
@@ -483,9 +433,21 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	type key struct{ code, msg string }
 	seen := map[key]bool{}
 	asked := false
+	type dnsOK struct {
+		args              Args
+		q                 collectorapi.DNSQuery
+		nodes, transports map[string]bool
+	}
+	okByQuery := map[string]*dnsOK{}
+	var okOrder []string
+	failedByQuery := map[string]bool{}
+	askers := 0
 	for _, v := range views {
 		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
 			continue
+		}
+		if len(v.Observation.Sections.DNS.Data.Queries) > 0 {
+			askers++
 		}
 		byQ := map[string]map[string]collectorapi.DNSQuery{} // server|name|type → transport → query
 		for _, q := range v.Observation.Sections.DNS.Data.Queries {
@@ -542,16 +504,20 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					if len(got) == 0 {
 						continue // no AAAA for an IPv4 Service, and none expected
 					}
-					code = CodeDNSLiveOK
-					a["answers"] = strings.Join(got, ", ")
-					a["transports"] = strings.Join(sortedKeys(boolKeys(qs)), "+")
-					a["nodes"] = "every inspected node"
-					if seen[key{code, q.Name + q.Type}] {
-						continue
+					k := q.Name + "|" + q.Type
+					r := okByQuery[k]
+					if r == nil {
+						a["answers"] = strings.Join(got, ", ")
+						r = &dnsOK{args: a, q: q, nodes: map[string]bool{}, transports: map[string]bool{}}
+						okByQuery[k] = r
+						okOrder = append(okOrder, k)
 					}
-					seen[key{code, q.Name + q.Type}] = true
-					nj.emitDNS(code, "", a, q)
+					r.nodes[v.Node] = true
+					r.transports[tr] = true
 					continue
+				}
+				if code != CodeDNSLiveSlow {
+					failedByQuery[q.Name+"|"+q.Type] = true
 				}
 				c := key{code, v.Node + k + tr}
 				if !seen[c] {
@@ -566,6 +532,18 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				}
 			}
 		}
+	}
+	// A name answered correctly is reported once, with the nodes it was
+	// answered from: "every inspected node" only when no node's query for it
+	// failed.
+	for _, k := range okOrder {
+		r := okByQuery[k]
+		r.args["transports"] = strings.Join(sortedKeys(r.transports), "+")
+		r.args["nodes"] = "every inspected node"
+		if failedByQuery[k] || len(r.nodes) < askers {
+			r.args["nodes"] = "node(s) " + strings.Join(sortedKeys(r.nodes), ", ") + " only"
+		}
+		nj.emitDNS(CodeDNSLiveOK, "", r.args, r.q)
 	}
 	if asked {
 		// The live query ran: drop the "runs on a node" placeholder.
@@ -709,39 +687,6 @@ func upDown(b bool) string {
 
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
 func i64(v int64) string  { return strconv.FormatInt(v, 10) }
-
-// declaredPortsHint points at the likely mistake when endpoints refuse: the
-// port they were probed on is not one the Pod declares, but others are (a
-// Service targetPort that does not match the container). A declaration is
-// not required, so this is a hint, not a finding of its own.
-func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
-	for i := range nj.in.Pods {
-		p := &nj.in.Pods[i]
-		addr, ok := refusedPods[p.Name]
-		if !ok {
-			continue
-		}
-		_, port, _ := strings.Cut(addr[strings.LastIndex(addr, ":"):], ":")
-		var declared []string
-		match := false
-		for _, c := range p.Spec.Containers {
-			for _, cp := range c.Ports {
-				if strconv.Itoa(int(cp.ContainerPort)) == port {
-					match = true
-				}
-				d := fmt.Sprintf("%d/%s", cp.ContainerPort, orTCP(string(cp.Protocol)))
-				if cp.Name != "" {
-					d = cp.Name + "=" + d
-				}
-				declared = append(declared, d)
-			}
-		}
-		if !match && len(declared) > 0 {
-			return fmt.Sprintf("; the Pods declare container port(s) %s, not %s: check the Service's targetPort", strings.Join(declared, ", "), port)
-		}
-	}
-	return ""
-}
 
 func orTCP(p string) string {
 	if p == "" {

@@ -210,9 +210,9 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	obs.Sections.Route.Data.IPv4Forward = "0"
 	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
-		{Target: "clusterIP", Address: "10.96.0.20:80", Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"},
-		{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
-		{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"},
+		{Target: "clusterIP", PortName: "http", Address: "10.96.0.20:80", Protocol: "TCP", Outcome: "failed", ErrorClass: "timeout"},
+		{Target: "endpoint", PortName: "http", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
+		{Target: "endpoint", PortName: "http", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"},
 	}}}
 	obs.Sections.Conntrack.Data.StatsDelta = &collectorapi.ConntrackCounters{InsertFailed: 3}
 	obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,

@@ -112,6 +112,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 	for _, ip := range extraPodIPs {
 		addIP(ip)
 	}
+	req.NodeAddresses = nodePortAddresses(in, node)
 	if d := in.DNSService; d != nil {
 		for _, ip := range d.Spec.ClusterIPs {
 			if ip != "" && ip != corev1.ClusterIPNone {
@@ -134,6 +135,47 @@ func podUIDs(in *Input) map[string]string {
 	for name, p := range in.ExtraPods {
 		if p != nil {
 			out[name] = string(p.UID)
+		}
+	}
+	return out
+}
+
+// nodePortAddresses are the node addresses a Service with NodePorts (or a
+// health-check node port) is probed at from node: its own InternalIP and the
+// first other Ready node's, by name, among the Node objects the trace read.
+func nodePortAddresses(in *Input, node string) []collectorapi.NodeAddress {
+	svc := in.Service
+	has := svc.Spec.HealthCheckNodePort > 0
+	for _, p := range svc.Spec.Ports {
+		has = has || p.NodePort > 0
+	}
+	if !has {
+		return nil
+	}
+	internalIP := func(n *corev1.Node) string {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				return a.Address
+			}
+		}
+		return ""
+	}
+	var out []collectorapi.NodeAddress
+	if n := in.Nodes[node]; n != nil {
+		if ip := internalIP(n); ip != "" {
+			out = append(out, collectorapi.NodeAddress{Node: node, IP: ip})
+		}
+	}
+	names := make([]string, 0, len(in.Nodes))
+	for name := range in.Nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if n := in.Nodes[name]; name != node && n != nil && nodeIsReady(n) {
+			if ip := internalIP(n); ip != "" {
+				return append(out, collectorapi.NodeAddress{Node: name, IP: ip})
+			}
 		}
 	}
 	return out

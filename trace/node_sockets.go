@@ -245,7 +245,22 @@ func (nj *nodeJudge) judgeSockets(node string) {
 			fieldItems("pods", u.pods))
 	}
 	var listening []string
+	overflowed := map[string]bool{}
 	for _, f := range idx.byNode[node] {
+		if ps := f.ps; ps != nil && ps.ListenOverflows != nil && *ps.ListenOverflows > 0 && !overflowed[f.pod] {
+			overflowed[f.pod] = true
+			var waiting uint32
+			for _, l := range f.on {
+				waiting = max(waiting, l.AcceptQueue)
+			}
+			drops := "n/a"
+			if ps.ListenDrops != nil {
+				drops = u64(*ps.ListenDrops)
+			}
+			nj.emit(CodeEpsAcceptOverflow, node, Args{"pod": f.pod, "overflows": u64(*ps.ListenOverflows), "drops": drops,
+				"port": strconv.Itoa(int(f.port)), "waiting": strconv.Itoa(int(waiting))}, socketLines(f),
+				fieldValue("listenOverflows", u64(*ps.ListenOverflows)), fieldValue("acceptQueue", strconv.Itoa(int(waiting))))
+		}
 		target := endpointKey(f.ip, f.port, f.protocol)
 		probe, probeRaw := nj.probeAgreement(f)
 		raw := append(socketLines(f), probeRaw...)

@@ -196,3 +196,21 @@ func TestCollectRequestCarriesPodUIDs(t *testing.T) {
 		t.Errorf("n2 endpoint Pod UIDs %v", got)
 	}
 }
+
+// TestAcceptQueueOverflow: web-2's namespace has overflowed its accept queues
+// and 128 connections wait on the target port: a warning naming the Pod.
+func TestAcceptQueueOverflow(t *testing.T) {
+	full := tcp("::", 8080)
+	full.AcceptQueue = 128
+	web2 := podSockets("web-2", "10.244.2.7", full)
+	ov, drops := uint64(312), uint64(312)
+	web2.ListenOverflows, web2.ListenDrops = &ov, &drops
+	tr := judgeViews(t, nodeInput(), socketViews(t, web2, false)...)
+	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsAcceptOverflow]
+	if !ok || !strings.Contains(c.Message, "pod web-2") || !strings.Contains(c.Message, "dropped 312") || !strings.Contains(c.Message, "128 connection(s) wait") {
+		t.Fatalf("%s = %+v", CodeEpsAcceptOverflow, c)
+	}
+	if _, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsAcceptOverflow]; ok {
+		t.Errorf("web-1 reported though its counters were not read")
+	}
+}

@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ const (
 	CodeNPEnforcement   = "NP006"
 	CodeNPEgressDenied  = "NP007"
 	CodeNPUndecided     = "NP008"
+	CodeNPDNSDenied     = "NP009"
+	CodeNPDNSTCPDenied  = "NP010"
 )
 
 const resNetworkPolicies = "networkpolicies.networking.k8s.io"
@@ -63,6 +66,12 @@ var policyCatalog = []CheckSpec{
 	{Code: CodeNPEgressDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "Client egress denied",
 		Message:  "the client's own egress policies do not let it reach {target}: {reason}",
 		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
+	{Code: CodeNPDNSDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "Client egress blocks DNS",
+		Message:  "the client's egress policies do not admit the cluster DNS (UDP {udp}, TCP {tcp}): every name lookup of the Service fails before a packet reaches it; {reason}",
+		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
+	{Code: CodeNPDNSTCPDenied, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Client egress blocks DNS over TCP",
+		Message:  "the client's egress policies admit the cluster DNS over UDP but not TCP (UDP {udp}, TCP {tcp}): answers too large for UDP (truncated, retried over TCP) fail; {reason}",
+		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
 	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
 		Message:  "{line}",
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
@@ -86,6 +95,33 @@ func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) 
 				break
 			}
 			opts.Continue = list.Continue
+		}
+	}
+}
+
+// dnsPodLimit bounds the DNS Pods read for the client's DNS egress check.
+const dnsPodLimit = 8
+
+// fetchDNSPods reads the Pods behind the cluster DNS endpoints (their labels
+// decide podSelector egress peers), one get each, up to dnsPodLimit.
+func fetchDNSPods(ctx context.Context, client kubernetes.Interface, in *Input) {
+	seen := map[string]bool{}
+	for i := range in.DNSSlices {
+		for _, e := range in.DNSSlices[i].Endpoints {
+			ref := e.TargetRef
+			if ref == nil || ref.Kind != "Pod" || seen[ref.Namespace+"/"+ref.Name] || len(seen) == dnsPodLimit {
+				continue
+			}
+			seen[ref.Namespace+"/"+ref.Name] = true
+			ns := ref.Namespace
+			if ns == "" {
+				ns = "kube-system"
+			}
+			p, err := client.CoreV1().Pods(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				continue // the DNS decision turns Unknown for selector peers
+			}
+			in.DNSPods = append(in.DNSPods, *p)
 		}
 	}
 }
@@ -133,13 +169,23 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 	case from != nil:
 		client = netpol.Client{Kind: netpol.ClientNode, Name: from.NodeName}
 	}
-	res := netpol.Evaluate(&netpol.Input{
+	npIn := &netpol.Input{
 		Backends:         in.Pods,
 		Ports:            portsForPolicy(svc, t.Metadata.Port),
 		Policies:         in.NetworkPolicies,
 		UnreadNamespaces: in.UnreadPolicyNamespaces,
 		Client:           client,
-	})
+	}
+	if client.Kind == netpol.ClientPod && in.DNSService != nil {
+		dt := &netpol.DNSTarget{Pods: in.DNSPods, Ports: netpol.TargetPortsOf(in.DNSService)}
+		for _, ip := range in.DNSService.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				dt.ClusterIPs = append(dt.ClusterIPs, a)
+			}
+		}
+		npIn.DNS = dt
+	}
+	res := netpol.Evaluate(npIn)
 	s := res.Summary
 	policies := strings.Join(s.DenyingPolicies, ", ")
 	var isolating []string
@@ -202,6 +248,17 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 			add(CodeNPEgressDenied, Args{"target": d.Pod.String() + " " + d.Port.String(), "reason": e.Reason,
 				"clientNamespace": from.Pod.Namespace})
 			break
+		}
+	}
+	if d := res.DNS; d != nil && d.Isolated {
+		// Resolvers ask over UDP first and fall back to TCP for long
+		// answers: UDP denied breaks every lookup, TCP denied the large ones.
+		a := Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
+		switch {
+		case d.UDP == netpol.Denied:
+			add(CodeNPDNSDenied, a)
+		case d.TCP == netpol.Denied:
+			add(CodeNPDNSTCPDenied, a)
 		}
 	}
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {

@@ -92,6 +92,9 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
 		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
+	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
+		fetchDNSPods(ctx, client, in)
+	}
 	var report *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
 		report, err = inspect(ctx, client, in, opts)
@@ -104,11 +107,19 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
 func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts Options) (*NodeReport, error) {
-	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil && opts.Nodes.AllNodes {
+	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+		if opts.Nodes.AllNodes {
+			return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+		}
+		// The plan still follows the EndpointSlices' node names; what the
+		// Node objects would have added (zones, readiness, a Ready stand-in)
+		// is missing, and the trace says so rather than dropping the error.
+		if !in.hasGap("", resNodes) {
+			in.Gaps = append(in.Gaps, gapFor("", "get", resNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
+		}
 	}
 	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
 	report, err := opts.Inspector.Inspect(ctx, plan)
@@ -166,9 +177,11 @@ func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
 				}
 			} else {
 				judgeNodes(in, t, slices.Clone(report.Nodes))
+				t.Matrix = endpointMatrix(in, t, report.Nodes)
 			}
 		}
 	}
+	t.Metadata.Client = opts.From.String()
 	finish(t)
 	return t
 }
@@ -239,6 +252,14 @@ func verdict(t *ServiceTrace) Verdict {
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
+				if cause := t.checkByRef(c.ExplainedBy); cause != nil {
+					v.RootCauseLayer = c.ExplainedBy.Layer
+					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
+					if cause.Node != "" {
+						v.Summary += " on " + cause.Node
+					}
+					v.LikelyCause, v.Code, v.Node = cause.Message, cause.Code, cause.Node
+				}
 			}
 			return v
 		case StatusWarn:
@@ -326,10 +347,18 @@ func fingerprint(t *ServiceTrace) string {
 // (no ready endpoints), the first warning (a crash-looping Pod, say) is the
 // likelier cause.
 func likelyCause(l *Layer) *Check {
-	var symptom *Check
+	var symptom, explained *Check
 	for i := range l.Checks {
 		c := &l.Checks[i]
 		if c.Status != StatusFail {
+			continue
+		}
+		if c.ExplainedBy != nil {
+			// Another finding accounts for it: a failure nothing explains
+			// is the likelier cause of its own.
+			if explained == nil {
+				explained = c
+			}
 			continue
 		}
 		if !Catalog[c.Code].Symptom {
@@ -338,6 +367,9 @@ func likelyCause(l *Layer) *Check {
 		if symptom == nil {
 			symptom = c
 		}
+	}
+	if explained != nil && symptom == nil {
+		return explained
 	}
 	for i := range l.Checks {
 		if l.Checks[i].Status == StatusWarn {

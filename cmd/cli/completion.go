@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/svctrace/kubectl-svctrace/render"
 )
 
 // completionTimeout keeps a shell's tab key from hanging on a slow cluster.
@@ -112,7 +114,7 @@ type lister func(ctx context.Context, c kubernetes.Interface, ns string, opts me
 func registerCompletions(cmd *cobra.Command, f *TraceFlags) {
 	registerConnectionCompletions(cmd, f.clients())
 	// Errors only mean the flag does not exist, which AddFlags rules out.
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(render.Formats, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]cobra.Completion{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("node", CompleteNodeNames(f))
 	_ = cmd.RegisterFlagCompletionFunc("collector-namespace", completeNamespaces(f.clients()))

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,19 +56,21 @@ type AnalyzeOptions struct {
 
 // AddFlags registers analyze's output flags, named as the trace's.
 func (o *AnalyzeOptions) AddFlags(flags *pflag.FlagSet) {
-	addOutputFlags(flags, &o.Output, &o.Color)
+	addOutputFlags(flags, &o.Output, &o.Color, render.Formats)
 }
 
-func addOutputFlags(flags *pflag.FlagSet, output, color *string) {
-	flags.StringVarP(output, "output", "o", *output, "output format: json or yaml (default: human-readable text)")
+func addOutputFlags(flags *pflag.FlagSet, output, color *string, formats []string) {
+	flags.StringVarP(output, "output", "o", *output, "output format: "+strings.Join(formats, ", ")+" (default: human-readable text)")
 	flags.StringVar(color, "color", *color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb)")
 }
 
-func decideOutput(output, color string, d deps, streams genericiooptions.IOStreams) (render.TextOptions, error) {
-	switch output {
-	case render.FormatText, render.FormatJSON, render.FormatYAML:
-	default:
-		return render.TextOptions{}, usageErrorf("invalid --output %q: must be one of %s", output, strings.Join(render.Formats, ", "))
+// diffFormats are the -o values of diff: a comparison has no wide view
+// and no picture.
+var diffFormats = []string{render.FormatJSON, render.FormatYAML}
+
+func decideOutput(output, color string, formats []string, d deps, streams genericiooptions.IOStreams) (render.TextOptions, error) {
+	if output != render.FormatText && !slices.Contains(formats, output) {
+		return render.TextOptions{}, usageErrorf("invalid --output %q: must be one of %s", output, strings.Join(formats, ", "))
 	}
 	text, err := render.DecideTextOptions(color, d.isTTY(streams.Out), d.getenv)
 	if err != nil {
@@ -82,7 +85,7 @@ func (o *AnalyzeOptions) Complete(args []string) error {
 		return usageErrorf("analyze takes one DIR, got %d arguments", len(args))
 	}
 	o.Dir = args[0]
-	text, err := decideOutput(o.Output, o.Color, o.deps, o.IOStreams)
+	text, err := decideOutput(o.Output, o.Color, render.Formats, o.deps, o.IOStreams)
 	o.text = text
 	return err
 }
@@ -185,7 +188,7 @@ func (o *DiffOptions) Complete(args []string) error {
 		return usageErrorf("diff takes BEFORE and AFTER, got %d arguments", len(args))
 	}
 	o.Before, o.After = args[0], args[1]
-	text, err := decideOutput(o.Output, o.Color, o.deps, o.IOStreams)
+	text, err := decideOutput(o.Output, o.Color, diffFormats, o.deps, o.IOStreams)
 	o.text = text
 	return err
 }
@@ -261,7 +264,7 @@ func newCmdDiff(streams genericiooptions.IOStreams, info BuildInfo, d deps) *cob
 			return o.Run()
 		},
 	}
-	addOutputFlags(cmd.Flags(), &o.Output, &o.Color)
+	addOutputFlags(cmd.Flags(), &o.Output, &o.Color, diffFormats)
 	addConnectionFlags(cmd, d.client)
 	return cmd
 }

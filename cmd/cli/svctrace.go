@@ -35,6 +35,13 @@ need only the Kubernetes API; the node layers are read by a short-lived collecto
 and are reported as skipped (with the reason) when --no-node is given or no collector is
 available. Every finding has a stable code, evidence and a command to run next.
 
+The text report opens with the path drawn as a picture (client, DNS, Service, each inspected
+node's datapath, NetworkPolicy, endpoints, the failing hop pointed at) and, when several nodes
+were inspected, a node × endpoint grid (identical nodes folded, outliers listed). It is concise:
+a passing layer is one line, and only failing, warning and unknown checks show their evidence
+and next step. -o wide shows every check's evidence, kubectl's "same view, more detail"; -o svg
+draws the path and the grid as a picture for a postmortem; -o json and -o yaml carry everything.
+
 SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service named like a subcommand
 (version, cleanup, analyze, diff, mcp) must be given as svc/NAME.
 
@@ -55,6 +62,12 @@ var traceExample = `  # Trace the Service web in the current namespace
 
   # Trace only the port named http of a Service in another namespace, API-side layers only
   kubectl svctrace svc/web -n shop --port http --no-node
+
+  # Every check with its evidence (rules, probes, answers), not only the ones that failed
+  kubectl svctrace web -o wide
+
+  # Inspect every node; the path and the node × endpoint grid as an SVG picture on stdout
+  kubectl svctrace web --all-nodes -o svg
 
   # Machine-readable result for a bot or CI (exit code 3 when a layer fails)
   kubectl svctrace web -o json
@@ -141,8 +154,8 @@ func NewTraceFlags() *TraceFlags {
 func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	f.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&f.Port, "port", f.Port, "trace only this Service port, by name or number (default: every port)")
-	flags.StringVarP(&f.Output, "output", "o", f.Output, "output format: json or yaml (default: human-readable text)")
-	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb)")
+	flags.StringVarP(&f.Output, "output", "o", f.Output, "output format: wide (text with every check's evidence), json, yaml or svg (default: concise text)")
+	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb; never, a dumb terminal or a pipe also draw in plain ASCII)")
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
 	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
@@ -205,7 +218,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		return nil, err
 	}
 	switch f.Output {
-	case render.FormatText, render.FormatJSON, render.FormatYAML:
+	case render.FormatText, render.FormatWide, render.FormatJSON, render.FormatYAML, render.FormatSVG:
 	default:
 		return nil, usageErrorf("invalid --output %q: must be one of %s", f.Output, strings.Join(render.Formats, ", "))
 	}
@@ -218,6 +231,9 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	}
 	if errs := validation.IsDNS1123Subdomain(f.ClusterDomain); len(errs) > 0 {
 		return nil, usageErrorf("invalid --cluster-domain %q: %s", f.ClusterDomain, strings.Join(errs, "; "))
+	}
+	if f.Watch && f.Output == render.FormatSVG {
+		return nil, usageErrorf("--watch prints changes as text, JSON or YAML, not -o svg")
 	}
 	if f.Watch && f.Save != "" {
 		return nil, usageErrorf("--watch and --save are mutually exclusive: save one trace at a time")
@@ -258,7 +274,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		if inspector == nil && !f.NoNode {
 			collector := &nodes.Inspector{Client: client, Flags: *f.Nodes}
 			// The live progress line is for a person at a terminal only.
-			if f.Output == render.FormatText && f.deps.isTTY(streams.ErrOut) {
+			if (f.Output == render.FormatText || f.Output == render.FormatWide) && f.deps.isTTY(streams.ErrOut) {
 				collector.Progress = streams.ErrOut
 			}
 			inspector = collector

@@ -306,3 +306,29 @@ func TestCompleteNodeNames(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestWideAndSVG: the default text is concise, -o wide adds every passing
+// check's evidence, -o svg writes the picture.
+func TestWideAndSVG(t *testing.T) {
+	text := func(args ...string) string {
+		out, _, run := testCmd(objects(true))
+		if err := run(append([]string{"web", "--no-node", "--color", "never"}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	concise, wide, svg := text(), text("-o", "wide"), text("-o", "svg")
+	if !strings.Contains(concise, "any Pod") || !strings.Contains(concise, "checks passed") {
+		t.Errorf("default text lacks the path or the one-line layers:\n%s", concise)
+	}
+	// A passing check's evidence (the expected DNS name) only in -o wide.
+	if strings.Contains(concise, "name: web.default.svc.cluster.local") || !strings.Contains(wide, "name: web.default.svc.cluster.local") {
+		t.Errorf("evidence of passing checks: concise %v, wide %v", strings.Contains(concise, "name: web."), strings.Contains(wide, "name: web."))
+	}
+	if strings.Count(wide, "\n") <= strings.Count(concise, "\n") {
+		t.Errorf("-o wide (%d lines) is not longer than the default (%d)", strings.Count(wide, "\n"), strings.Count(concise, "\n"))
+	}
+	if !strings.HasPrefix(svg, "<?xml") || !strings.Contains(svg, `data-hop="dns"`) {
+		t.Errorf("-o svg:\n%.300s", svg)
+	}
+}

@@ -157,7 +157,7 @@ func (w *traceWatch) print(last, t *trace.ServiceTrace) error {
 		return nil
 	}
 	switch o.Output {
-	case render.FormatText:
+	case render.FormatText, render.FormatWide:
 		return render.WatchText(o.Out, t.Metadata.Time, d, eps, o.Text)
 	case render.FormatYAML:
 		if _, err := io.WriteString(o.Out, "---\n"); err != nil {

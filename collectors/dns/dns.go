@@ -85,23 +85,51 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 		}
 	}
 	obs.Queries = make([]collectorapi.DNSQuery, len(jobs))
-	var g errgroup.Group
 	limit := r.Concurrency
 	if limit <= 0 {
 		limit = 8
 	}
-	g.SetLimit(limit)
-	var mu sync.Mutex
-	for i, j := range jobs {
-		g.Go(func() error {
-			res := Ask(ctx, j.server, port, j.transport, j.q, timeout)
-			mu.Lock()
-			obs.Queries[i] = res
-			mu.Unlock()
-			return nil
-		})
+	ask := func(which []int, timeout time.Duration) {
+		var g errgroup.Group
+		g.SetLimit(limit)
+		var mu sync.Mutex
+		for _, i := range which {
+			j := jobs[i]
+			g.Go(func() error {
+				res := Ask(ctx, j.server, port, j.transport, j.q, timeout)
+				mu.Lock()
+				obs.Queries[i] = res
+				mu.Unlock()
+				return nil
+			})
+		}
+		_ = g.Wait()
 	}
-	_ = g.Wait()
+	all := make([]int, len(jobs))
+	for i := range all {
+		all[i] = i
+	}
+	ask(all, timeout)
+	// As a resolver does (resolv.conf attempts), a query that timed out is
+	// asked once more, with twice the time: a loaded node's slow answer is
+	// told from no answer.
+	var again []int
+	for i, q := range obs.Queries {
+		if q.ErrorClass == collectorapi.ErrClassTimeout {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 && ctx.Err() == nil {
+		first := make(map[int]string, len(again))
+		for _, i := range again {
+			first[i] = obs.Queries[i].Error
+		}
+		ask(again, 2*timeout)
+		for _, i := range again {
+			obs.Queries[i].Attempts = 2
+			obs.Queries[i].FirstError = first[i]
+		}
+	}
 	return obs, ctx.Err()
 }
 

@@ -2,7 +2,9 @@ package dns
 
 import (
 	"context"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,5 +84,72 @@ func TestNXDOMAINAndDeadServer(t *testing.T) {
 	}
 	if _, err := Read(context.Background(), &collectorapi.Request{}); err == nil {
 		t.Error("no servers should be an error")
+	}
+}
+
+// TestTimeoutRetriedOnce: a server that lets the first query of each
+// question go unanswered (a dropped datagram, a slow node) is asked once
+// more with twice the timeout; the answer counts, and the query says it took
+// two attempts. A server that never answers still times out, after two.
+func TestTimeoutRetriedOnce(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	inner := fakedns.Handler()
+	dropFirst := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
+		k := w.LocalAddr().Network() + " " + r.Question[0].String()
+		mu.Lock()
+		seen[k]++
+		n := seen[k]
+		mu.Unlock()
+		if n == 1 {
+			if w.LocalAddr().Network() == "tcp" {
+				time.Sleep(400 * time.Millisecond) // past the first try's deadline
+			}
+			return
+		}
+		inner.ServeDNS(w, r)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		t.Skipf("tcp port busy: %v", err)
+	}
+	udp := &mdns.Server{PacketConn: pc, Handler: dropFirst}
+	tcp := &mdns.Server{Listener: l, Handler: dropFirst}
+	go func() { _ = udp.ActivateAndServe() }()
+	go func() { _ = tcp.ActivateAndServe() }()
+	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
+	time.Sleep(20 * time.Millisecond)
+
+	port := uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	obs, err := (&Reader{Port: port, Timeout: 200 * time.Millisecond}).Read(context.Background(), webRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range obs.Queries {
+		if q.Error != "" || q.Rcode != "NOERROR" || q.Attempts != 2 || q.FirstError == "" {
+			t.Errorf("%s %s: %+v, want answered on the second attempt", q.Transport, q.Type, q)
+		}
+	}
+
+	// Nothing answers a blackholed address: two attempts, still a timeout.
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	req := webRequest()
+	obs, err = (&Reader{Port: uint16(silent.LocalAddr().(*net.UDPAddr).Port), Timeout: 100 * time.Millisecond}).Read(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range obs.Queries {
+		if q.Transport == "udp" && (q.ErrorClass != collectorapi.ErrClassTimeout || q.Attempts != 2) {
+			t.Errorf("silent server, %s %s: %+v", q.Transport, q.Type, q)
+		}
 	}
 }

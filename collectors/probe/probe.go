@@ -7,8 +7,11 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -36,8 +39,9 @@ const (
 
 // Target is one address to probe.
 type Target struct {
-	Kind     string // clusterIP, externalIP, loadBalancerIP, endpoint
+	Kind     string // clusterIP, externalIP, loadBalancerIP, nodePort, endpoint
 	PortName string
+	Node     string // the node a nodePort target's address belongs to
 	Addr     netip.AddrPort
 	Protocol string
 }
@@ -60,6 +64,17 @@ func Targets(req *collectorapi.Request) (targets []Target, endpointsTotal int) {
 	}
 	for _, fe := range req.Service.Frontends() {
 		add(Target{Kind: fe.Kind, PortName: fe.PortName, Addr: fe.Addr, Protocol: fe.Protocol})
+	}
+	for _, na := range req.NodeAddresses {
+		a, err := netip.ParseAddr(na.IP)
+		if err != nil {
+			continue
+		}
+		for _, p := range req.Service.Ports {
+			if p.NodePort > 0 {
+				add(Target{Kind: "nodePort", PortName: p.Name, Node: na.Node, Addr: netip.AddrPortFrom(a.Unmap(), uint16(p.NodePort)), Protocol: p.Protocol})
+			}
+		}
 	}
 	limit := req.EndpointProbeLimit
 	if limit <= 0 {
@@ -120,25 +135,108 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 			obs.EndpointsProbed++
 		}
 	}
+	all := make([]int, len(targets))
+	for i := range all {
+		all[i] = i
+	}
+	probeAll(ctx, targets, all, obs.Probes, timeout, concurrency)
+	// A timeout on a loaded node (many collectors, two cores) is often a
+	// slow answer, not a lost one: each timed-out target gets one more try
+	// with twice the time, so a single late SYN-ACK does not fail a layer.
+	// Refusals and unreachables are answers and are not retried.
+	var again []int
+	for i, p := range obs.Probes {
+		if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 && ctx.Err() == nil {
+		first := make(map[int]collectorapi.Probe, len(again))
+		for _, i := range again {
+			first[i] = obs.Probes[i]
+		}
+		probeAll(ctx, targets, again, obs.Probes, 2*timeout, concurrency)
+		for _, i := range again {
+			obs.Probes[i].Attempts = 2
+			obs.Probes[i].FirstError = first[i].Error
+		}
+	}
+	if hc := healthCheckAddr(req); hc.IsValid() && ctx.Err() == nil {
+		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
+	}
+	return obs, ctx.Err()
+}
+
+// healthCheckAddr is this node's address and the Service's health-check
+// node port, or the zero value when there is none to ask.
+func healthCheckAddr(req *collectorapi.Request) netip.AddrPort {
+	port := req.Service.HealthCheckNodePort
+	if port <= 0 {
+		return netip.AddrPort{}
+	}
+	for _, na := range req.NodeAddresses {
+		if na.Node == req.NodeName {
+			if a, err := netip.ParseAddr(na.IP); err == nil {
+				return netip.AddrPortFrom(a.Unmap(), uint16(port))
+			}
+		}
+	}
+	// kube-proxy serves the health check on every node address by default
+	// (nodePortAddresses unset), loopback included.
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+}
+
+// HealthCheck asks kube-proxy's health-check server for the Service.
+func HealthCheck(ctx context.Context, addr netip.AddrPort, timeout time.Duration) *collectorapi.HealthCheckProbe {
+	out := &collectorapi.HealthCheckProbe{Address: addr.String()}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr.String()+"/", nil)
+	if err != nil {
+		out.Error, out.ErrorClass = err.Error(), collectorapi.ErrClassOther
+		return out
+	}
+	// No proxy from the environment: the address is this node's own.
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	out.LatencyMillis = collectors.Millis(time.Since(start))
+	if err != nil {
+		out.Error, out.ErrorClass = err.Error(), collectors.ClassifyNetError(err)
+		return out
+	}
+	defer resp.Body.Close()
+	out.StatusCode = resp.StatusCode
+	var body struct {
+		LocalEndpoints      *int  `json:"localEndpoints"`
+		ServiceProxyHealthy *bool `json:"serviceProxyHealthy"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body); err == nil {
+		out.LocalEndpoints, out.ServiceProxyHealthy = body.LocalEndpoints, body.ServiceProxyHealthy
+	}
+	return out
+}
+
+// probeAll probes targets[i] for each i in which into out[i].
+func probeAll(ctx context.Context, targets []Target, which []int, out []collectorapi.Probe, timeout time.Duration, concurrency int) {
 	var g errgroup.Group
 	g.SetLimit(concurrency)
 	var mu sync.Mutex
-	for i, t := range targets {
+	for _, i := range which {
 		g.Go(func() error {
-			p := One(ctx, t, timeout)
+			p := One(ctx, targets[i], timeout)
 			mu.Lock()
-			obs.Probes[i] = p
+			out[i] = p
 			mu.Unlock()
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return obs, ctx.Err()
 }
 
 // One probes one target.
 func One(ctx context.Context, t Target, timeout time.Duration) collectorapi.Probe {
-	p := collectorapi.Probe{Target: t.Kind, PortName: t.PortName, Address: t.Addr.String(), Protocol: t.Protocol}
+	p := collectorapi.Probe{Target: t.Kind, PortName: t.PortName, Node: t.Node, Address: t.Addr.String(), Protocol: t.Protocol}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -153,5 +154,52 @@ func TestReadBoundsAndOrders(t *testing.T) {
 	}
 	if obs.Probes[1].Target != "endpoint" || obs.Probes[1].ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("endpoint probe %+v", obs.Probes[1])
+	}
+}
+
+// TestNodePortTargets: every NodePort is probed at each node address the
+// request names, labelled with the node.
+func TestNodePortTargets(t *testing.T) {
+	req := &collectorapi.Request{NodeName: "n1",
+		Service: collectorapi.ServiceSpec{ClusterIPs: []string{"10.96.0.50"},
+			Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "admin", Protocol: "TCP", Port: 9000}}},
+		NodeAddresses: []collectorapi.NodeAddress{{Node: "n1", IP: "10.0.0.11"}, {Node: "n2", IP: "10.0.0.12"}},
+	}
+	var got []string
+	targets, _ := Targets(req)
+	for _, tg := range targets {
+		if tg.Kind == "nodePort" {
+			got = append(got, tg.Node+" "+tg.Addr.String())
+		}
+	}
+	if !slices.Equal(got, []string{"n1 10.0.0.11:30080", "n2 10.0.0.12:30080"}) {
+		t.Errorf("nodePort targets %v", got)
+	}
+}
+
+// TestHealthCheckDecodesKubeProxyAnswer: the body kube-proxy's service health
+// server writes (pkg/proxy/healthcheck/service_health.go), 503 with no local
+// endpoint, is decoded; nothing listening is a refusal.
+func TestHealthCheckDecodesKubeProxyAnswer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("{\n\t\"service\": {\n\t\t\"namespace\": \"default\",\n\t\t\"name\": \"web\"\n\t},\n\t\"localEndpoints\": 0,\n\t\"serviceProxyHealthy\": true\n}"))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	hc := HealthCheck(context.Background(), netip.MustParseAddrPort(l.Addr().String()), time.Second)
+	if hc.StatusCode != 503 || hc.LocalEndpoints == nil || *hc.LocalEndpoints != 0 || hc.ServiceProxyHealthy == nil || !*hc.ServiceProxyHealthy {
+		t.Errorf("%+v", hc)
+	}
+	addr := l.Addr().String()
+	srv.Close()
+	hc = HealthCheck(context.Background(), netip.MustParseAddrPort(addr), time.Second)
+	if hc.ErrorClass != collectorapi.ErrClassRefused {
+		t.Errorf("closed port: %+v", hc)
 	}
 }

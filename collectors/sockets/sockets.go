@@ -275,6 +275,7 @@ func (r *Reader) readTables(pidDir string, ps *collectorapi.PodSockets, target m
 			ps.Listeners = append(ps.Listeners, l)
 		}
 	}
+	ps.ListenOverflows, ps.ListenDrops = readListenCounters(filepath.Join(pidDir, "net", "netstat"))
 	ps.Errors = failures
 	if read == 0 {
 		ps.Reason = fmt.Sprintf("process %d's socket tables are not readable: %s", ps.PID, strings.Join(failures, "; "))
@@ -317,7 +318,17 @@ func ParseTable(rd io.Reader, protocol, family, state string) ([]collectorapi.Li
 		if err != nil {
 			return out, fmt.Errorf("line %q: %w", sc.Text(), err)
 		}
-		out = append(out, collectorapi.Listener{Protocol: protocol, Address: addr.Unmap().String(), Port: port, Family: family})
+		l := collectorapi.Listener{Protocol: protocol, Address: addr.Unmap().String(), Port: port, Family: family}
+		if protocol == "TCP" && len(f) > 4 {
+			// "tx_queue:rx_queue"; for a listener rx_queue is the accept
+			// queue (get_tcp4_sock in net/ipv4/tcp_ipv4.c).
+			if _, rx, ok := strings.Cut(f[4], ":"); ok {
+				if v, err := strconv.ParseUint(rx, 16, 32); err == nil {
+					l.AcceptQueue = uint32(v)
+				}
+			}
+		}
+		out = append(out, l)
 	}
 	return out, sc.Err()
 }
@@ -352,4 +363,40 @@ func readComm(pidDir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// readListenCounters reads TcpExt ListenOverflows and ListenDrops from a
+// /proc/<pid>/net/netstat file: a header line of names, then a line of
+// values, per protocol prefix.
+func readListenCounters(path string) (overflows, drops *uint64) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil
+	}
+	return ParseListenCounters(string(b))
+}
+
+// ParseListenCounters is readListenCounters on the file's text.
+func ParseListenCounters(text string) (overflows, drops *uint64) {
+	lines := strings.Split(text, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "TcpExt:") || !strings.HasPrefix(lines[i+1], "TcpExt:") {
+			continue
+		}
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		for j := 1; j < len(names) && j < len(values); j++ {
+			v, err := strconv.ParseUint(values[j], 10, 64)
+			if err != nil {
+				continue
+			}
+			switch names[j] {
+			case "ListenOverflows":
+				overflows = &v
+			case "ListenDrops":
+				drops = &v
+			}
+		}
+		return overflows, drops
+	}
+	return nil, nil
 }

@@ -272,3 +272,52 @@ func BenchmarkScanWholeProc(b *testing.B) {
 	}
 	b.ReportMetric(float64(scanned), "procs")
 }
+
+// TestAcceptQueueAndListenCounters reads this process's own socket table
+// with three connections completed and not accepted: the kernel reports
+// them as the listener's rx_queue. The TcpExt counters come from the same
+// namespace's real /proc/self/net/netstat.
+func TestAcceptQueueAndListenCounters(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := uint16(l.Addr().(*net.TCPAddr).Port)
+	for range 3 {
+		c, err := net.Dial("tcp4", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	var queue uint32
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		f, err := os.Open("/proc/self/net/tcp")
+		if err != nil {
+			t.Skip(err)
+		}
+		ls, err := ParseTable(f, "TCP", "IPv4", "0A")
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ls {
+			if x.Port == port {
+				queue = x.AcceptQueue
+			}
+		}
+		if queue == 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if queue != 3 {
+		t.Errorf("accept queue %d, want 3", queue)
+	}
+	ov, drops := readListenCounters("/proc/self/net/netstat")
+	if ov == nil || drops == nil {
+		t.Errorf("TcpExt ListenOverflows/ListenDrops not parsed from /proc/self/net/netstat")
+	}
+}

@@ -3,6 +3,8 @@
 # quick when everything is already installed (no apt-get update then).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins openssl socat ethtool curl ca-certificates)
+# render's -o svg test opens the picture in a real headless browser.
+pkgs+=(chromium fonts-dejavu-core)
 # The collector image's packages are unpacked from the host's .debs by
 # images.sh, so they are host dependencies too: one list, the image's.
 list="$(dirname "$0")/../../build/collector/packages.txt"

@@ -82,6 +82,11 @@ type HTTPFetch struct {
 	Error         string  `json:"error,omitempty"`
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the target was probed
+	// again with twice the timeout; FirstError is that first try's error.
+	// A probe that answered on the second try was slow, not unreachable.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- proxy: datapath owner and kube-proxy health ----
@@ -429,6 +434,10 @@ type DNSQuery struct {
 	Error         string   `json:"error,omitempty"`
 	// ErrorClass is timeout, refused, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the query was asked
+	// again with twice the timeout; FirstError is that first try's error.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- probe ----
@@ -444,12 +453,33 @@ type ProbeObservation struct {
 	EndpointsTotal  int     `json:"endpointsTotal"`
 	EndpointsProbed int     `json:"endpointsProbed"`
 	Probes          []Probe `json:"probes"`
+	// HealthCheck is kube-proxy's answer on the health-check node port of an
+	// externalTrafficPolicy Local Service, asked at this node's address.
+	HealthCheck *HealthCheckProbe `json:"healthCheck,omitempty"`
+}
+
+// HealthCheckProbe is one GET of kube-proxy's per-Service health check
+// (pkg/proxy/healthcheck/service_health.go): 200 while the node has a local
+// ready endpoint and kube-proxy is healthy, 503 otherwise, with the count in
+// the JSON body.
+type HealthCheckProbe struct {
+	Address    string `json:"address"`
+	StatusCode int    `json:"statusCode,omitempty"`
+	// LocalEndpoints and ServiceProxyHealthy are decoded from the body; nil
+	// when it did not carry them.
+	LocalEndpoints      *int    `json:"localEndpoints,omitempty"`
+	ServiceProxyHealthy *bool   `json:"serviceProxyHealthy,omitempty"`
+	LatencyMillis       float64 `json:"latencyMillis"`
+	Error               string  `json:"error,omitempty"`
+	ErrorClass          string  `json:"errorClass,omitempty"`
 }
 
 // Probe is one connection attempt.
 type Probe struct {
-	Target   string `json:"target"` // clusterIP, externalIP, endpoint
+	Target   string `json:"target"` // clusterIP, externalIP, loadBalancerIP, nodePort, endpoint
 	PortName string `json:"portName,omitempty"`
+	// Node owns the address of a nodePort target.
+	Node     string `json:"node,omitempty"`
 	Address  string `json:"address"` // "ip:port"
 	Protocol string `json:"protocol"`
 	// Outcome is connected (TCP), reply (UDP answered), no-reply (UDP, nothing
@@ -459,6 +489,11 @@ type Probe struct {
 	Error         string  `json:"error,omitempty"`
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
+	// Attempts is 2 when the first try timed out and the target was probed
+	// again with twice the timeout; FirstError is that first try's error.
+	// A probe that answered on the second try was slow, not unreachable.
+	Attempts   int    `json:"attempts,omitempty"`
+	FirstError string `json:"firstError,omitempty"`
 }
 
 // ---- sockets ----
@@ -496,6 +531,12 @@ type PodSockets struct {
 	// /proc/<pid>/ns/net or, when that link is not readable without
 	// CAP_SYS_PTRACE, the inode of /proc/<pid>/net/tcp ("procnet:[…]").
 	NetNS string `json:"netns,omitempty"`
+	// ListenOverflows and ListenDrops are the Pod's network namespace's
+	// TcpExt counters (/proc/<pid>/net/netstat) since it was created: SYNs
+	// and handshakes dropped because an accept queue was full; nil when not
+	// read.
+	ListenOverflows *uint64 `json:"listenOverflows,omitempty"`
+	ListenDrops     *uint64 `json:"listenDrops,omitempty"`
 	// Listeners are TCP sockets in LISTEN and unconnected bound UDP
 	// sockets, one entry per protocol, address and port.
 	Listeners []Listener `json:"listeners,omitempty"`
@@ -515,4 +556,7 @@ type Listener struct {
 	Port    uint16 `json:"port"`
 	// Family is the table it came from: IPv4 (tcp, udp) or IPv6 (tcp6, udp6).
 	Family string `json:"family"`
+	// AcceptQueue is, for a TCP listener, the connections completed and not
+	// yet accepted by the application (the rx_queue column, sk_ack_backlog).
+	AcceptQueue uint32 `json:"acceptQueue,omitempty"`
 }

@@ -51,6 +51,18 @@ type Request struct {
 	// EndpointProbeLimit is how many endpoints are probed per Service port
 	// (this node's first, then ready ones); zero means the default.
 	EndpointProbeLimit int `json:"endpointProbeLimit,omitempty"`
+
+	// NodeAddresses are node InternalIPs the Service's NodePorts are probed
+	// at: this node's own (which also serves the health-check node port) and
+	// another node's, reached across the node network as a load balancer or
+	// an external client would.
+	NodeAddresses []NodeAddress `json:"nodeAddresses,omitempty"`
+}
+
+// NodeAddress is one node's address.
+type NodeAddress struct {
+	Node string `json:"node"`
+	IP   string `json:"ip"`
 }
 
 // ServiceSpec is the part of a Service a node datapath is derived from.

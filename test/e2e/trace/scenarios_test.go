@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,5 +443,121 @@ func svctraceUntil(t *testing.T, tb *framework.Testbed, ok func(result) bool, ar
 			return r
 		}
 		time.Sleep(2 * time.Second)
+	}
+}
+
+// TestITPLocalFromNodeWithoutEndpoints: internalTrafficPolicy Local with the
+// only endpoint on one node. Traced from the other node, whose kube-proxy
+// drops the ClusterIP by design: a warning for that node (DP027), never a
+// datapath failure, and the trace does not fail.
+func TestITPLocalFromNodeWithoutEndpoints(t *testing.T) {
+	tb := framework.Setup(t)
+	for _, n := range tb.Nodes {
+		t.Run(n.ProxyMode, func(t *testing.T) {
+			other := otherNode(t, tb, n.Name)
+			ns := tb.Namespace(t)
+			tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: 1, Nodes: []string{other.Name}})
+			tb.CreateService(t, ns, framework.NewService("web", "web", framework.InternalTrafficLocal()))
+			tb.WaitReadyEndpoints(t, ns, "web", 1)
+			time.Sleep(2 * time.Second) // kube-proxy sync; there is no ClusterIP answer to wait for from n
+			r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
+			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPDroppedByDesign, n.Name)
+			requireCheck(t, r, trace.LayerService, trace.CodeSvcITPLocal, "")
+			if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPClusterIPFails, n.Name); c != nil {
+				t.Errorf("the drop by design blamed on the datapath: %s", c.Message)
+			}
+			requireNoFail(t, r)
+		})
+	}
+}
+
+// TestDNSThroughNodeThatDoesNotForward: the one CoreDNS Pod runs on a node
+// with ip_forward=0. The other node's DNS queries time out (dns is the first
+// failing layer), and the verdict names the cause: RT004 on the DNS node.
+func TestDNSThroughNodeThatDoesNotForward(t *testing.T) {
+	tb := framework.Setup(t)
+	tb.ScaleCoreDNS(t, 1)
+	ctx := framework.Context(t, 2*time.Minute)
+	var dnsNode string
+	err := framework.Eventually(ctx, 90*time.Second, 500*time.Millisecond, func(ctx context.Context) error {
+		pods, err := tb.Client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+		if err != nil {
+			return err
+		}
+		var nodes []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+		if len(nodes) != 1 {
+			return fmt.Errorf("%d CoreDNS Pods", len(nodes))
+		}
+		dnsNode = nodes[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.WaitReadyEndpoints(t, "kube-system", "kube-dns", 1)
+	ns, _ := deployWeb(t, tb, 1, []string{dnsNode})
+	tb.SetIPForward(t, dnsNode, false)
+	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
+	if r.Exit != 3 {
+		t.Errorf("exit %d, want 3", r.Exit)
+	}
+	v := r.Trace.Verdict
+	if v.Code != trace.CodeRTForwardOff || v.Node != dnsNode || v.RootCauseLayer != trace.LayerRoute {
+		t.Errorf("verdict rests on %s on %q (root cause layer %q, first failing %s), want %s on %s: %s",
+			v.Code, v.Node, v.RootCauseLayer, v.FirstFailingLayer, trace.CodeRTForwardOff, dnsNode, v.Summary)
+	}
+}
+
+// TestConcurrentTracesNoFalseFail: three rounds of ten traces of one healthy
+// Service at once (twenty collector Pods on a two-core machine) must all pass:
+// a probe or DNS query that is slow under that load is retried, not failed.
+func TestConcurrentTracesNoFalseFail(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 2, tb.NodeNames())
+	var fails atomic.Int32
+	for round := range 3 {
+		t.Run(fmt.Sprintf("round-%d", round), func(t *testing.T) {
+			for i := range 10 {
+				t.Run(fmt.Sprintf("trace-%d", i), func(t *testing.T) {
+					t.Parallel()
+					r := runSvctrace(t, tb.Kubeconfig, "web", "-n", ns)
+					if r.Exit != 0 {
+						fails.Add(1)
+					}
+					requireNoFail(t, r)
+				})
+			}
+		})
+		assertNoCollectorPods(t, tb)
+	}
+	t.Logf("%d of 30 concurrent traces did not pass", fails.Load())
+}
+
+// TestNodePortsAndHealthCheck: a LoadBalancer Service (no load-balancer
+// controller here, so no ingress IP) with externalTrafficPolicy Local and its
+// one endpoint on one node. Traced on every node: each NodePort is probed at
+// both nodes' addresses, and kube-proxy's health-check node port answers 200
+// with one local endpoint where the Pod runs and 503 with none elsewhere,
+// as the slices say. A healthy Service: no fail.
+func TestNodePortsAndHealthCheck(t *testing.T) {
+	tb := framework.Setup(t)
+	n := tb.Nodes[0]
+	other := otherNode(t, tb, n.Name)
+	ns, _ := deployWeb(t, tb, 1, []string{n.Name}, func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
+	requireNoFail(t, r)
+	for _, node := range []string{n.Name, other.Name} {
+		requireCheck(t, r, trace.LayerDatapath, trace.CodeDPHealthCheckOK, node)
+		if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPNodePortFails, node); c != nil {
+			t.Errorf("NodePort of %s: %s", node, c.Message)
+		}
 	}
 }

@@ -1,0 +1,323 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// Bounds of the concise view; -o wide shows DefaultMaxEndpoints endpoints
+// and every node, -o json everything.
+const (
+	conciseEndpoints = 10
+	conciseNodes     = 6
+)
+
+func gridRowsCount(m *trace.EndpointMatrix) int {
+	n := 0
+	for _, p := range m.Ports {
+		n = max(n, len(p.Nodes))
+	}
+	return n
+}
+
+// writeWrapped prints head (visible width headW) then text, wrapped at
+// lineWidth on spaces, continuation lines indented by indent spaces.
+func writeWrapped(w io.Writer, head string, headW int, text string, indent int) {
+	words := strings.Fields(text)
+	line, col := head, headW
+	first := true
+	for _, word := range words {
+		ww := width(word)
+		if !first && col+1+ww > lineWidth {
+			fmt.Fprintln(w, line)
+			line, col = strings.Repeat(" ", indent)+word, indent+ww
+			continue
+		}
+		if first {
+			if headW > 0 {
+				line += " "
+				col++
+			}
+			first = false
+		} else {
+			line += " "
+			col++
+		}
+		line += word
+		col += ww
+	}
+	fmt.Fprintln(w, line)
+}
+
+// writeServiceConcise is the Service on one or two lines: type, address, ports,
+// selector, and the spec fields that change where traffic goes when they
+// are not the defaults.
+func writeServiceConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+	svc := &t.Service
+	parts := []string{svc.Type}
+	if svc.Headless {
+		parts = append(parts, "headless")
+	}
+	if len(svc.ClusterIPs) > 0 && !svc.Headless {
+		parts = append(parts, strings.Join(svc.ClusterIPs, ","))
+	}
+	if svc.ExternalName != "" {
+		parts = append(parts, "externalName "+svc.ExternalName)
+	}
+	for _, port := range svc.Ports {
+		d := fmt.Sprintf("%d/%s", port.Port, port.Protocol)
+		if port.Name != "" {
+			d = port.Name + " " + d
+		}
+		if port.TargetPort != "" {
+			d += " " + s.arrow() + " " + port.TargetPort
+		}
+		if port.NodePort != 0 {
+			d += fmt.Sprintf(" nodePort %d", port.NodePort)
+		}
+		parts = append(parts, d)
+	}
+	if len(svc.Selector) > 0 {
+		parts = append(parts, "selector "+labelsString(svc.Selector))
+	}
+	if a := svc.SessionAffinity; a != "" && a != "None" {
+		parts = append(parts, "sessionAffinity "+a)
+	}
+	if p := svc.ExternalTrafficPolicy; p == "Local" {
+		parts = append(parts, "externalTrafficPolicy Local")
+	}
+	if p := svc.InternalTrafficPolicy; p == "Local" {
+		parts = append(parts, "internalTrafficPolicy Local")
+	}
+	if svc.TrafficDistribution != "" {
+		parts = append(parts, "trafficDistribution "+svc.TrafficDistribution)
+	}
+	if svc.TopologyMode != "" {
+		parts = append(parts, "topologyMode "+svc.TopologyMode)
+	}
+	if svc.PublishNotReadyAddresses {
+		parts = append(parts, "publishNotReadyAddresses")
+	}
+	if svc.ServiceProxyName != "" {
+		parts = append(parts, "serviceProxyName "+svc.ServiceProxyName)
+	}
+	if len(svc.ExternalIPs) > 0 {
+		parts = append(parts, "externalIPs "+strings.Join(svc.ExternalIPs, ","))
+	}
+	if len(svc.LoadBalancerIngress) > 0 {
+		parts = append(parts, "ingress "+strings.Join(svc.LoadBalancerIngress, ","))
+	}
+	writeWrapped(w, s.bold.Render("Service"), len("Service"), esc(strings.Join(parts, ", ")), 2)
+}
+
+// writeEndpointsConcise is the counts and one short line per endpoint, not
+// ready ones first, up to conciseEndpoints.
+func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+	e := &t.Endpoints
+	if len(e.Slices) == 0 && e.Total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s %d/%d ready, %d serving, %d terminating, in %s\n", s.bold.Render("Endpoints"),
+		e.Ready, e.Total, e.Serving, e.Terminating, plural(len(e.Slices), "EndpointSlice"))
+	type line struct {
+		st   trace.Status
+		text string
+	}
+	var bad, good []line
+	for _, ep := range e.Endpoints {
+		st, cond := endpointCondition(ep)
+		parts := []string{pad(esc(ep.IP), 15), pad(cond, 10)}
+		if ep.Pod != nil {
+			parts = append(parts, "pod "+esc(ep.Pod.Name))
+		}
+		if ep.Node != "" {
+			parts = append(parts, "on "+esc(ep.Node))
+		}
+		l := line{st, strings.Join(parts, " ")}
+		if st == trace.StatusPass {
+			good = append(good, l)
+		} else {
+			bad = append(bad, l)
+		}
+	}
+	all := append(bad, good...)
+	for i, l := range all {
+		if i >= conciseEndpoints {
+			fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more endpoints (-o wide lists %d, -o json all)", s.ellipsis(), len(all)-conciseEndpoints, DefaultMaxEndpoints)))
+			break
+		}
+		fmt.Fprintf(w, "  %s %s\n", s.mark(l.st), strings.TrimRight(l.text, " "))
+	}
+}
+
+// endpointCondition is an endpoint's mark and its conditions in a word.
+func endpointCondition(ep trace.EndpointSummary) (trace.Status, string) {
+	switch {
+	case ep.Ready && ep.Terminating:
+		return trace.StatusWarn, "ready,terminating"
+	case ep.Ready:
+		return trace.StatusPass, "ready"
+	case ep.Serving && ep.Terminating:
+		return trace.StatusWarn, "serving,terminating"
+	case ep.Terminating:
+		return trace.StatusFail, "terminating"
+	}
+	return trace.StatusFail, "not ready"
+}
+
+// checkCounts says which checks ran and how often, in order: "DNS001
+// DNS007" or, for node checks, "DP001×2".
+func (s *textStyle) checkCounts(checks []trace.Check) string {
+	var order []string
+	count := map[string]int{}
+	for _, c := range checks {
+		if count[c.Code] == 0 {
+			order = append(order, c.Code)
+		}
+		count[c.Code]++
+	}
+	times := "×"
+	if s.opts.ASCII {
+		times = "x"
+	}
+	out := make([]string, len(order))
+	for i, code := range order {
+		out[i] = code
+		if count[code] > 1 {
+			out[i] += fmt.Sprintf("%s%d", times, count[code])
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// layerHead is a layer's first line prefix: mark and padded name.
+func (s *textStyle) layerHead(l *trace.Layer) (string, int) {
+	head := fmt.Sprintf("%s %s", s.mark(l.Status), s.bold.Render(fmt.Sprintf("%-10s", l.Name)))
+	w := 1 + 1 + 10
+	if s.opts.ASCII {
+		w = 6 + 1 + 10
+	}
+	return head, w
+}
+
+// writeLayerConcise prints a passing or skipped layer on one line (what was
+// checked and how often, on how many nodes), and a layer that did not pass
+// with its nodes that did not pass and its checks that did not pass in
+// full, folded across nodes that report the same finding.
+func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
+	head, headW := s.layerHead(l)
+	var passed, skipped, other []trace.Check
+	for _, c := range l.Checks {
+		switch c.Status {
+		case trace.StatusPass:
+			passed = append(passed, c)
+		case trace.StatusSkipped:
+			skipped = append(skipped, c)
+		default:
+			other = append(other, c)
+		}
+	}
+	onNodes := ""
+	if n := len(l.Nodes); n > 0 {
+		onNodes = " on " + plural(n, "node")
+	}
+	summary := func() string {
+		var parts []string
+		if len(passed) > 0 {
+			parts = append(parts, fmt.Sprintf("%s passed%s: %s", plural(len(passed), "check"), onNodes, s.checkCounts(passed)))
+		}
+		if len(skipped) > 0 {
+			parts = append(parts, "skipped: "+s.checkCounts(skipped))
+		}
+		return strings.Join(parts, "; ")
+	}
+	switch l.Status {
+	case trace.StatusPass:
+		writeWrapped(w, head, headW, summary(), headW+1)
+		return
+	case trace.StatusSkipped:
+		writeWrapped(w, head+" "+s.word(l.Status, "skipped")+":", headW+len(" skipped:"), esc(orDash(l.Reason)), headW+1)
+		return
+	}
+	reason := ""
+	if l.Reason != "" {
+		reason = esc(l.Reason)
+	}
+	writeWrapped(w, head+" "+s.word(l.Status, string(l.Status))+":", headW+1+len(l.Status)+1, reason, headW+1)
+	var okNodes int
+	shownNodes := 0
+	for _, n := range l.Nodes {
+		if n.Status == trace.StatusPass {
+			okNodes++
+			continue
+		}
+		if shownNodes >= conciseNodes {
+			continue
+		}
+		shownNodes++
+		line := fmt.Sprintf("    %s node %s %s", s.mark(n.Status), esc(n.Node), s.word(n.Status, string(n.Status)))
+		if n.Reason != "" {
+			line += ": " + esc(n.Reason)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if hidden := len(l.Nodes) - okNodes - shownNodes; hidden > 0 {
+		fmt.Fprintf(w, "    %s\n", s.faint.Render(fmt.Sprintf("%s %d more nodes did not pass (-o wide lists them)", s.ellipsis(), hidden)))
+	}
+	if okNodes > 0 && okNodes < len(l.Nodes) {
+		fmt.Fprintf(w, "    %s %s\n", s.mark(trace.StatusPass), s.faint.Render(plural(okNodes, "other node")+" passed"))
+	}
+	for _, f := range foldChecks(other) {
+		writeCheck(w, s, f.check, f.nodes)
+	}
+	if sum := summary(); sum != "" {
+		writeWrapped(w, "    "+s.faint.Render("also"), 8, s.faint.Render(sum), 9)
+	}
+}
+
+// foldedCheck is one finding and the nodes that reported it.
+type foldedCheck struct {
+	check trace.Check
+	nodes []string
+}
+
+// foldChecks merges checks that differ only in their node, so a fault seen
+// by 100 nodes prints once with its evidence.
+func foldChecks(checks []trace.Check) []foldedCheck {
+	var out []foldedCheck
+	idx := map[string]int{}
+	for _, c := range checks {
+		key := c.Code + "\x00" + string(c.Status) + "\x00" + c.Message
+		if c.Node != "" {
+			key = c.Code + "\x00" + string(c.Status) + "\x00" + strings.ReplaceAll(c.Message, c.Node, "\x01")
+		}
+		if i, ok := idx[key]; ok && c.Node != "" {
+			out[i].nodes = append(out[i].nodes, c.Node)
+			continue
+		}
+		idx[key] = len(out)
+		f := foldedCheck{check: c}
+		if c.Node != "" {
+			f.nodes = []string{c.Node}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// writeCheck prints one check with its evidence and next step, as the
+// detailed view does; a folded check names every node that reported it.
+func writeCheck(w io.Writer, s *textStyle, c trace.Check, nodes []string) {
+	line := fmt.Sprintf("    %s %s %s", s.mark(c.Status), s.bold.Render(c.Code), esc(c.Message))
+	switch {
+	case len(nodes) > 1:
+		line += s.faint.Render(fmt.Sprintf(" (%s: %s)", plural(len(nodes), "node"), esc(nodeRange(nodes, s.ellipsis()))))
+	case c.Node != "":
+		line += s.faint.Render(" (node " + esc(c.Node) + ")")
+	}
+	fmt.Fprintln(w, line)
+	writeEvidence(w, s, c)
+}

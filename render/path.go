@@ -1,0 +1,450 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// lineWidth is the width the text view's pictures (path, grid) stay inside.
+const lineWidth = 80
+
+// hop is one stop of the path a packet takes, drawn as a column: its name,
+// and under it its mark and a detail. details go from the longest to the
+// shortest form; the path uses the longest that fits the line.
+type hop struct {
+	name    string
+	status  trace.Status // "" for the client, which is not judged
+	details []string
+	// nodes are the per-node marks fanned out under the node hop.
+	nodes []nodeHop
+}
+
+type nodeHop struct {
+	node   string
+	status trace.Status
+	reason string
+}
+
+// pathHops turns the result into the hops: client, DNS, Service, the node
+// datapath, NetworkPolicy, endpoints. A hop's status is its layer's; the node
+// hop's is the worst of the node layers (datapath, conntrack, route).
+func pathHops(t *trace.ServiceTrace) []hop {
+	layerStatus := func(n trace.LayerName) trace.Status {
+		if l := t.Layer(n); l != nil {
+			return l.Status
+		}
+		return trace.StatusSkipped
+	}
+	svc := &t.Service
+	client := "any Pod"
+	if c := t.Metadata.Client; c != "" {
+		// pod/NAMESPACE/NAME is drawn as pod NAME: the namespace is in
+		// the JSON, the hop has to stay narrow.
+		kind, rest, _ := strings.Cut(c, "/")
+		if i := strings.LastIndex(rest, "/"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		client = kind + " " + rest
+	}
+	hops := []hop{{name: client}}
+	hops = append(hops, hop{name: "DNS", status: layerStatus(trace.LayerDNS), details: dnsDetails(t)})
+	hops = append(hops, hop{name: "Service", status: layerStatus(trace.LayerService), details: serviceDetails(svc)})
+	hops = append(hops, nodeHopOf(t))
+	hops = append(hops, hop{name: "policy", status: layerStatus(trace.LayerPolicy)})
+	e := &t.Endpoints
+	var epDetails []string
+	if t.Service.Found && (e.Total > 0 || len(e.Slices) > 0) {
+		epDetails = []string{fmt.Sprintf("%d/%d ready", e.Ready, e.Total), fmt.Sprintf("%d/%d", e.Ready, e.Total)}
+	}
+	hops = append(hops, hop{name: "endpoints", status: layerStatus(trace.LayerEndpoints), details: epDetails})
+	return hops
+}
+
+func dnsDetails(t *trace.ServiceTrace) []string {
+	if !t.Service.Found {
+		return nil
+	}
+	if t.Service.ExternalName != "" {
+		return []string{"CNAME " + t.Service.ExternalName, "CNAME"}
+	}
+	if t.Service.Headless {
+		return []string{"Pod IPs"}
+	}
+	return []string{"A record", "A"}
+}
+
+func serviceDetails(svc *trace.ServiceSummary) []string {
+	switch {
+	case !svc.Found:
+		return []string{"not found"}
+	case svc.ExternalName != "":
+		return []string{"ExternalName"}
+	case svc.Headless:
+		return []string{"headless"}
+	}
+	var out []string
+	ip := ""
+	if len(svc.ClusterIPs) > 0 {
+		ip = svc.ClusterIPs[0]
+		if strings.Contains(ip, ":") {
+			ip = "[" + ip + "]"
+		}
+	}
+	if len(svc.Ports) > 0 && ip != "" {
+		p := svc.Ports[0]
+		more := ""
+		if len(svc.Ports) > 1 {
+			more = fmt.Sprintf(" +%d", len(svc.Ports)-1)
+		}
+		if p.NodePort != 0 {
+			out = append(out, fmt.Sprintf("%s:%d :%d%s", ip, p.Port, p.NodePort, more))
+		}
+		out = append(out, fmt.Sprintf("%s:%d%s", ip, p.Port, more))
+	}
+	if ip != "" {
+		out = append(out, ip)
+	}
+	return append(out, svc.Type)
+}
+
+// nodeHopOf is the node datapath hop: one mark per inspected node.
+func nodeHopOf(t *trace.ServiceTrace) hop {
+	h := hop{name: "datapath"}
+	byNode := map[string]*nodeHop{}
+	var order []string
+	worst := trace.Status("")
+	allSkipped := true
+	for _, name := range trace.NodeLayers {
+		l := t.Layer(name)
+		if l == nil || l.Status == trace.StatusSkipped {
+			continue
+		}
+		allSkipped = false
+		if rank(l.Status) > rank(worst) {
+			worst = l.Status
+		}
+		for _, n := range l.Nodes {
+			nh := byNode[n.Node]
+			if nh == nil {
+				nh = &nodeHop{node: n.Node, status: trace.StatusPass}
+				byNode[n.Node] = nh
+				order = append(order, n.Node)
+			}
+			if rank(n.Status) > rank(nh.status) {
+				nh.status, nh.reason = n.Status, string(name)+": "+n.Reason
+			}
+		}
+	}
+	if allSkipped {
+		h.status = trace.StatusSkipped
+		h.details = []string{"does not apply", "n/a"}
+		if l := t.Layer(trace.LayerDatapath); l != nil && (l.Reason == trace.ReasonNoNode || l.Reason == trace.ReasonNoCollector) {
+			h.details = []string{"not inspected", "skipped"}
+		}
+		return h
+	}
+	h.status = worst
+	for _, n := range order {
+		h.nodes = append(h.nodes, *byNode[n])
+	}
+	ok := 0
+	for _, n := range h.nodes {
+		if n.status == trace.StatusPass {
+			ok++
+		}
+	}
+	switch n := len(h.nodes); {
+	case n == 0:
+	case ok == n:
+		h.details = []string{plural(n, "node"), strconv.Itoa(n)}
+	default:
+		h.details = []string{fmt.Sprintf("%d of %d ok", ok, n), fmt.Sprintf("%d/%d", ok, n)}
+	}
+	return h
+}
+
+// rank orders statuses from best to worst for the picture (skipped below pass).
+func rank(s trace.Status) int {
+	switch s {
+	case trace.StatusPass:
+		return 1
+	case trace.StatusWarn:
+		return 2
+	case trace.StatusUnknown:
+		return 3
+	case trace.StatusFail:
+		return 4
+	}
+	return 0
+}
+
+// pathMark is a hop's mark without the ASCII padding the layer list uses.
+func (s *textStyle) pathMark(st trace.Status) string {
+	g, ok := glyphs[st]
+	if !ok {
+		g = glyphs[trace.StatusUnknown]
+	}
+	if s.opts.ASCII {
+		return g.ascii
+	}
+	return g.unicode
+}
+
+func (s *textStyle) pathArrow() string {
+	if s.opts.ASCII {
+		return " -> "
+	}
+	return " ─▶ "
+}
+
+func width(v string) int { return utf8.RuneCountInString(v) }
+
+// writePath draws the hops as columns joined by arrows: names on the first
+// line, marks and details under them, the failing hop pointed at, then the
+// inspected nodes fanned out under the node hop. It stays inside lineWidth:
+// details shorten first, then the columns wrap onto another row.
+func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+	hops := pathHops(t)
+	for i := range hops {
+		hops[i].name = esc(hops[i].name)
+		for j := range hops[i].details {
+			hops[i].details[j] = esc(hops[i].details[j])
+		}
+	}
+	choice := make([]int, len(hops)) // index into details; len = no detail
+	cell := func(i int) string {
+		h := hops[i]
+		if h.status == "" {
+			return ""
+		}
+		m := s.pathMark(h.status)
+		if choice[i] < len(h.details) {
+			return m + " " + h.details[choice[i]]
+		}
+		return m
+	}
+	colWidth := func(i int) int { return max(width(hops[i].name), width(cell(i))) }
+	indent, arrow := "  ", s.pathArrow()
+	total := func() int {
+		n := width(indent)
+		for i := range hops {
+			n += colWidth(i)
+			if i > 0 {
+				n += width(arrow)
+			}
+		}
+		return n
+	}
+	// Shorten, while the line is too wide, the least telling detail that
+	// still sticks out past its hop's name: DNS first, the Service's
+	// address last.
+	priority := []int{2, 5, 3, 1, 4, 0}
+	for total() > lineWidth {
+		best := -1
+		for k := len(priority) - 1; k >= 0 && best < 0; k-- {
+			i := priority[k]
+			if i < len(hops) && choice[i] < len(hops[i].details) && width(cell(i)) > width(hops[i].name) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		choice[best]++
+	}
+	// Greedy shortening may have gone further than needed: give each hop
+	// back the longest detail that still fits, the Service's address
+	// first, then the endpoint and node counts, then DNS.
+	for _, i := range priority {
+		for choice[i] > 0 {
+			choice[i]--
+			if total() > lineWidth {
+				choice[i]++
+				break
+			}
+		}
+	}
+	// The pointer marks the hop of the verdict's failing layer, so the
+	// picture and the headline name the same place.
+	failing := -1
+	if f := t.Verdict.FirstFailingLayer; f != "" {
+		failing = hopOfLayer(f)
+	}
+	// Rows of columns that fit; a hop never splits.
+	var rows [][]int
+	cur, curW := []int{}, width(indent)
+	for i := range hops {
+		add := colWidth(i)
+		if len(cur) > 0 {
+			add += width(arrow)
+		}
+		if len(cur) > 0 && curW+add > lineWidth {
+			rows = append(rows, cur)
+			cur, curW = []int{}, width(indent)+width(arrow)
+			add = colWidth(i) + width(arrow)
+		}
+		cur = append(cur, i)
+		curW += add
+	}
+	rows = append(rows, cur)
+
+	nodeCol := -1
+	for r, row := range rows {
+		var names, marks, pointer strings.Builder
+		names.WriteString(indent)
+		marks.WriteString(indent)
+		pointer.WriteString(indent)
+		col := width(indent)
+		if r > 0 {
+			names.WriteString(arrow)
+			marks.WriteString(strings.Repeat(" ", width(arrow)))
+			pointer.WriteString(strings.Repeat(" ", width(arrow)))
+			col += width(arrow)
+		}
+		pointed := false
+		for k, i := range row {
+			h := hops[i]
+			cw := colWidth(i)
+			if k > 0 {
+				names.WriteString(arrow)
+				marks.WriteString(strings.Repeat(" ", width(arrow)))
+				pointer.WriteString(strings.Repeat(" ", width(arrow)))
+				col += width(arrow)
+			}
+			if len(h.nodes) > 0 {
+				nodeCol = col
+			}
+			name := h.name
+			switch {
+			case i == failing:
+				name = s.status[trace.StatusFail].Render(name)
+			case h.status == "":
+				name = s.faint.Render(name)
+			default:
+				name = s.bold.Render(name)
+			}
+			names.WriteString(name + strings.Repeat(" ", cw-width(h.name)))
+			c := cell(i)
+			if h.status != "" {
+				marks.WriteString(s.status[h.status].Render(s.pathMark(h.status)) + strings.TrimPrefix(c, s.pathMark(h.status)))
+			}
+			marks.WriteString(strings.Repeat(" ", cw-width(c)))
+			if i == failing {
+				p := "▲ fails here"
+				if s.opts.ASCII {
+					p = "^ fails here"
+				}
+				if col+width(p) > lineWidth {
+					p = strings.TrimSuffix(p, " here")
+				}
+				pointer.WriteString(s.status[trace.StatusFail].Render(p))
+				pointed = true
+			} else if !pointed {
+				pointer.WriteString(strings.Repeat(" ", cw))
+			}
+			col += cw
+		}
+		fmt.Fprintln(w, strings.TrimRight(names.String(), " "))
+		fmt.Fprintln(w, strings.TrimRight(marks.String(), " "))
+		if pointed {
+			fmt.Fprintln(w, strings.TrimRight(pointer.String(), " "))
+		}
+	}
+	writeNodeFan(w, s, hops, nodeCol)
+}
+
+// maxFannedNodes is how many nodes the path lists under the node hop; the
+// others are counted, the grid and the layers list them.
+const maxFannedNodes = 4
+
+func writeNodeFan(w io.Writer, s *textStyle, hops []hop, col int) {
+	var h *hop
+	for i := range hops {
+		if len(hops[i].nodes) > 0 {
+			h = &hops[i]
+		}
+	}
+	if h == nil || col < 0 {
+		return
+	}
+	// Nodes that are not passing first, then passing ones, up to the bound.
+	var shown []nodeHop
+	for _, n := range h.nodes {
+		if n.status != trace.StatusPass {
+			shown = append(shown, n)
+		}
+	}
+	for _, n := range h.nodes {
+		if n.status == trace.StatusPass {
+			shown = append(shown, n)
+		}
+	}
+	var hidden []nodeHop
+	if len(shown) > maxFannedNodes {
+		hidden = shown[maxFannedNodes-1:]
+		shown = shown[:maxFannedNodes-1]
+	}
+	rest := len(hidden)
+	col = min(col, lineWidth-30)
+	branch, last := "├ ", "└ "
+	if s.opts.ASCII {
+		branch, last = "|- ", "`- "
+	}
+	for k, n := range shown {
+		b := branch
+		if k == len(shown)-1 && rest == 0 {
+			b = last
+		}
+		line := strings.Repeat(" ", col) + b + s.pathMark(n.status) + " " + esc(n.node)
+		if n.status != trace.StatusPass && n.reason != "" {
+			line += "  " + esc(n.reason)
+		}
+		line = clipWidth(line, lineWidth, s)
+		mark := s.pathMark(n.status)
+		i := strings.Index(line, b+mark)
+		fmt.Fprintln(w, line[:i+len(b)]+s.status[n.status].Render(mark)+line[i+len(b)+len(mark):])
+	}
+	if rest > 0 {
+		notPassing := 0
+		for _, n := range hidden {
+			if n.status != trace.StatusPass {
+				notPassing++
+			}
+		}
+		more := fmt.Sprintf("%s %d more nodes pass", s.pathMark(trace.StatusPass), rest)
+		if notPassing > 0 {
+			more = fmt.Sprintf("%d more nodes, %d of them not passing (see the layers)", rest, notPassing)
+		}
+		fmt.Fprintln(w, strings.Repeat(" ", col)+last+s.faint.Render(more))
+	}
+}
+
+// clipWidth cuts a plain line to n runes, ending it with an ellipsis.
+func clipWidth(v string, n int, s *textStyle) string {
+	if width(v) <= n {
+		return v
+	}
+	e := s.ellipsis()
+	r := []rune(v)
+	return string(r[:n-width(e)]) + e
+}
+
+// hopOfLayer is the index in pathHops of the hop that shows layer.
+func hopOfLayer(l trace.LayerName) int {
+	switch l {
+	case trace.LayerDNS:
+		return 1
+	case trace.LayerService:
+		return 2
+	case trace.LayerPolicy:
+		return 4
+	case trace.LayerEndpoints:
+		return 5
+	}
+	return 3 // datapath, conntrack, route: the node hop
+}

@@ -1,0 +1,111 @@
+package trace
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+// etpLocalIPT is web as a NodePort Service with externalTrafficPolicy Local
+// in iptables mode on n1, laid out as the real kube-proxy v1.37.2 wrote it on
+// the testbed (collectors/testdata/iptables/testbed-node1.save, nf-fixtures/lb):
+// KUBE-EXT short-circuits Pod and LOCAL sources to KUBE-SVC, then jumps to
+// KUBE-SVL, which holds this node's endpoint. last is that final jump's target.
+func etpLocalIPT(last string, local ...collectorapi.IPTablesEndpointJump) *collectorapi.IPTablesObservation {
+	b := iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))
+	p := &b.Ports[0]
+	p.NodePort = 30080
+	p.NodePorts = []collectorapi.IPTablesRule{{Raw: `-A KUBE-NODEPORTS -p tcp -m comment --comment "default/web:http" -m tcp --dport 30080 -j KUBE-EXT-X`, Jump: "KUBE-EXT-X"}}
+	p.Local = &collectorapi.IPTablesChain{Name: "KUBE-SVL-X", Exists: true, Selection: local}
+	ext := &collectorapi.IPTablesChain{Name: "KUBE-EXT-X", Exists: true, Rules: []collectorapi.IPTablesRule{
+		{Raw: `-A KUBE-EXT-X -s 10.244.0.0/16 -m comment --comment "pod traffic for default/web:http external destinations" -j KUBE-SVC-X`, Source: "10.244.0.0/16", Jump: "KUBE-SVC-X"},
+		{Raw: `-A KUBE-EXT-X -m comment --comment "masquerade LOCAL traffic for default/web:http external destinations" -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`, SrcType: "LOCAL", Jump: "KUBE-MARK-MASQ"},
+		{Raw: `-A KUBE-EXT-X -m comment --comment "route LOCAL traffic for default/web:http external destinations" -m addrtype --src-type LOCAL -j KUBE-SVC-X`, SrcType: "LOCAL", Jump: "KUBE-SVC-X"},
+	}}
+	if last != "" {
+		ext.Rules = append(ext.Rules, collectorapi.IPTablesRule{Raw: "-A KUBE-EXT-X -j " + last, Jump: last})
+	}
+	p.External = ext
+	return &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}
+}
+
+// TestExternalPathCompared: the ClusterIP chain can be right while the path
+// NodePort traffic takes is not. Each case was judged healthy before the
+// external chain was compared.
+func TestExternalPathCompared(t *testing.T) {
+	nodePortLocal := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	local := jump("KUBE-SEP-1", "10.244.1.5:8080", 1)
+	stale := jump("KUBE-SEP-9", "10.244.9.9:8080", 1)
+	for _, tt := range []struct {
+		name string
+		ipt  *collectorapi.IPTablesObservation
+		want string // "" = healthy
+	}{
+		{"healthy", etpLocalIPT("KUBE-SVL-X", local), ""},
+		{"local chain holds a gone endpoint", etpLocalIPT("KUBE-SVL-X", stale), CodeDPExternalWrong},
+		{"external traffic sent to the cluster chain", etpLocalIPT("KUBE-SVC-X", local), CodeDPExternalWrong},
+		{"no jump to any endpoint chain", etpLocalIPT("", local), CodeDPExternalWrong},
+		{"external chain missing", func() *collectorapi.IPTablesObservation {
+			o := etpLocalIPT("KUBE-SVL-X", local)
+			o.Backends[0].Ports[0].External.Exists = false
+			o.Backends[0].Ports[0].External.Rules = nil
+			return o
+		}(), CodeDPExternalMissing},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			got := nodeCodes(tr, LayerDatapath, "n1")
+			if tt.want == "" {
+				assertNoCode(t, tr, LayerDatapath, "n1", CodeDPExternalWrong, CodeDPExternalMissing)
+				if _, ok := got[CodeDPRulesMatch]; !ok {
+					t.Errorf("healthy external path: %v", keysOf(got))
+				}
+				return
+			}
+			if _, ok := got[tt.want]; !ok {
+				t.Fatalf("want %s, got %v", tt.want, keysOf(got))
+			}
+			if _, ok := got[CodeDPRulesMatch]; ok {
+				t.Errorf("%s and %s together", tt.want, CodeDPRulesMatch)
+			}
+		})
+	}
+}
+
+// TestExternalPathComparedNFTables: the same in nftables mode, laid out as the
+// real kube-proxy wrote nf-fixtures/extip on the testbed
+// (collectors/testdata/nftables/testbed-node2.list).
+func TestExternalPathComparedNFTables(t *testing.T) {
+	nodePortLocal := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	mk := func(localEP string) *collectorapi.NFTablesObservation {
+		o := nftObservation("10.244.1.5:8080", "10.244.2.7:8080")
+		p := &o.Tables[0].Ports[0]
+		p.NodePort = 30080
+		p.ServiceNodePorts = []collectorapi.NFTablesElement{{Map: "service-nodeports", Key: "tcp . 30080", Found: true, Verdict: "goto external-X", Target: "external-X"}}
+		p.Local = &collectorapi.NFTablesChain{Name: "local-X", Exists: true, Rules: []collectorapi.NFTablesRule{{Text: "meta l4proto tcp dnat to " + localEP, DNAT: localEP}}}
+		p.External = &collectorapi.NFTablesChain{Name: "external-X", Exists: true, Rules: []collectorapi.NFTablesRule{
+			{Text: "ip saddr 10.244.0.0/16 goto service-X", Comment: "short-circuit pod traffic", SourceMatch: "10.244.0.0/16", Verdict: "goto", Target: "service-X"},
+			{Text: "fib saddr type local meta mark set meta mark | 0x00004000", Comment: "masquerade local traffic", Mark: "0x00004000"},
+			{Text: "fib saddr type local goto service-X", Comment: "short-circuit local traffic", Verdict: "goto", Target: "service-X"},
+			{Text: "goto local-X", Verdict: "goto", Target: "local-X"},
+		}}
+		return o
+	}
+	tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.1.5:8080"))})
+	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPExternalWrong, CodeDPExternalMissing)
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+
+	tr = judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.2.7:8080"))})
+	requireNodeCheck(t, tr, LayerDatapath, CodeDPExternalWrong, "n1")
+}

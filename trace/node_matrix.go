@@ -1,0 +1,258 @@
+package trace
+
+import (
+	"math"
+	"net/netip"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+// maxMatrixCells bounds the cells of one port's grid that the result spells
+// out: 5,000 endpoints on the 100 nodes that host them would otherwise be
+// half a million cells, tens of megabytes of JSON saying "pass".
+var maxMatrixCells = 20000
+
+// endpointMatrix lays the node observations out as the node × endpoint grid.
+// It reads the same expectation (ExpectForNode and the zone and slice-order
+// choices) and the same programmed ports as judgeDatapath, so a cell agrees
+// with the node's datapath checks; it adds nothing to the layers.
+func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatrix {
+	svc := in.Service
+	if svc == nil || skippedByKubeProxy(svc) || len(views) == 0 {
+		return nil
+	}
+	views = append([]NodeView(nil), views...)
+	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
+	orders := newReadOrders(in.Slices)
+	nj := &nodeJudge{in: in, t: t}
+
+	type portGrid struct {
+		port    MatrixPort
+		columns map[string]bool
+		rows    []matrixRowCells
+	}
+	grids := map[string]*portGrid{}
+	var order []string
+	grid := func(label string) *portGrid {
+		g := grids[label]
+		if g == nil {
+			g = &portGrid{port: MatrixPort{Port: label}, columns: map[string]bool{}}
+			grids[label] = g
+			order = append(order, label)
+		}
+		return g
+	}
+	// Every endpoint of the slices is a column, whichever node should
+	// program it.
+	zeroExpect := ExpectForNode(svc, in.Slices, "", nil)
+	for _, pe := range zeroExpect {
+		if !nj.portSelected(pe.PortName, pe.Port) {
+			continue
+		}
+		g := grid(servicePortLabel(in.Namespace, in.Name, pe))
+		for _, e := range allEndpointsOf(pe) {
+			g.columns[e] = true
+		}
+	}
+
+	for _, v := range views {
+		zone, zoneKnown := nodeZone(in, v.Node)
+		expect := ExpectForNode(svc, in.Slices, v.Node, map[string]string{corev1.LabelTopologyZone: zone})
+		choices := choicesForNode(svc, orders, v.Node, zone, zoneKnown)
+		var ports []programmedPort
+		readable, reason := v.Observation != nil, v.Failure
+		if v.Observation == nil && reason == "" {
+			reason = "no observation"
+		}
+		var probes map[string]string
+		if obs := v.Observation; obs != nil {
+			mode, owner := datapathOwner(obs)
+			switch mode {
+			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
+				readable, reason = false, owner+": programmed endpoints not compared per endpoint"
+			default:
+				ports, _, _ = programmedFromObservation(obs, mode)
+			}
+			probes = endpointProbes(obs)
+		}
+		for i, pe := range expect {
+			if !nj.portSelected(pe.PortName, pe.Port) {
+				continue
+			}
+			pp := findProgrammed(ports, pe)
+			if choices != nil {
+				pe = choices.fit(i, pp)
+			}
+			g := grid(servicePortLabel(in.Namespace, in.Name, pe))
+			row := matrixRowCells{node: v.Node, readable: readable, reason: reason, probes: probes,
+				expected: map[string]bool{}, programmed: map[string]float64{}}
+			for _, e := range pe.Internal {
+				row.expected[e.String()] = true
+				g.columns[e.String()] = true
+			}
+			if pp != nil {
+				row.datapath = pp.Datapath
+				if pp.Captured {
+					for _, e := range pp.Endpoints {
+						row.programmed[e.Endpoint] += e.Share
+						g.columns[e.Endpoint] = true
+					}
+				}
+			}
+			g.rows = append(g.rows, row)
+		}
+	}
+
+	m := &EndpointMatrix{}
+	for _, label := range order {
+		g := grids[label]
+		for e := range g.columns {
+			g.port.Endpoints = append(g.port.Endpoints, e)
+		}
+		sort.Strings(g.port.Endpoints)
+		g.port.Sparse = len(g.port.Endpoints)*len(g.rows) > maxMatrixCells
+		for _, r := range g.rows {
+			row := r.judge(g.port.Endpoints)
+			if g.port.Sparse && !r.readable {
+				row.Cells = nil
+			}
+			if g.port.Sparse {
+				kept := row.Cells[:0]
+				for _, c := range row.Cells {
+					if c.Status != StatusPass && c.Status != StatusSkipped {
+						kept = append(kept, c)
+					}
+				}
+				row.Cells = slices.Clip(kept)
+			}
+			g.port.Nodes = append(g.port.Nodes, row)
+		}
+		if len(g.port.Nodes) > 0 {
+			m.Ports = append(m.Ports, g.port)
+		}
+	}
+	if len(m.Ports) == 0 {
+		return nil
+	}
+	return m
+}
+
+// allEndpointsOf is every endpoint the expectation names, for any policy.
+func allEndpointsOf(pe PortExpectation) []string {
+	var out []string
+	for _, l := range [][]ExpectedEndpoint{pe.Cluster, pe.Local, pe.Internal, pe.External} {
+		for _, e := range l {
+			out = append(out, e.String())
+		}
+	}
+	return out
+}
+
+// endpointProbes maps ip:port to the outcome of the node's direct probe.
+func endpointProbes(obs *collectorapi.Observation) map[string]string {
+	s := obs.Sections.Probe
+	if s == nil || s.Data == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, p := range s.Data.Probes {
+		if p.Target != "endpoint" {
+			continue
+		}
+		key := p.Address
+		if ap, err := netip.ParseAddrPort(p.Address); err == nil {
+			key = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+		}
+		switch {
+		case p.Outcome == "connected" || p.Outcome == "reply":
+			out[key] = "ok"
+		case p.Outcome == "skipped":
+		case p.Outcome == "no-reply":
+			out[key] = "no-reply"
+		case p.ErrorClass != "":
+			out[key] = p.ErrorClass
+		default:
+			out[key] = "other"
+		}
+	}
+	return out
+}
+
+type matrixRowCells struct {
+	node, datapath, reason string
+	readable               bool
+	expected               map[string]bool
+	programmed             map[string]float64
+	probes                 map[string]string
+}
+
+// judge turns one node's facts into its row: a cell fails when the node
+// misses an endpoint it should program, keeps one it should not, or cannot
+// connect to a programmed one; it warns when a share is off the fair one by
+// more than judgeDatapath's tolerance.
+func (r matrixRowCells) judge(columns []string) MatrixRow {
+	row := MatrixRow{Node: r.node, Datapath: r.datapath, Status: StatusPass}
+	if !r.readable {
+		row.Status, row.Reason = StatusUnknown, r.reason
+	}
+	// As judgeDatapath does, a share is fair against the endpoints the node
+	// did program: a missing endpoint is reported as missing, not as every
+	// other endpoint's share being too large.
+	fair := 0.0
+	if n := len(r.programmed); n > 0 {
+		fair = 1 / float64(n)
+	}
+	for _, col := range columns {
+		c := MatrixCell{Endpoint: col, Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
+		share, programmed := r.programmed[col]
+		c.Programmed, c.Share = programmed, share
+		if c.Expected || c.Programmed {
+			c.FairShare = fair
+		}
+		switch {
+		case !r.readable:
+			c.Status = StatusUnknown
+		case c.Expected && !c.Programmed:
+			c.Status, c.Problem = StatusFail, "missing"
+		case !c.Expected && c.Programmed:
+			c.Status, c.Problem = StatusFail, "stale"
+		case !c.Expected:
+			c.Status = StatusSkipped
+		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
+			c.Status, c.Problem = StatusFail, c.Probe
+		case math.Abs(c.Share-fair) > shareTolerance*fair:
+			c.Status, c.Problem = StatusWarn, "unequal share"
+		default:
+			c.Status = StatusPass
+		}
+		if c.Status != StatusSkipped && statusRank[c.Status] > statusRank[row.Status] {
+			row.Status = c.Status
+		}
+		if c.Expected {
+			row.Expected++
+			if c.Programmed {
+				row.Programmed++
+			}
+		}
+		if c.Probe != "" {
+			if row.Probes == nil {
+				row.Probes = map[string]int{}
+			}
+			row.Probes[c.Probe]++
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	return row
+}
+
+// probeKey normalizes an endpoint string the way endpointProbes keys probes.
+func probeKey(ep string) string {
+	if ap, err := netip.ParseAddrPort(ep); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+	}
+	return ep
+}

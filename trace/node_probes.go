@@ -1,0 +1,430 @@
+package trace
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+)
+
+// The collector probes from the node's host network namespace, so a probe is
+// not the client: NetworkPolicies may keep the node out where they admit the
+// client, internalTrafficPolicy Local drops the ClusterIP on a node without a
+// local endpoint, and a frontend can only reach the endpoints kube-proxy uses
+// for that frontend on that node. Each probe failure is therefore explained
+// by the first of these that accounts for it before a route or the datapath
+// is blamed.
+
+// probePort names one Service port as the collector labels its probes.
+type probePort struct{ name, protocol string }
+
+func probePortOf(name, protocol string) probePort {
+	return probePort{name: name, protocol: strings.ToUpper(orTCP(protocol))}
+}
+
+// probeScope is what one node's probes are judged against.
+type probeScope struct {
+	// known is false when kube-proxy's expectation could not be computed
+	// (a Service kube-proxy ignores): every ready endpoint of a port then
+	// counts as usable.
+	known bool
+	// internal and external are, per port, the endpoints (ip:port/PROTO)
+	// ClusterIP traffic and externally-facing traffic may reach from this
+	// node.
+	internal, external, cluster map[probePort]map[string]bool
+	// remote holds, per other node, the endpoints its NodePort sends
+	// external traffic to (its external set), computed when probed.
+	remote map[string]map[probePort]map[string]bool
+	// droppedByDesign are ports whose ClusterIP traffic kube-proxy drops on
+	// this node: internalTrafficPolicy Local without a local endpoint.
+	droppedByDesign map[probePort]bool
+	// blocked are the endpoints (ip:port/PROTO) the NetworkPolicies do not
+	// admit this node's address to.
+	blocked map[string]policyBlock
+}
+
+// policyBlock is why the NetworkPolicies keep a node from one endpoint.
+type policyBlock struct {
+	policies []string
+	verdict  netpol.Verdict
+}
+
+func (nj *nodeJudge) probeScope(node string) *probeScope {
+	sc := &probeScope{
+		internal:        map[probePort]map[string]bool{},
+		external:        map[probePort]map[string]bool{},
+		cluster:         map[probePort]map[string]bool{},
+		remote:          map[string]map[probePort]map[string]bool{},
+		droppedByDesign: map[probePort]bool{},
+		blocked:         map[string]policyBlock{},
+	}
+	svc := nj.in.Service
+	zone, _ := nodeZone(nj.in, node)
+	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
+	sc.known = expect != nil
+	add := func(m map[probePort]map[string]bool, k probePort, eps []ExpectedEndpoint, proto string) {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		for _, e := range eps {
+			m[k][e.String()+"/"+proto] = true
+		}
+	}
+	for _, pe := range expect {
+		k := probePortOf(pe.PortName, pe.Protocol)
+		add(sc.internal, k, pe.Internal, k.protocol)
+		add(sc.external, k, pe.External, k.protocol)
+		add(sc.cluster, k, pe.Cluster, k.protocol)
+		if pe.InternalPolicyLocal && pe.HasAnyEndpoints && len(pe.Internal) == 0 {
+			sc.droppedByDesign[k] = true
+		}
+	}
+	sc.blocked = nj.policyBlocks(node)
+	return sc
+}
+
+// policyBlocks evaluates the NetworkPolicies for this node as the client.
+// Only isolation that does not admit the node counts: an endpoint no policy
+// selects is open to it.
+func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
+	out := map[string]policyBlock{}
+	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
+		return out
+	}
+	client := netpol.Client{Kind: netpol.ClientNode, Name: node}
+	if n := nj.in.Nodes[node]; n != nil {
+		client = netpol.ClientFromNode(n)
+	}
+	res := netpol.Evaluate(&netpol.Input{
+		Backends:         nj.in.Pods,
+		Ports:            portsForPolicy(nj.in.Service, nj.t.Metadata.Port),
+		Policies:         nj.in.NetworkPolicies,
+		UnreadNamespaces: nj.in.UnreadPolicyNamespaces,
+		Client:           client,
+	})
+	for _, d := range res.Decisions {
+		if !d.Isolated || d.IngressAllowed == netpol.Allowed || d.Port.Number == 0 {
+			continue
+		}
+		var pols []string
+		for _, m := range d.MatchingPolicies {
+			for _, t := range m.PolicyTypes {
+				if t == netpol.Ingress {
+					pols = append(pols, m.Policy)
+				}
+			}
+		}
+		for _, ip := range d.Pod.IPs {
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				continue
+			}
+			out[endpointKey(a, uint16(d.Port.Number), strings.ToUpper(orTCP(string(d.Port.Protocol))))] = policyBlock{policies: pols, verdict: d.IngressAllowed}
+		}
+	}
+	return out
+}
+
+// usable is the set of endpoints a frontend of kind on port k may reach
+// from this node; probed supplies the ready endpoints seen answering when
+// kube-proxy's expectation is unknown.
+//
+// Traffic the node itself sends to an externalIP, a load-balancer IP or its
+// own NodePort is "local" to kube-proxy: the external chain short-circuits it
+// to the cluster endpoints whatever the externalTrafficPolicy ("route LOCAL
+// traffic" in iptables, "fib saddr type local" in nftables). A NodePort of
+// another node is that node's: its kube-proxy sends it to its external set.
+func (nj *nodeJudge) usable(sc *probeScope, node string, p collectorapi.Probe, k probePort, probed map[probePort]map[string]bool) map[string]bool {
+	if !sc.known {
+		return probed[k]
+	}
+	switch {
+	case p.Target == "clusterIP":
+		return sc.internal[k]
+	case p.Target == "nodePort" && p.Node != "" && p.Node != node:
+		if sc.remote[p.Node] == nil {
+			sc.remote[p.Node] = map[probePort]map[string]bool{}
+			zone, _ := nodeZone(nj.in, p.Node)
+			for _, pe := range ExpectForNode(nj.in.Service, nj.in.Slices, p.Node, map[string]string{corev1.LabelTopologyZone: zone}) {
+				pk := probePortOf(pe.PortName, pe.Protocol)
+				if sc.remote[p.Node][pk] == nil {
+					sc.remote[p.Node][pk] = map[string]bool{}
+				}
+				for _, e := range pe.External {
+					sc.remote[p.Node][pk][e.String()+"/"+pk.protocol] = true
+				}
+			}
+		}
+		return sc.remote[p.Node][k]
+	}
+	return sc.cluster[k]
+}
+
+// frontendFailure is one frontend probe that got no answer.
+type frontendFailure struct {
+	port  probePort
+	probe collectorapi.Probe
+}
+
+func (f frontendFailure) String() string {
+	return fmt.Sprintf("%s %s/%s (%s)", f.probe.Target, f.probe.Address, f.probe.Protocol, f.probe.ErrorClass)
+}
+
+func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	if s == nil || s.Data == nil {
+		return
+	}
+	sc := nj.probeScope(node)
+	var okEndpoints int
+	var slow []string                           // answered only on the second, longer try
+	answered := map[probePort]map[string]bool{} // ready endpoints that answered, per port
+	failedClass := map[string]string{}          // endpoint key → error class of its direct probe
+	var refused, timeouts, policyExplained []string
+	policies := map[string]bool{}
+	refusedPods := map[string]string{} // pod → refused ip:port
+	var refusedKeys []string
+	var frontends []frontendFailure
+	var raw []string
+	for _, p := range s.Data.Probes {
+		ip := p.Address
+		key := p.Address + "/" + strings.ToUpper(orTCP(p.Protocol))
+		if ap, err := netip.ParseAddrPort(p.Address); err == nil {
+			ip = ap.Addr().Unmap().String()
+			key = endpointKey(ap.Addr(), ap.Port(), strings.ToUpper(orTCP(p.Protocol)))
+		}
+		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
+			continue
+		}
+		ok := p.Outcome == "connected" || p.Outcome == "reply"
+		pk := probePortOf(p.PortName, p.Protocol)
+		raw = append(raw, fmt.Sprintf("%s %s/%s: %s %s (%.1f ms)", p.Target, p.Address, p.Protocol, p.Outcome, p.ErrorClass, p.LatencyMillis))
+		if p.Target != "endpoint" {
+			if !ok {
+				frontends = append(frontends, frontendFailure{port: pk, probe: p})
+			}
+			continue
+		}
+		if ok {
+			// A not-ready endpoint that answers says nothing about the
+			// endpoints the datapath uses.
+			if readyIP[ip] {
+				okEndpoints++
+				if p.Attempts > 1 {
+					slow = append(slow, p.Address)
+				}
+				if answered[pk] == nil {
+					answered[pk] = map[string]bool{}
+				}
+				answered[pk][key] = true
+			}
+			continue
+		}
+		failedClass[key] = p.ErrorClass
+		if !readyIP[ip] {
+			// A not-ready endpoint is expected not to answer; the endpoints
+			// layer already says why it is not ready.
+			continue
+		}
+		if b, isBlocked := sc.blocked[key]; isBlocked {
+			name := p.Address
+			if pod := podOf[ip]; pod != "" {
+				name = "pod " + pod + " (" + p.Address + ")"
+			}
+			policyExplained = append(policyExplained, name+" "+p.ErrorClass)
+			for _, pol := range b.policies {
+				policies[pol] = true
+			}
+			continue
+		}
+		switch p.ErrorClass {
+		case "refused":
+			if nj.sockets != nil && nj.sockets.explainsRefusal(key) {
+				// The Pod's own sockets say why (EPS014/EPS015 on its node,
+				// with this probe as evidence): one finding, not two.
+				continue
+			}
+			refusedKeys = append(refusedKeys, key)
+			name := p.Address
+			if pod := podOf[ip]; pod != "" {
+				name = "pod " + pod + " (" + p.Address + ")"
+				refusedPods[pod] = p.Address
+			}
+			refused = append(refused, name)
+		default:
+			if !routeFailed[ip] {
+				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			}
+		}
+	}
+
+	// A frontend failure is the datapath's only when nothing else accounts
+	// for it: the ClusterIP dropped by design here, an endpoint it may pick
+	// kept from this node by a policy, or an endpoint it may pick failing the
+	// same way when probed directly.
+	var datapathFails []string
+	okCount := 0
+	nodePortFails, nodePortOK := map[string][]string{}, map[string]int{}
+	for _, f := range frontends {
+		if f.probe.Target == "clusterIP" && sc.droppedByDesign[f.port] {
+			continue // DP027 on this node says why
+		}
+		usable := nj.usable(sc, node, f.probe, f.port, answered)
+		blockedHere, sameFailure, ok := false, false, 0
+		for ep := range usable {
+			if b, isBlocked := sc.blocked[ep]; isBlocked {
+				blockedHere = true
+				for _, pol := range b.policies {
+					policies[pol] = true
+				}
+			}
+			if c, failed := failedClass[ep]; failed && c == f.probe.ErrorClass {
+				sameFailure = true
+			}
+			if answered[f.port][ep] {
+				ok++
+			}
+		}
+		switch {
+		case blockedHere:
+			policyExplained = append(policyExplained, fmt.Sprintf("%s %s %s", f.probe.Target, f.probe.Address, f.probe.ErrorClass))
+		case sameFailure || ok == 0:
+			// The endpoint findings carry it, or no endpoint the frontend
+			// may use answered directly: nothing to compare with.
+		case f.probe.Target == "nodePort":
+			// The datapath at fault is that of the node owning the address.
+			owner := f.probe.Node
+			if owner == "" {
+				owner = node
+			}
+			nodePortFails[owner] = append(nodePortFails[owner], f.String())
+			nodePortOK[owner] = max(nodePortOK[owner], ok)
+		default:
+			datapathFails = append(datapathFails, f.String())
+			okCount = max(okCount, ok)
+		}
+	}
+
+	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
+		hint := nj.declaredPortsHint(refusedPods)
+		if nj.sockets != nil {
+			hint += nj.sockets.refusalHint(refusedKeys)
+		}
+		nj.emit(CodeEpsRefused, node, Args{"targets": listNames(refused), "hint": hint}, raw)
+	}
+	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
+		nj.emit(CodeRTPodTimeout, node, Args{"targets": listNames(timeouts)}, raw)
+	}
+	if len(policyExplained) > 0 && !nj.skipped(LayerRoute) {
+		pols := sortedKeys(policies)
+		nj.emit(CodeRTPolicyExplains, node, Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
+			fieldItems("policies", pols))
+	}
+	if len(datapathFails) > 0 && !nj.skipped(LayerDatapath) {
+		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(datapathFails), "error": "see evidence",
+			"okCount": strconv.Itoa(okCount)}, raw)
+	}
+	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
+		if nj.skipped(LayerDatapath) {
+			break
+		}
+		nj.emit(CodeDPNodePortFails, owner, Args{"frontend": listNames(nodePortFails[owner]), "from": node,
+			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
+	}
+	nj.judgeHealthCheck(node, s.Data.HealthCheck)
+	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
+		sample := ""
+		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
+			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
+		}
+		if len(slow) > 0 {
+			sample += fmt.Sprintf("; %s answered only when probed again with twice the timeout: slow, not unreachable", listNames(slow))
+		}
+		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
+	}
+}
+
+// declaredPortsHint points at the likely mistake when endpoints refuse: the
+// port they were probed on is not one the Pod declares, but others are (a
+// Service targetPort that does not match the container). A declaration is
+// not required, so this is a hint, not a finding of its own.
+func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
+	for i := range nj.in.Pods {
+		p := &nj.in.Pods[i]
+		addr, ok := refusedPods[p.Name]
+		if !ok {
+			continue
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue
+		}
+		var declared []string
+		match := false
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if strconv.Itoa(int(cp.ContainerPort)) == port {
+					match = true
+				}
+				d := fmt.Sprintf("%d/%s", cp.ContainerPort, orTCP(string(cp.Protocol)))
+				if cp.Name != "" {
+					d = cp.Name + "=" + d
+				}
+				declared = append(declared, d)
+			}
+		}
+		if !match && len(declared) > 0 {
+			return fmt.Sprintf("; the Pods declare container port(s) %s, not %s: check the Service's targetPort", strings.Join(declared, ", "), port)
+		}
+	}
+	return ""
+}
+
+// judgeHealthCheck compares kube-proxy's health-check answer with the
+// EndpointSlices: it counts this node's ready endpoints by IP
+// (LocalReadyEndpoints in pkg/proxy/endpointschangetracker.go) and answers
+// 200 only while that count is above zero and kube-proxy is healthy. Load
+// balancers send traffic only to nodes that answer 200.
+func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
+	if hc == nil || nj.skipped(LayerDatapath) {
+		return
+	}
+	want := map[string]bool{}
+	for i := range nj.in.Slices {
+		for _, e := range nj.in.Slices[i].Endpoints {
+			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
+				want[e.Addresses[0]] = true
+			}
+		}
+	}
+	a := Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
+	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
+	switch {
+	case hc.Error != "":
+		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
+		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	case (hc.StatusCode == 200) != (len(want) > 0):
+		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
+		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
+			a["detail"] += ", kube-proxy itself unhealthy"
+		}
+		nj.emit(CodeDPHealthCheck, node, a, raw)
+	default:
+		nj.emit(CodeDPHealthCheckOK, node, Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
+	}
+}
+
+func intOrNone(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.Itoa(*p)
+}
