@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
@@ -26,7 +29,38 @@ type IPSetTester interface {
 type netlinkIPSet struct{}
 
 func (netlinkIPSet) IpsetTest(set string, e *netlink.IPSetEntry) (bool, error) {
+	if e.IP == nil && e.Port != nil {
+		return testPortEntry(set, *e.Port)
+	}
 	return netlink.IpsetTest(set, e)
+}
+
+// testPortEntry tests a bitmap:port entry. netlink.IpsetTest always sends a
+// protocol with a port, which the kernel's bitmap:port refuses ("invalid
+// protocol", seen on 6.1 with the sets kube-proxy creates); `ipset test
+// KUBE-NODE-PORT-TCP 30080` sends the port alone, and so does this.
+func testPortEntry(set string, port uint16) (bool, error) {
+	req := nl.NewNetlinkRequest(nl.IPSET_CMD_TEST|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(nl.IPSET_CMD_TEST)|unix.NLM_F_EXCL)
+	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_INET), Version: nl.NFNETLINK_V0})
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(set)))
+	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
+	buf := make([]byte, 2)
+	binary.BigEndian.PutUint16(buf, port)
+	data.AddChild(nl.NewRtAttr(int(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER), buf))
+	req.AddData(data)
+	_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
+	if err == nil {
+		return true, nil
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && int(errno) >= nl.IPSET_ERR_PRIVATE {
+		if int(errno) == nl.IPSET_ERR_EXIST {
+			return false, nil
+		}
+		return false, nl.IPSetError(uintptr(errno))
+	}
+	return false, err
 }
 
 // ipsetProbe is one entry of the Service to look up.

@@ -231,6 +231,9 @@ func linkAddresses(svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, 
 			continue
 		}
 		routes, err := netlink.RouteGetWithOptions(net.IP(a.AsSlice()), &netlink.RouteGetOptions{FIBMatch: true})
+		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
+			continue // no route at all (no default route): not local either
+		}
 		if err != nil {
 			if la.Error == "" {
 				la.Error = fmt.Sprintf("route get fibmatch %s: %v", a, err)
