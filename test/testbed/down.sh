@@ -11,6 +11,10 @@ quiet=0; [[ ${1:-} == --quiet ]] && quiet=1
 say() { ((quiet)) || log "$@"; }
 t0=$(date +%s)
 
+# 0. The IPVS node: a user-mode Linux kernel whose processes carry none of
+# our paths on their command line (ipvs-node.sh finds them by its umid).
+"$TESTBED_DIR/ipvs-node.sh" down --quiet || say "IPVS node: down failed (continuing)"
+
 # 1. Daemons we recorded, node side first. kube-apiserver may need a second TERM (stop_daemon does it).
 for n in "${NODES[@]}"; do stop_daemon "kube-proxy-$n" 5; stop_daemon "kubelet-$n" 5; done
 

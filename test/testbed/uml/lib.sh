@@ -90,7 +90,8 @@ uml_boot() {
 	[[ -n ${UML_NETNS:-} ]] && cmd=(nsenter "--net=/var/run/netns/$UML_NETNS" -- "${cmd[@]}")
 	date +%s.%N >"$d/started"
 	# TMPDIR: UML backs guest memory with a (deleted) file there.
-	TMPDIR=${TMPDIR:-/tmp} setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 &
+	# 8 and 9: lock files of the callers (testbed_lock); the kernel must not hold them.
+	TMPDIR=${TMPDIR:-/tmp} setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 8>&- 9>&- &
 	local pid=$!
 	echo "$pid" >"$d/pid"
 	# nsenter execs the kernel, so $! is the kernel's PID either way; wait until
