@@ -55,6 +55,7 @@ log "network and $i pod(s) up"
 		sleep 1
 	done
 ) &
+kp_loop=$!
 log "kube-proxy started"
 : >"$dir/ready"
 
@@ -72,4 +73,6 @@ while [ ! -e "$SVTB_OUT/stop" ]; do
 done
 log "stopping"
 kill "$(cat /run/kube-proxy.pid)" 2>/dev/null
-wait
+wait "$kp_loop"
+# The Pods' echo servers.
+for name in $(cut -d' ' -f1 "$dir/pods"); do ip netns pids "$name" 2>/dev/null | xargs -r kill 2>/dev/null; done
