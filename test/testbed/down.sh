@@ -81,7 +81,7 @@ left=$(awk -v a="$STATE" -v b="$RUN" '$2 ~ "^"a || $2 ~ "^"b {print $2}' /proc/s
 [[ -z $left ]] || die "mounts survive: $left"
 
 # 3. Network namespaces of the testbed (pod netns live under our state dir, see containerd.toml).
-for ns in "${NODES[@]}" "$CP_NS" "$HUB_NS"; do
+for ns in "${NODES[@]}" svtb-node3 "$CP_NS" "$HUB_NS"; do
 	if [[ -e /var/run/netns/$ns ]]; then
 		ip netns del "$ns" 2>/dev/null || { umount -l "/var/run/netns/$ns" 2>/dev/null || true; rm -f "/var/run/netns/$ns"; }
 	fi

@@ -36,8 +36,9 @@ uml_pids() {
 	[[ -f $f ]] || return 0
 	pgid=$(<"$f")
 	for p in $(pgrep -g "$pgid" 2>/dev/null); do
-		tr "\\0" " " 2>/dev/null <"/proc/$p/cmdline" | grep -q "umid=$1 " && echo "$p"
+		if tr "\\0" " " 2>/dev/null <"/proc/$p/cmdline" | grep -q "umid=$1 "; then echo "$p"; fi
 	done
+	return 0 # callers run under set -e: no match is not a failure
 }
 
 # uml_stop NAME [GRACE_S]: ask the guest to halt (out/stop, seen by init.sh),
