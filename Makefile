@@ -43,9 +43,11 @@ images: ## build the testbed images (pause, echo, coredns, collector) and import
 e2e: deps ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
 
-.PHONY: bench-netfilter
+.PHONY: bench-netfilter bench-ipvs
 bench-netfilter: deps ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
 	$(GO) run ./test/bench/netfilter/cmd/nfbench
+bench-ipvs: deps ## (root) IPVS reader vs ipvsadm at 1k/5k/10k Services, in user-mode Linux; see test/bench/ipvs/README.md
+	$(GO) run ./test/bench/ipvs/cmd/ipvsbench
 
 # Renderer golden files (issue 2): regenerate after an intended output change, then review the diff.
 .PHONY: golden

@@ -4,38 +4,45 @@ package trace
 // against the Service and its EndpointSlices. They are part of the one
 // Catalog (catalog.go), so docs, golden files and bots see a single list.
 const (
-	CodeNodeCollectorFailed = "DP001"
-	CodeDPOwner             = "DP002"
-	CodeDPProxyUnreachable  = "DP003"
-	CodeDPProxyUnhealthy    = "DP004"
-	CodeDPProxyStaleSync    = "DP005"
-	CodeDPNoRules           = "DP006"
-	CodeDPMissingEndpoints  = "DP007"
-	CodeDPStaleEndpoints    = "DP008"
-	CodeDPWrongDNATPort     = "DP009"
-	CodeDPUnequalShares     = "DP010"
-	CodeDPAffinityMissing   = "DP011"
-	CodeDPAffinityExtra     = "DP012"
-	CodeDPETPLocalNoLocal   = "DP013"
-	CodeDPLeftovers         = "DP014"
-	CodeDPRulesMatch        = "DP015"
-	CodeDPRejectWithEPs     = "DP016"
-	CodeDPIgnoredByProxy    = "DP017"
-	CodeDPEBPFOwner         = "DP018"
-	CodeDPClusterIPFails    = "DP019"
-	CodeDPNodePortMissing   = "DP020"
-	CodeDPSectionError      = "DP021"
-	CodeDPRejectNoEndpoints = "DP022"
-	CodeDPAffinityTimeout   = "DP023"
-	CodeDPAffinityOK        = "DP024"
-	CodeDPEBPFUnreadable    = "DP025"
-	CodeDPIPVSDeprecated    = "DP026"
-	CodeDPDroppedByDesign   = "DP027"
-	CodeDPExternalMissing   = "DP028"
-	CodeDPExternalWrong     = "DP029"
-	CodeDPNodePortFails     = "DP030"
-	CodeDPHealthCheck       = "DP031"
-	CodeDPHealthCheckOK     = "DP032"
+	CodeNodeCollectorFailed       = "DP001"
+	CodeDPOwner                   = "DP002"
+	CodeDPProxyUnreachable        = "DP003"
+	CodeDPProxyUnhealthy          = "DP004"
+	CodeDPProxyStaleSync          = "DP005"
+	CodeDPNoRules                 = "DP006"
+	CodeDPMissingEndpoints        = "DP007"
+	CodeDPStaleEndpoints          = "DP008"
+	CodeDPWrongDNATPort           = "DP009"
+	CodeDPUnequalShares           = "DP010"
+	CodeDPAffinityMissing         = "DP011"
+	CodeDPAffinityExtra           = "DP012"
+	CodeDPETPLocalNoLocal         = "DP013"
+	CodeDPLeftovers               = "DP014"
+	CodeDPRulesMatch              = "DP015"
+	CodeDPRejectWithEPs           = "DP016"
+	CodeDPIgnoredByProxy          = "DP017"
+	CodeDPEBPFOwner               = "DP018"
+	CodeDPClusterIPFails          = "DP019"
+	CodeDPNodePortMissing         = "DP020"
+	CodeDPSectionError            = "DP021"
+	CodeDPRejectNoEndpoints       = "DP022"
+	CodeDPAffinityTimeout         = "DP023"
+	CodeDPAffinityOK              = "DP024"
+	CodeDPEBPFUnreadable          = "DP025"
+	CodeDPIPVSDeprecated          = "DP026"
+	CodeDPDroppedByDesign         = "DP027"
+	CodeDPExternalMissing         = "DP028"
+	CodeDPExternalWrong           = "DP029"
+	CodeDPNodePortFails           = "DP030"
+	CodeDPHealthCheck             = "DP031"
+	CodeDPHealthCheckOK           = "DP032"
+	CodeDPIPVSNotOnDummy          = "DP033"
+	CodeDPIPVSSetReject           = "DP034"
+	CodeDPIPVSSetMissing          = "DP035"
+	CodeDPIPVSSysctl              = "DP036"
+	CodeDPIPVSDraining            = "DP037"
+	CodeDPIPVSExternalRealServers = "DP038"
+	CodeDPIPVSETPLocalFallback    = "DP039"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -163,6 +170,27 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPDroppedByDesign, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP dropped here by design",
 		Message:  "internalTrafficPolicy Local: {datapath} drops {port} for clients on this node by design, because none of the Service's endpoints that kube-proxy can use runs here ({how}); this is the policy working, not a datapath fault",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
+	{Code: CodeDPIPVSNotOnDummy, Layer: LayerDatapath, Severity: SeverityError, Title: "Service address not on kube-ipvs0",
+		Message:  "{addresses} not bound on this node ({link}): traffic from Pods to it is routed away instead of delivered locally, so {datapath} never sees it for {port}",
+		NextStep: "kubectl debug node/{node} -it --image=busybox -- ip addr show dev kube-ipvs0"},
+	{Code: CodeDPIPVSSetReject, Layer: LayerDatapath, Severity: SeverityError, Title: "Service missing from kube-proxy's ipsets",
+		Message:  "{entries}: the iptables chain KUBE-IPVS-FILTER rejects new connections to {port} on this node because the entry is missing",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPIPVSSetMissing, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ipset entry missing",
+		Message:  "kube-proxy's ipsets lack entries of {port}: {entries}",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPIPVSSysctl, Layer: LayerDatapath, Severity: SeverityWarning, Title: "IPVS sysctl not as kube-proxy sets it",
+		Message:  "{settings}",
+		NextStep: "kubectl debug node/{node} -it --image=busybox -- sysctl net.ipv4.vs"},
+	{Code: CodeDPIPVSDraining, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS real servers draining",
+		Message:  "{datapath} keeps {count} real server(s) of {port} at weight 0 (graceful termination: no new connections; kube-proxy deletes each once its connections end, checking every minute): {servers}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSExternalRealServers, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server has wrong real servers",
+		Message:  "{datapath} {frontend} of {port} (externalTrafficPolicy {policy}) lacks {missing} and holds {extra}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSETPLocalFallback, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort falls back to other nodes (IPVS)",
+		Message:  "externalTrafficPolicy Local and no local ready endpoint: kube-proxy's IPVS mode sends traffic to NodePort {nodePort} on this node to other nodes' endpoints without masquerading, so external clients get replies from Pod addresses and drop them (only Pods on this node are served)",
+		NextStep: "kubectl get pods -n {namespace} -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeDPRejectNoEndpoints, Layer: LayerDatapath, Severity: SeverityInfo, Title: "No-endpoint reject programmed",
 		Message:  "{datapath} rejects {port}, as it should: the Service has no usable endpoint",
 		NextStep: nodeSvcCmd},

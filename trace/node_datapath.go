@@ -65,6 +65,8 @@ type programmedPort struct {
 	// empty ExternalChain means it is absent.
 	externalRead bool
 	Evidence     []string
+	// IPVS holds the IPVS-only details (fromIPVS); nil for other datapaths.
+	IPVS *ipvsDetail
 }
 
 // Where an external chain sends traffic.
@@ -131,6 +133,9 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		// cmd/kube-proxy/app/server_linux.go logs this and records an
 		// IPVSDeprecation Event at every start in IPVS mode.
 		nj.emit(CodeDPIPVSDeprecated, node, nil, nil)
+	}
+	if mode == collectorapi.ModeIPVS {
+		nj.judgeIPVSNode(node, obs)
 	}
 	for _, lo := range leftovers {
 		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
@@ -313,13 +318,22 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		problems++
 	}
 	problems += nj.compareExternal(node, pe, pp, with)
+	if mode == collectorapi.ModeIPVS {
+		problems += nj.judgeIPVSPort(node, obs, pe, pp, with)
+	}
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
 			nj.emit(CodeDPNodePortMissing, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
 			problems++
 		}
 		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
-			nj.emit(CodeDPETPLocalNoLocal, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+			if mode == collectorapi.ModeIPVS {
+				// IPVS does not drop: its NodePort virtual servers fall
+				// back to the cluster endpoints (syncEndpoint, PR 97081).
+				nj.emit(CodeDPIPVSETPLocalFallback, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+			} else {
+				nj.emit(CodeDPETPLocalNoLocal, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+			}
 		}
 	}
 	if problems == 0 {
@@ -903,8 +917,10 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 	byPort := map[key]*programmedPort{}
 	var order []key
 	nodePorts := map[key]bool{}
+	all := map[key][]collectorapi.IPVSVirtualServer{}
 	for _, vs := range s.Data.VirtualServers {
 		k := key{vs.PortName, strings.ToUpper(vs.Protocol), ipFamily(vs.Address)}
+		all[k] = append(all[k], vs)
 		if vs.Frontend == "nodePort" {
 			if vs.Found {
 				nodePorts[k] = true
@@ -943,6 +959,7 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 	for _, k := range order {
 		pp := byPort[k]
 		pp.NodePortFound = nodePorts[k]
+		pp.IPVS = &ipvsDetail{VirtualServers: all[k]}
 		out = append(out, *pp)
 	}
 	return out

@@ -12,6 +12,8 @@ package ipvs
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -19,9 +21,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -35,11 +39,17 @@ type Handle interface {
 }
 
 // Reader reads IPVS through Handle. NodeIPs are the addresses NodePort
-// virtual servers listen on; KubeIPVS0 are the addresses on kube-ipvs0.
+// virtual servers listen on; KubeIPVS0 says which of the Service's addresses
+// are on kube-ipvs0.
 type Reader struct {
 	Handle    Handle
 	NodeIPs   []netip.Addr
 	KubeIPVS0 *collectorapi.LinkAddresses
+	// IPSets, when set, looks up the Service's ipset entries.
+	IPSets IPSetTester
+	// Sysctls and KernelRelease are copied into the observation.
+	Sysctls       map[string]string
+	KernelRelease string
 }
 
 // IPVS service flags (include/uapi/linux/ip_vs.h).
@@ -77,7 +87,7 @@ func Available(proc string) bool {
 // Read opens IPVS in the current network namespace and reads the Service.
 func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObservation, error) {
 	obs := &collectorapi.IPVSObservation{}
-	kubeIPVS0, nodeIPs := linkAddresses()
+	kubeIPVS0, nodeIPs := linkAddresses(&req.Service)
 	obs.KubeIPVS0 = kubeIPVS0
 	if !Available("/proc/thread-self") {
 		obs.Status = "ipvs not available in this kernel (no /proc/net/ip_vs: ip_vs not built or not loaded)"
@@ -89,12 +99,13 @@ func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObs
 		return obs, fmt.Errorf("ipvs netlink: %w", err)
 	}
 	defer h.Close()
-	return (&Reader{Handle: h, NodeIPs: nodeIPs, KubeIPVS0: kubeIPVS0}).Read(ctx, req)
+	return (&Reader{Handle: h, NodeIPs: nodeIPs, KubeIPVS0: kubeIPVS0, IPSets: netlinkIPSet{},
+		Sysctls: readSysctls("/proc/sys"), KernelRelease: kernelRelease()}).Read(ctx, req)
 }
 
 // Read looks up every expected frontend of the Service.
 func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObservation, error) {
-	obs := &collectorapi.IPVSObservation{Available: true, KubeIPVS0: r.KubeIPVS0}
+	obs := &collectorapi.IPVSObservation{Available: true, KubeIPVS0: r.KubeIPVS0, Sysctls: r.Sysctls, KernelRelease: r.KernelRelease}
 	type frontend struct {
 		kind, portName, protocol string
 		addr                     netip.AddrPort
@@ -146,6 +157,9 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 		}
 		obs.VirtualServers = append(obs.VirtualServers, vs)
 	}
+	if r.IPSets != nil {
+		obs.IPSets = testIPSets(r.IPSets, ipsetProbes(req, r.NodeIPs))
+	}
 	return obs, nil
 }
 
@@ -184,34 +198,160 @@ func protoNumber(p string) uint16 {
 	return 0
 }
 
-// linkAddresses reads kube-ipvs0's addresses and the node IPs NodePorts
-// listen on in IPVS mode: every address not on kube-ipvs0, loopback excluded.
-func linkAddresses() (*collectorapi.LinkAddresses, []netip.Addr) {
+// linkAddresses reads whether kube-ipvs0 holds the Service's addresses and,
+// when the Service has a NodePort, the node IPs NodePorts listen on in IPVS
+// mode. Both reads are per Service, not per node: a node with thousands of
+// Services has thousands of addresses on kube-ipvs0, so neither dumps them.
+//   - An address is on kube-ipvs0 when the kernel's FIB entry for it (the
+//     "local" route the kernel adds for every bound address, found with
+//     RTM_F_FIB_MATCH, as `ip route get fibmatch`) points at kube-ipvs0.
+//   - Node IPs are kube-proxy's (GetAllLocalAddressesExcept): every address
+//     not on kube-ipvs0, loopback and IPv6 link-local excluded; read per link
+//     with the kernel filtering the dump by interface (strict checking).
+func linkAddresses(svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, []netip.Addr) {
 	la := &collectorapi.LinkAddresses{Name: "kube-ipvs0"}
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		la.Error = err.Error()
-		return la, nil
-	}
 	ipvsIndex := -1
-	if link, err := netlink.LinkByName("kube-ipvs0"); err == nil {
+	link, err := netlink.LinkByName("kube-ipvs0")
+	switch {
+	case err == nil:
 		la.Present = true
 		ipvsIndex = link.Attrs().Index
+	case !errors.As(err, new(netlink.LinkNotFoundError)):
+		la.Error = err.Error()
 	}
-	var nodeIPs []netip.Addr
-	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok {
+	seen := map[netip.Addr]bool{}
+	for _, fe := range svc.Frontends() {
+		a := fe.Addr.Addr()
+		if seen[a] {
 			continue
 		}
-		ip = ip.Unmap()
-		switch {
-		case a.LinkIndex == ipvsIndex:
-			la.Addresses = append(la.Addresses, ip.String())
-		case ip.IsLoopback(), ip.IsLinkLocalUnicast():
-		default:
+		seen[a] = true
+		la.Checked = append(la.Checked, a.String())
+		if !la.Present {
+			continue
+		}
+		routes, err := netlink.RouteGetWithOptions(net.IP(a.AsSlice()), &netlink.RouteGetOptions{FIBMatch: true})
+		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
+			continue // no route at all (no default route): not local either
+		}
+		if err != nil {
+			if la.Error == "" {
+				la.Error = fmt.Sprintf("route get fibmatch %s: %v", a, err)
+			}
+			continue
+		}
+		for _, r := range routes {
+			if r.Type == unix.RTN_LOCAL && r.LinkIndex == ipvsIndex {
+				la.Addresses = append(la.Addresses, a.String())
+				break
+			}
+		}
+	}
+	hasNodePort := false
+	for _, p := range svc.Ports {
+		hasNodePort = hasNodePort || p.NodePort != 0
+	}
+	if !hasNodePort {
+		return la, nil
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		la.Error = "links: " + err.Error()
+		return la, nil
+	}
+	var nodeIPs []netip.Addr
+	for _, l := range links {
+		if l.Attrs().Index == ipvsIndex {
+			continue
+		}
+		addrs, err := addrsOfLink(l.Attrs().Index)
+		if err != nil {
+			la.Error = fmt.Sprintf("addresses of %s: %v", l.Attrs().Name, err)
+			continue
+		}
+		for _, ip := range addrs {
+			if ip.IsLoopback() || (ip.Is6() && ip.IsLinkLocalUnicast()) {
+				continue
+			}
 			nodeIPs = append(nodeIPs, ip)
 		}
 	}
 	return la, nodeIPs
+}
+
+// addrsOfLink dumps one interface's addresses. With NETLINK_GET_STRICT_CHK
+// the kernel (4.20+) dumps only that interface; older kernels dump every
+// address and the index check below keeps the answer right.
+func addrsOfLink(index int) ([]netip.Addr, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_GET_STRICT_CHK, 1)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, err
+	}
+	req := make([]byte, unix.SizeofNlMsghdr+unix.SizeofIfAddrmsg)
+	hdr := (*unix.NlMsghdr)(unsafe.Pointer(&req[0]))
+	*hdr = unix.NlMsghdr{Len: uint32(len(req)), Type: unix.RTM_GETADDR, Flags: unix.NLM_F_REQUEST | unix.NLM_F_DUMP, Seq: 1}
+	msg := (*unix.IfAddrmsg)(unsafe.Pointer(&req[unix.SizeofNlMsghdr]))
+	*msg = unix.IfAddrmsg{Family: unix.AF_UNSPEC, Index: uint32(index)}
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	buf := make([]byte, 1<<16)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return out, err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return out, err
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if len(m.Data) >= 4 {
+					if errno := -int32(binary.NativeEndian.Uint32(m.Data[:4])); errno != 0 {
+						return out, syscall.Errno(errno)
+					}
+				}
+				return out, nil
+			case unix.RTM_NEWADDR:
+			default:
+				continue
+			}
+			if len(m.Data) < unix.SizeofIfAddrmsg {
+				continue
+			}
+			ifa := (*unix.IfAddrmsg)(unsafe.Pointer(&m.Data[0]))
+			if int(ifa.Index) != index {
+				continue
+			}
+			attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+			if err != nil {
+				continue
+			}
+			var addr, local []byte
+			for _, a := range attrs {
+				switch a.Attr.Type {
+				case unix.IFA_ADDRESS:
+					addr = a.Value
+				case unix.IFA_LOCAL:
+					local = a.Value
+				}
+			}
+			if local != nil { // IPv4 point-to-point: IFA_LOCAL is ours, IFA_ADDRESS the peer
+				addr = local
+			}
+			if ip, ok := netip.AddrFromSlice(addr); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/moby/ipvs"
+	"github.com/vishvananda/netlink"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -135,5 +136,90 @@ func TestReadThisKernel(t *testing.T) {
 	})
 	if s.Status != collectorapi.StatusUnavailable || s.Data == nil || s.Data.Available || s.Data.Status == "" {
 		t.Fatalf("%+v", s)
+	}
+}
+
+// fakeIPSets holds set name → entries, in ipset's syntax.
+type fakeIPSets map[string]map[string]bool
+
+func (f fakeIPSets) IpsetTest(set string, e *netlink.IPSetEntry) (bool, error) {
+	members, ok := f[set]
+	if !ok {
+		return false, syscall.ENOENT
+	}
+	var text string
+	switch {
+	case e.IP2 != nil:
+		text = fmt.Sprintf("%s,%s:%d,%s", e.IP, protoName(*e.Protocol), *e.Port, e.IP2)
+	case e.IP != nil && e.Port != nil:
+		text = fmt.Sprintf("%s,%s:%d", e.IP, protoName(*e.Protocol), *e.Port)
+	case e.IP != nil:
+		text = e.IP.String()
+	default:
+		text = fmt.Sprint(*e.Port)
+	}
+	return members[text], nil
+}
+
+func protoName(p uint8) string {
+	return map[uint8]string{syscall.IPPROTO_TCP: "tcp", syscall.IPPROTO_UDP: "udp", 132: "sctp"}[p]
+}
+
+func TestReadIPSets(t *testing.T) {
+	req := webRequest()
+	req.NodeName = "n1"
+	req.Service.ExternalTrafficPolicy = "Local"
+	req.Endpoints = []collectorapi.Endpoint{{IP: "10.244.1.5", Ports: map[string]int32{"http": 8080}, NodeName: "n1"},
+		{IP: "10.244.2.7", Ports: map[string]int32{"http": 8080}, NodeName: "n2"}}
+	sets := fakeIPSets{
+		"KUBE-CLUSTER-IP":          {"10.96.0.50,tcp:80": true},
+		"KUBE-NODE-PORT-TCP":       {"30080": true},
+		"KUBE-NODE-PORT-LOCAL-TCP": {},
+		"KUBE-LOOP-BACK":           {"10.244.1.5,tcp:8080,10.244.1.5": true},
+		"KUBE-IPVS-IPS":            {"10.96.0.50": true},
+	}
+	r := &Reader{Handle: recorded(), IPSets: sets, Sysctls: map[string]string{"net.ipv4.vs.conntrack": "1"}, KernelRelease: "6.1.176"}
+	obs, err := r.Read(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]collectorapi.IPSetMembership{}
+	for _, m := range obs.IPSets {
+		got[m.Set+" "+m.Entry] = m
+	}
+	for key, want := range map[string]bool{
+		"KUBE-CLUSTER-IP 10.96.0.50,tcp:80":             true,
+		"KUBE-NODE-PORT-TCP 30080":                      true,
+		"KUBE-NODE-PORT-LOCAL-TCP 30080":                false,
+		"KUBE-LOOP-BACK 10.244.1.5,tcp:8080,10.244.1.5": true,
+		"KUBE-IPVS-IPS 10.96.0.50":                      true,
+	} {
+		m, ok := got[key]
+		if !ok || m.Found != want || m.SetMissing || m.Error != "" {
+			t.Errorf("%s: %+v (present %v), want found=%v", key, m, ok, want)
+		}
+	}
+	if _, ok := got["KUBE-LOOP-BACK 10.244.2.7,tcp:8080,10.244.2.7"]; ok {
+		t.Error("a remote endpoint was looked up in KUBE-LOOP-BACK")
+	}
+	if obs.Sysctls["net.ipv4.vs.conntrack"] != "1" || obs.KernelRelease != "6.1.176" {
+		t.Errorf("sysctls %v kernel %q", obs.Sysctls, obs.KernelRelease)
+	}
+	// A set that does not exist is said so, not an error.
+	delete(sets, "KUBE-CLUSTER-IP")
+	obs, _ = r.Read(context.Background(), req)
+	for _, m := range obs.IPSets {
+		if m.Set == "KUBE-CLUSTER-IP" && (!m.SetMissing || m.Found || m.Error != "") {
+			t.Errorf("missing set: %+v", m)
+		}
+	}
+}
+
+func TestIPSetNameIPv6(t *testing.T) {
+	if got := ipsetName("KUBE-NODE-PORT-LOCAL-SCTP-HASH", true); got != "KUBE-6-NODE-PORT-LOCAL-SCTP-HAS" {
+		t.Errorf("%q", got)
+	}
+	if got := ipsetName("KUBE-CLUSTER-IP", false); got != "KUBE-CLUSTER-IP" {
+		t.Errorf("%q", got)
 	}
 }

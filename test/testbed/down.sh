@@ -11,6 +11,10 @@ quiet=0; [[ ${1:-} == --quiet ]] && quiet=1
 say() { ((quiet)) || log "$@"; }
 t0=$(date +%s)
 
+# 0. The IPVS node: a user-mode Linux kernel whose processes carry none of
+# our paths on their command line (ipvs-node.sh finds them by its umid).
+"$TESTBED_DIR/ipvs-node.sh" down --quiet || say "IPVS node: down failed (continuing)"
+
 # 1. Daemons we recorded, node side first. kube-apiserver may need a second TERM (stop_daemon does it).
 for n in "${NODES[@]}"; do stop_daemon "kube-proxy-$n" 5; stop_daemon "kubelet-$n" 5; done
 
@@ -77,7 +81,7 @@ left=$(awk -v a="$STATE" -v b="$RUN" '$2 ~ "^"a || $2 ~ "^"b {print $2}' /proc/s
 [[ -z $left ]] || die "mounts survive: $left"
 
 # 3. Network namespaces of the testbed (pod netns live under our state dir, see containerd.toml).
-for ns in "${NODES[@]}" "$CP_NS" "$HUB_NS"; do
+for ns in "${NODES[@]}" svtb-node3 "$CP_NS" "$HUB_NS"; do
 	if [[ -e /var/run/netns/$ns ]]; then
 		ip netns del "$ns" 2>/dev/null || { umount -l "/var/run/netns/$ns" 2>/dev/null || true; rm -f "/var/run/netns/$ns"; }
 	fi

@@ -22,6 +22,8 @@ if ((ok)) && [[ -x $K8S_BIN/kubectl && -f $STATE/pki/admin.kubeconfig ]]; then
 else
 	ok=0
 fi
+# The IPVS node is reported, not required: up.sh brings it up on its own.
+if [[ ${SVTB_IPVS_NODE:-1} != 0 ]] && ((!quiet)); then "$TESTBED_DIR/ipvs-node.sh" status || true; fi
 if ((ok)); then out "testbed: healthy; kubeconfig $KUBECONFIG_DIR/kubeconfig"; exit 0; fi
 out "testbed: not healthy (make testbed-up)"
 exit 1

@@ -28,6 +28,9 @@ elif "$TESTBED_DIR/status.sh" --quiet; then
 	# restricted kubeconfig must always hold exactly deploy/rbac.yaml.
 	KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 	KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
+	# The IPVS node is not part of the health check above: bring it up (or
+	# keep it) without recreating the cluster.
+	if [[ ${SVTB_IPVS_NODE:-1} != 0 ]]; then "$TESTBED_DIR/ipvs-node.sh" up; fi
 	log "testbed already up and healthy; kubeconfig: $KUBECONFIG_DIR/kubeconfig"
 	exit 0
 fi
@@ -239,6 +242,16 @@ KP
 	start_kube_proxy "$n"
 done
 
+# The IPVS node (user-mode Linux, kube-proxy ipvs; test/testbed/ipvs-node.sh)
+# boots while the kubelets register and CoreDNS starts. SVTB_IPVS_NODE=0
+# leaves it out.
+ipvs_pid=""
+if [[ ${SVTB_IPVS_NODE:-1} != 0 ]]; then
+	t_ipvs=$(date +%s)
+	"$TESTBED_DIR/ipvs-node.sh" up >"$LOGS/ipvs-node-up.log" 2>&1 &
+	ipvs_pid=$!
+fi
+
 # ---------------------------------------------------------------- cluster add-ons
 KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
@@ -270,11 +283,20 @@ install -m 600 "$P/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
 install -m 600 "$P/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
 echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
 echo "bringup_seconds=$((t_ready - t_up))" >"$STATE/bringup.txt"
+ipvs_line="  ipvs node     : off (SVTB_IPVS_NODE=0)"
+if [[ -n $ipvs_pid ]]; then
+	wait "$ipvs_pid" || { cat "$LOGS/ipvs-node-up.log" >&2; die "the IPVS node did not come up (SVTB_IPVS_NODE=0 leaves it out)"; }
+	cat "$LOGS/ipvs-node-up.log" >&2
+	echo "ipvs_node_seconds=$(($(date +%s) - t_ipvs)) ipvs_node_extra_seconds=$(($(date +%s) - t_ready))" >>"$STATE/bringup.txt"
+	ipvs_line="  ipvs node     : netns svtb-node3 (10.0.0.13, pods 10.244.3.0/24, zone-c): user-mode Linux 6.1, kube-proxy ipvs, no kubelet (up in $(($(date +%s) - t_ipvs))s, in parallel; +$(($(date +%s) - t_ready))s after the rest)"
+fi
+t_done=$(date +%s)
 
 cat <<MSG
-svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_ready - t_start))s total)
+svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_done - t_start))s total)
   control plane : netns $CP_NS ($CP_IP): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
 $(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}"; done)
+$ipvs_line
   forwarder     : 127.0.0.1:$FWD_PORT -> $CP_IP:$API_PORT
   kubeconfig    : $KUBECONFIG_DIR/kubeconfig   (restricted: $KUBECONFIG_DIR/kubeconfig-restricted)
   kubectl       : $K8S_BIN/kubectl --kubeconfig $KUBECONFIG_DIR/kubeconfig get nodes

@@ -155,8 +155,40 @@ type IPVSObservation struct {
 	Available      bool                `json:"available"`
 	Status         string              `json:"status,omitempty"`
 	VirtualServers []IPVSVirtualServer `json:"virtualServers,omitempty"`
-	// KubeIPVS0 lists the addresses on the kube-ipvs0 dummy link.
+	// KubeIPVS0 is the kube-ipvs0 dummy link: Checked are the Service's
+	// addresses (ClusterIPs, externalIPs, LB IPs) looked up, Addresses those
+	// of them bound there. The node's other addresses on it are not read.
 	KubeIPVS0 *LinkAddresses `json:"kubeIPVS0,omitempty"`
+	// IPSets are the Service's entries looked up in kube-proxy's IPVS-mode
+	// ipsets: every set an entry of this Service could belong to (both the
+	// plain and the -LOCAL variant), found or not; which ones must hold it
+	// is for the plugin to say.
+	IPSets []IPSetMembership `json:"ipsets,omitempty"`
+	// Sysctls are the IPVS sysctls kube-proxy sets or relies on, by name
+	// (net.ipv4.vs.conntrack, conn_reuse_mode, expire_nodest_conn,
+	// expire_quiescent_template), as read from /proc/sys; unreadable ones
+	// are absent.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// KernelRelease is uname -r: conn_reuse_mode's meaning changed in 5.9.
+	KernelRelease string `json:"kernelRelease,omitempty"`
+}
+
+// IPSetMembership is one ipset entry test (`ipset test SET ENTRY`).
+type IPSetMembership struct {
+	Set string `json:"set"`
+	// Entry is in ipset's syntax: "10.96.0.10,tcp:80", "30080",
+	// "10.244.1.5,tcp:8080,10.244.1.5".
+	Entry string `json:"entry"`
+	// Kind names what the entry stands for: clusterIP, externalIP,
+	// loadBalancerIP, nodePort, healthCheckNodePort, loopback (a local
+	// endpoint's hairpin entry), kubeIPVS0 (an address bound to kube-ipvs0).
+	Kind string `json:"kind"`
+	// Local marks the ETP=Local variant of a set (KUBE-NODE-PORT-LOCAL-TCP…).
+	Local bool `json:"local,omitempty"`
+	Found bool `json:"found"`
+	// SetMissing: the set itself does not exist on the node.
+	SetMissing bool   `json:"setMissing,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // IPVSVirtualServer is one expected frontend and what IPVS holds for it.
@@ -193,7 +225,10 @@ type LinkAddresses struct {
 	Name      string   `json:"name"`
 	Present   bool     `json:"present"`
 	Addresses []string `json:"addresses,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// Checked, when set, are the addresses looked up: Addresses is then
+	// the subset of them found on the link, not everything it holds.
+	Checked []string `json:"checked,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // ---- ebpf ----

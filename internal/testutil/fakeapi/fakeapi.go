@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Service is one ClusterIP Service with a single TCP port.
+// Service is one Service with a single TCP port.
 type Service struct {
 	Namespace, Name string
 	ClusterIP       string
@@ -34,7 +34,25 @@ type Service struct {
 	Endpoints []string
 	// EndpointNode is the endpoints' nodeName ("" = none).
 	EndpointNode string
+	// EndpointNodes, when set, gives each endpoint its own nodeName
+	// (parallel to Endpoints; it wins over EndpointNode).
+	EndpointNodes []string `json:",omitempty"`
+
+	// The rest is for Services other than a plain ClusterIP: Type
+	// (default ClusterIP), the NodePort (NodePort and LoadBalancer), ClientIP
+	// session affinity with AffinitySeconds > 0, externalTrafficPolicy Local,
+	// externalIPs, and load-balancer ingress IPs in the status.
+	Type            corev1.ServiceType `json:",omitempty"`
+	NodePort        int32              `json:",omitempty"`
+	AffinitySeconds int32              `json:",omitempty"`
+	ETPLocal        bool               `json:",omitempty"`
+	ExternalIPs     []string           `json:",omitempty"`
+	LoadBalancerIPs []string           `json:",omitempty"`
 }
+
+// Objects returns the Node, Service and EndpointSlice objects the API
+// serves, for a test that needs them beside the observation.
+func (c Cluster) Objects() (nodes, svcs, slices []any) { return c.objects() }
 
 // Cluster is what the API serves: one Node and its Services.
 type Cluster struct {
@@ -128,12 +146,30 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 	ready := true
 	for i, s := range all {
 		fam := family(s.ClusterIP)
-		svcs = append(svcs, corev1.Service{TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
+		svc := corev1.Service{TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, ResourceVersion: "1", UID: k8stypes.UID(fmt.Sprintf("svc-%d", i))},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: s.ClusterIP, ClusterIPs: []string{s.ClusterIP},
-				IPFamilies: []corev1.IPFamily{fam},
+				IPFamilies: []corev1.IPFamily{fam}, SessionAffinity: corev1.ServiceAffinityNone,
 				Ports: []corev1.ServicePort{{Name: s.PortName, Protocol: corev1.ProtocolTCP, Port: s.Port,
-					TargetPort: intstr.FromInt32(s.TargetPort)}}}})
+					TargetPort: intstr.FromInt32(s.TargetPort), NodePort: s.NodePort}}}}
+		if s.Type != "" {
+			svc.Spec.Type = s.Type
+		}
+		if s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer || len(s.ExternalIPs) > 0 {
+			svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+			if s.ETPLocal {
+				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			}
+		}
+		if s.AffinitySeconds > 0 {
+			svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			svc.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &s.AffinitySeconds}}
+		}
+		svc.Spec.ExternalIPs = s.ExternalIPs
+		for _, ip := range s.LoadBalancerIPs {
+			svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+		}
+		svcs = append(svcs, svc)
 		addrType := discoveryv1.AddressTypeIPv4
 		if fam == corev1.IPv6Protocol {
 			addrType = discoveryv1.AddressTypeIPv6
@@ -146,10 +182,14 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 					Labels: map[string]string{discoveryv1.LabelServiceName: s.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 				AddressType: addrType,
 				Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}}}
-			for _, ip := range s.Endpoints[min(part*maxSliceEndpoints, len(s.Endpoints)):min((part+1)*maxSliceEndpoints, len(s.Endpoints))] {
+			lo := min(part*maxSliceEndpoints, len(s.Endpoints))
+			for k, ip := range s.Endpoints[lo:min((part+1)*maxSliceEndpoints, len(s.Endpoints))] {
 				e := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &ready}}
 				if s.EndpointNode != "" {
 					e.NodeName = &s.EndpointNode
+				}
+				if lo+k < len(s.EndpointNodes) && s.EndpointNodes[lo+k] != "" {
+					e.NodeName = &s.EndpointNodes[lo+k]
 				}
 				sl.Endpoints = append(sl.Endpoints, e)
 			}

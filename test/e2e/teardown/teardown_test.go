@@ -24,7 +24,11 @@ const (
 )
 
 var ourExes = map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true,
-	"kubelet": true, "kube-proxy": true, "containerd": true, "containerd-shim-runc-v2": true, "socat": true}
+	"kubelet": true, "kube-proxy": true, "containerd": true, "containerd-shim-runc-v2": true, "socat": true,
+	// The IPVS node's user-mode Linux kernel: all its host processes (the
+	// kernel, its helpers, each guest process) carry the kernel's command
+	// line, which names the testbed's state dir (uml_dir=…).
+	"linux": true}
 
 func setup(t *testing.T) string {
 	if !framework.Enabled() || os.Getenv("SVCTRACE_E2E_TEARDOWN") != "1" {

@@ -4,6 +4,7 @@
 // does not link the Kubernetes API types (the collector does not either).
 //
 //	fakeapi serve <listen-addr> <node-name> <node-ip> <services> <endpoints-per-service>
+//	fakeapi serve-cluster <listen-addr> <cluster.json>   (a fakeapi.Cluster as JSON)
 //	fakeapi config <dir> <listen-addr> <mode> <node-name> <node-ip> <cluster-cidr>
 //
 // config writes <dir>/kubeconfig and <dir>/kube-proxy.yaml for a kube-proxy
@@ -40,13 +41,23 @@ func main() {
 			}
 		}
 		die("%v", c.Serve(a[1]))
+	case len(a) == 3 && a[0] == "serve-cluster":
+		b, err := os.ReadFile(a[2])
+		if err != nil {
+			die("%v", err)
+		}
+		c, err := fakeapi.Decode(string(b))
+		if err != nil {
+			die("%s: %v", a[2], err)
+		}
+		die("%v", c.Serve(a[1]))
 	case len(a) == 7 && a[0] == "config":
 		dir := a[1]
 		kubeconfig := filepath.Join(dir, "kubeconfig")
 		write(kubeconfig, fakeapi.Kubeconfig(a[2]))
 		write(filepath.Join(dir, "kube-proxy.yaml"), fakeapi.KubeProxyConfig(a[3], a[4], a[5], a[6], kubeconfig))
 	default:
-		die("usage: fakeapi serve <addr> <node> <node-ip> <services> <endpoints> | config <dir> <addr> <mode> <node> <node-ip> <cluster-cidr>")
+		die("usage: fakeapi serve <addr> <node> <node-ip> <services> <endpoints> | serve-cluster <addr> <cluster.json> | config <dir> <addr> <mode> <node> <node-ip> <cluster-cidr>")
 	}
 }
 

@@ -1,0 +1,441 @@
+package trace_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/trace"
+)
+
+// ipvsNode is the testbed's IPVS node (test/testbed/ipvs-node.sh): a
+// user-mode Linux kernel on the testbed bridge running the real kube-proxy
+// in IPVS mode and two Pod network namespaces with the echo server. It has
+// no kubelet, so no collector Pod can run there: the test gives it a Node
+// object (kept Ready by renewing its Lease) and traces with the real
+// planner, requests and judge, running the collector binary inside the
+// node instead of in a Pod (ipvsInspector).
+type ipvsNode struct {
+	Name, IP, Zone string
+	Pods           map[string]string // name → IP
+	script, dir    string
+}
+
+func setupIPVSNode(t *testing.T, tb *framework.Testbed) *ipvsNode {
+	t.Helper()
+	if os.Getenv("SVTB_IPVS_NODE") == "0" {
+		t.Skip("SVTB_IPVS_NODE=0: the testbed has no IPVS node")
+	}
+	script := filepath.Join(tb.RepoRoot, "test", "testbed", "ipvs-node.sh")
+	// kube-proxy there restarts when a test deletes the Node object: allow
+	// it the time a restart takes in user-mode Linux.
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(2 * time.Second) {
+		out, err := exec.Command("bash", script, "status").CombinedOutput()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the IPVS node is not up (make testbed-up brings it up; SVTB_IPVS_NODE=0 skips it): %s", out)
+		}
+	}
+	out, err := exec.Command("bash", script, "env").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &ipvsNode{Pods: map[string]string{}, script: script}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		for _, kv := range strings.Fields(sc.Text()) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "IPVS_NODE":
+				n.Name = v
+			case "IPVS_NODE_IP":
+				n.IP = v
+			case "IPVS_NODE_ZONE":
+				n.Zone = v
+			case "IPVS_NODE_DIR":
+				n.dir = v
+			case "IPVS_POD":
+				name, ip, _ := strings.Cut(v, "=")
+				n.Pods[name] = ip
+			}
+		}
+	}
+	if n.Name == "" || n.dir == "" || len(n.Pods) < 2 {
+		t.Fatalf("ipvs-node.sh env: %s", out)
+	}
+	// The collector binary, run inside the node.
+	bin := filepath.Join(n.dir, "bin", "svctrace-collector")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/svctrace-collector")
+	build.Dir, build.Env = tb.RepoRoot, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the collector: %v\n%s", err, out)
+	}
+	n.registerNode(t, tb)
+	return n
+}
+
+// registerNode creates the Node object (Ready, its address and zone) and
+// renews its Lease every 10 s until the test ends, so that the node
+// lifecycle controller keeps it Ready; both are deleted at cleanup.
+func (n *ipvsNode) registerNode(t *testing.T, tb *framework.Testbed) {
+	ctx := framework.Context(t, 10*time.Minute)
+	nodes := tb.Client.CoreV1().Nodes()
+	_ = nodes.Delete(ctx, n.Name, metav1.DeleteOptions{})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
+		corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone, "svctrace.dev/ipvs-node": "uml"}},
+		Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24", PodCIDRs: []string{"10.244.3.0/24"},
+			Taints: []corev1.Taint{{Key: "svctrace.dev/no-kubelet", Effect: corev1.TaintEffectNoSchedule}}}}
+	_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", n.Name, err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = nodes.Delete(c, n.Name, metav1.DeleteOptions{})
+		_ = tb.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(c, n.Name, metav1.DeleteOptions{})
+	})
+	now := metav1.Now()
+	status := corev1.NodeStatus{
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "no kubelet: user-mode Linux node of the svctrace testbed, kept Ready by the e2e", LastHeartbeatTime: now, LastTransitionTime: now}},
+		NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1.176", KubeProxyVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64"}}
+	// The node lifecycle controller writes the new Node too: retry on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = status
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("node status: %v", err)
+	}
+	leases := tb.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	renew := func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := leases.Get(c, n.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, _ = leases.Create(c, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n.Name), LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &metav1.MicroTime{Time: time.Now()}}}, metav1.CreateOptions{})
+			return
+		}
+		if err == nil {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, _ = leases.Update(c, l, metav1.UpdateOptions{})
+		}
+	}
+	renew()
+	done := make(chan struct{})
+	go func() {
+		tk := time.NewTicker(10 * time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				renew()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done) })
+}
+
+// tryExec runs a command inside the node.
+func (n *ipvsNode) tryExec(args ...string) (string, error) {
+	out, err := exec.Command("bash", append([]string{n.script, "exec"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// exec runs a command inside the node; it must succeed.
+func (n *ipvsNode) exec(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := n.tryExec(args...)
+	if err != nil {
+		t.Fatalf("in %s: %v: %v\n%s", n.Name, args, err, out)
+	}
+	return string(out)
+}
+
+// ipvsInspector runs the plan's collector for the IPVS node inside it; the
+// other planned nodes are reported as not inspected.
+type ipvsInspector struct {
+	t *testing.T
+	n *ipvsNode
+}
+
+func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
+	rep := &trace.NodeReport{Collector: &trace.CollectorRun{Image: "svctrace-collector binary run in the UML node", Profile: "netadmin"},
+		Nodes: append([]trace.NodeView(nil), plan.NotInspected...)}
+	for _, pn := range plan.Nodes {
+		v := trace.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
+		if pn.Name != u.n.Name {
+			v.Failure = "the IPVS e2e inspects only " + u.n.Name
+			rep.Nodes = append(rep.Nodes, v)
+			continue
+		}
+		b, err := json.Marshal(pn.Request)
+		if err != nil {
+			return nil, err
+		}
+		f := filepath.Join(u.n.dir, fmt.Sprintf("request-%d.json", time.Now().UnixNano()))
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			return nil, err
+		}
+		out, err := exec.CommandContext(ctx, "bash", u.n.script, "exec", filepath.Join(u.n.dir, "bin", "svctrace-collector"), "--request-file", f).Output()
+		_ = os.Remove(f)
+		var obs collectorapi.Observation
+		if err == nil {
+			err = json.Unmarshal(out, &obs)
+		}
+		if err != nil {
+			v.Failure = fmt.Sprintf("collector in %s: %v: %s", u.n.Name, err, out)
+		} else {
+			v.Observation = &obs
+		}
+		rep.Nodes = append(rep.Nodes, v)
+	}
+	return rep, ctx.Err()
+}
+
+// traceIPVS traces a Service with the IPVS node's collector; exit is what
+// kubectl-svctrace would exit with.
+func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string) (*trace.ServiceTrace, int) {
+	t.Helper()
+	tr, err := trace.Run(framework.Context(t, 3*time.Minute), tb.Client, ns, name, trace.Options{
+		Inspector: ipvsInspector{t, n}, Nodes: trace.NodeSelection{Nodes: []string{n.Name}}})
+	if err != nil {
+		t.Fatalf("trace %s/%s: %v", ns, name, err)
+	}
+	exit := 0
+	for _, l := range tr.Layers {
+		if l.Status == trace.StatusUnknown && exit == 0 {
+			exit = 4
+		}
+		if l.Status == trace.StatusFail {
+			exit = 3
+		}
+	}
+	return tr, exit
+}
+
+// ipvsService creates a selector-less Service whose EndpointSlice lists the
+// IPVS node's echo Pods (ready, on that node), and waits until kube-proxy
+// there programmed its ClusterIP with every endpoint.
+func ipvsService(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string, svc *corev1.Service, remote ...string) *corev1.Service {
+	t.Helper()
+	svc.Spec.Selector = nil
+	out := tb.CreateService(t, ns, svc)
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: svc.Name + "-ipvs-", Namespace: ns,
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "svctrace-e2e"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, name := range sortedKeys(n.Pods) {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{n.Pods[name]}, NodeName: ptr.To(n.Name),
+			Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	for _, ip := range remote { // "ip@node"
+		addr, node, _ := strings.Cut(ip, "@")
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := len(es.Endpoints)
+	vip := fmt.Sprintf("%s:%d", out.Spec.ClusterIP, out.Spec.Ports[0].Port)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		list, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip) // "No such service" until kube-proxy syncs
+		got := strings.Count(list, "Masq")
+		if got == want {
+			// The virtual servers are written during the sync, the ipsets
+			// and iptables rules at its end: wait for the sync to finish.
+			seen := float64(time.Now().Unix())
+			for time.Now().Before(deadline) {
+				m, _ := n.tryExec("curl", "-s", "http://127.0.0.1:10249/metrics")
+				for _, l := range strings.Split(m, "\n") {
+					var ts float64
+					if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_timestamp_seconds") {
+						if _, err := fmt.Sscan(f[1], &ts); err == nil && ts >= seen {
+							return out
+						}
+					}
+				}
+				time.Sleep(time.Second)
+			}
+			t.Fatalf("kube-proxy (ipvs) in %s did not finish a sync after programming %s", n.Name, vip)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s", n.Name, got, want, vip)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func ipvsPort() corev1.ServicePort {
+	return corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoHTTPPort)}
+}
+
+func requireTraceCheck(t *testing.T, tr *trace.ServiceTrace, layer trace.LayerName, code, node string) *trace.Check {
+	t.Helper()
+	c := check(tr, layer, code, node)
+	if c == nil {
+		t.Fatalf("no %s in layer %s for node %q; layer %s: %s", code, layer, node, tr.Layer(layer).Status, summarize(tr, layer))
+	}
+	return c
+}
+
+func refuseTraceCheck(t *testing.T, tr *trace.ServiceTrace, layer trace.LayerName, code string) {
+	t.Helper()
+	if c := check(tr, layer, code, ""); c != nil {
+		t.Errorf("unexpected %s on %s: %s", code, c.Node, c.Message)
+	}
+}
+
+// TestIPVSNode traces Services on the IPVS node as the real kube-proxy in
+// IPVS mode programmed them, and after breaking them by hand there.
+func TestIPVSNode(t *testing.T) {
+	tb := framework.Setup(t)
+	n := setupIPVSNode(t, tb)
+	ns := tb.Namespace(t)
+
+	t.Run("ClusterIP healthy", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSDeprecated, n.Name)
+		owner := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPOwner, n.Name)
+		if !strings.Contains(owner.Message, "ipvs") {
+			t.Errorf("owner %q", owner.Message)
+		}
+		for _, c := range []string{trace.CodeDPNodePortMissing, trace.CodeDPIPVSNotOnDummy, trace.CodeDPIPVSSetReject, trace.CodeDPIPVSSysctl} {
+			refuseTraceCheck(t, tr, trace.LayerDatapath, c)
+		}
+		if exit != 0 {
+			t.Errorf("exit %d, want 0: %s (%s)", exit, tr.Verdict.Summary, tr.Verdict.Code)
+		}
+	})
+
+	t.Run("NodePort healthy", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{ipvsPort()}}})
+		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); strings.Count(out, "Masq") != len(n.Pods) {
+			t.Fatalf("NodePort virtual server %s: %s", np, out)
+		}
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPNodePortMissing)
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSSetMissing)
+		if exit != 0 {
+			t.Errorf("exit %d, want 0: %s (%s)", exit, tr.Verdict.Summary, tr.Verdict.Code)
+		}
+	})
+
+	t.Run("ETP Local", func(t *testing.T) {
+		// One endpoint on this node, one elsewhere: the NodePort virtual
+		// servers hold only the local one.
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+				Ports: []corev1.ServicePort{ipvsPort()}}}, "10.244.1.250@"+tb.NodeNames()[0])
+		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); strings.Contains(out, "10.244.1.250") || strings.Count(out, "Masq") != len(n.Pods) {
+			t.Fatalf("ETP Local NodePort virtual server %s holds more than the local endpoints: %s", np, out)
+		}
+		tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
+		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSExternalRealServers)
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPETPLocalNoLocal)
+	})
+
+	t.Run("session affinity", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, SessionAffinity: corev1.ServiceAffinityClientIP,
+				SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(300))}}}})
+		tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
+		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPAffinityOK, n.Name)
+		if !strings.Contains(c.Message, "300") {
+			t.Errorf("affinity: %q", c.Message)
+		}
+	})
+
+	t.Run("real server removed with ipvsadm", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "rs-gone"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		vip := fmt.Sprintf("%s:80", svc.Spec.ClusterIP)
+		gone := n.Pods[sortedKeys(n.Pods)[1]] + fmt.Sprintf(":%d", framework.EchoHTTPPort)
+		n.exec(t, "ipvsadm", "-d", "-t", vip, "-r", gone)
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", vip); strings.Contains(out, gone) {
+			t.Skipf("kube-proxy re-added %s before the trace finished; nothing to judge", gone)
+		}
+		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPMissingEndpoints, n.Name)
+		if !strings.Contains(c.Message, gone) {
+			t.Errorf("DP007 does not name %s: %q", gone, c.Message)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
+
+	t.Run("ClusterIP missing from kube-ipvs0", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "no-dummy"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		n.exec(t, "ip", "addr", "del", svc.Spec.ClusterIP+"/32", "dev", "kube-ipvs0")
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		if out := n.exec(t, "ip", "-o", "addr", "show", "dev", "kube-ipvs0"); strings.Contains(out, svc.Spec.ClusterIP+"/") {
+			t.Skipf("kube-proxy re-bound %s before the trace finished; nothing to judge", svc.Spec.ClusterIP)
+		}
+		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSNotOnDummy, n.Name)
+		if !strings.Contains(c.Message, svc.Spec.ClusterIP) {
+			t.Errorf("%s does not name %s: %q", trace.CodeDPIPVSNotOnDummy, svc.Spec.ClusterIP, c.Message)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
+}

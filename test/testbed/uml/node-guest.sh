@@ -1,0 +1,78 @@
+#!/bin/sh
+# node-guest.sh DIR: the job of the testbed's IPVS node inside user-mode
+# Linux (started by test/testbed/ipvs-node.sh through uml/lib.sh). DIR (a host
+# directory, shared over hostfs) holds:
+#   env              NODE_IP GATEWAY ROUTES POD_CIDR_GW BIN_ECHO KUBE_PROXY
+#   kube-proxy.yaml  the real kube-proxy's configuration (mode ipvs)
+#   pods             one "NAME IP" a line: a Pod network namespace with the
+#                    testbed echo server (HTTP 8080, TCP 9000, UDP 9001)
+#   spool/           commands from the host: ID.cmd is run with sh, its
+#                    output goes to ID.out / ID.err and its status to ID.rc
+# It configures eth0 (the vector/tap device on the testbed bridge), the Pod
+# bridge, the Pods, starts kube-proxy, then serves the spool until the host
+# asks the guest to stop ($SVTB_OUT/stop).
+set -u
+dir=$1
+. "$dir/env"
+log() { echo "node-guest $(cut -d' ' -f1 /proc/uptime): $*"; }
+
+# The vector device is vec0; it is the node's eth0.
+ip link set vec0 name eth0
+ip addr add "$NODE_IP/24" dev eth0
+ip link set eth0 up
+ip route add default via "$GATEWAY"
+for r in $(echo "$ROUTES" | tr + ' '); do ip route add "${r%=*}" via "${r#*=}"; done
+sysctl -qw net.ipv4.ip_forward=1
+sysctl -qw net.ipv4.conf.all.rp_filter=0
+
+# Pods: a bridge holding the Pod CIDR's gateway, one veth per Pod.
+ip link add cbr0 type bridge
+ip addr add "$POD_CIDR_GW" dev cbr0
+ip link set cbr0 up
+i=0
+while read -r name ip; do
+	[ -n "$name" ] || continue
+	i=$((i + 1))
+	ip netns add "$name"
+	ip link add "vp$i" type veth peer name eth0 netns "$name"
+	ip link set "vp$i" master cbr0 up
+	ip -n "$name" link set lo up
+	ip -n "$name" addr add "$ip/${POD_CIDR_GW#*/}" dev eth0
+	ip -n "$name" link set eth0 up
+	ip -n "$name" route add default via "${POD_CIDR_GW%/*}"
+	POD_NAME=$name POD_IP=$ip NODE_NAME=$NODE_NAME ip netns exec "$name" "$BIN_ECHO" serve >"$dir/pod-$name.log" 2>&1 &
+done <"$dir/pods"
+log "network and $i pod(s) up"
+
+# kube-proxy exits when its Node object is deleted (and on some errors);
+# restart it as the kubelet restarts a kube-proxy Pod.
+(
+	while [ ! -e "$SVTB_OUT/stop" ]; do
+		"$KUBE_PROXY" --config="$dir/kube-proxy.yaml" -v=1 >>"$dir/kube-proxy.log" 2>&1 &
+		echo $! >/run/kube-proxy.pid
+		wait $!
+		echo "node-guest: kube-proxy exited ($?), restarting" >>"$dir/kube-proxy.log"
+		sleep 1
+	done
+) &
+kp_loop=$!
+log "kube-proxy started"
+: >"$dir/ready"
+
+mkdir -p "$dir/spool"
+while [ ! -e "$SVTB_OUT/stop" ]; do
+	for f in "$dir"/spool/*.cmd; do
+		[ -e "$f" ] || continue
+		id=${f%.cmd}
+		mv "$f" "$id.run"
+		sh "$id.run" >"$id.out" 2>"$id.err" </dev/null
+		echo $? >"$id.rc.tmp"
+		mv "$id.rc.tmp" "$id.rc"
+	done
+	sleep 0.1
+done
+log "stopping"
+kill "$(cat /run/kube-proxy.pid)" 2>/dev/null
+wait "$kp_loop"
+# The Pods' echo servers.
+for name in $(cut -d' ' -f1 "$dir/pods"); do ip netns pids "$name" 2>/dev/null | xargs -r kill 2>/dev/null; done

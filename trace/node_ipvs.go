@@ -1,0 +1,283 @@
+package trace
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+// What kube-proxy's IPVS proxier (pkg/proxy/ipvs/proxier.go, v1.37) programs
+// besides the virtual servers themselves, and what breaks when it is not
+// there. The shared comparison (comparePort) judges the ClusterIP virtual
+// server's real servers; judgeIPVSPort adds the IPVS-only parts:
+//
+//   - kube-ipvs0 holds every ClusterIP, externalIP and LB IP: an address that
+//     is not local is routed, not delivered, so IPVS (at LOCAL_IN) never sees
+//     the Pods' traffic to it.
+//   - KUBE-IPVS-FILTER (filter INPUT) REJECTs NEW connections to addresses in
+//     KUBE-IPVS-IPS unless the IP,proto:port is in KUBE-CLUSTER-IP,
+//     KUBE-EXTERNAL-IP(-LOCAL) or KUBE-LOAD-BALANCER: a missing entry there
+//     rejects the Service.
+//   - The other sets steer masquerading: KUBE-NODE-PORT-<proto> (NodePorts
+//     are masqueraded unless in the -LOCAL set), KUBE-NODE-PORT-LOCAL-<proto>
+//     and KUBE-LOAD-BALANCER-LOCAL (ETP Local keeps the client's address),
+//     KUBE-LOOP-BACK (hairpin: a Pod reaching itself through the Service).
+//   - External virtual servers (NodePort on every node IP, externalIPs, LB
+//     IPs) carry the ETP endpoints: local ones under ETP Local, or, with no
+//     local endpoint, the cluster ones (PR 97081: local Pods keep working,
+//     external clients get replies from other nodes' Pods and drop them).
+//   - Real servers of weight 0 are being drained (graceful_termination.go):
+//     kube-proxy deletes them once their connection counts reach 0, checked
+//     every minute.
+//   - The sysctls NewProxier sets: vs/conntrack=1 (else IPVS connections get
+//     no conntrack entry and the MASQUERADE rules do not apply),
+//     vs/expire_nodest_conn=1 (else connections to a deleted real server
+//     hang until they time out), vs/expire_quiescent_template=1 (else
+//     persistence keeps clients on a weight-0 real server), and
+//     vs/conn_reuse_mode=0 on kernels before 5.9 (else a reused source port
+//     waits about a second for a new connection).
+
+// ipvsDetail is what fromIPVS keeps of one Service port beyond the shared
+// programmedPort: every virtual server of the port, whatever its frontend.
+type ipvsDetail struct {
+	VirtualServers []collectorapi.IPVSVirtualServer
+}
+
+// judgeIPVSPort judges the IPVS-only parts of one Service port and returns
+// how many problems it reported.
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
+		return 0
+	}
+	data := s.Data
+	problems := 0
+
+	// External virtual servers and their real servers.
+	wantExt := pe.External
+	if len(wantExt) == 0 && pe.ExternalPolicyLocal {
+		wantExt = pe.Cluster
+	}
+	want := map[string]bool{}
+	for _, e := range wantExt {
+		want[e.String()] = true
+	}
+	var draining []string
+	for _, vs := range pp.IPVS.VirtualServers {
+		for _, rs := range vs.RealServers {
+			if rs.Weight == 0 && vs.Frontend == "clusterIP" {
+				draining = append(draining, fmt.Sprintf("%s (active %d, inactive %d)", net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), rs.ActiveConns, rs.InactiveConns))
+			}
+		}
+		if vs.Frontend == "clusterIP" || !vs.Found || !pe.ExternallyAccessible {
+			continue
+		}
+		got := map[string]bool{}
+		for _, rs := range vs.RealServers {
+			if rs.Weight > 0 {
+				got[net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port)))] = true
+			}
+		}
+		var missing, extra []string
+		for e := range want {
+			if !got[e] {
+				missing = append(missing, e)
+			}
+		}
+		for e := range got {
+			if !want[e] {
+				extra = append(extra, e)
+			}
+		}
+		if len(missing)+len(extra) == 0 {
+			continue
+		}
+		sort.Strings(missing)
+		sort.Strings(extra)
+		policy := "Cluster"
+		if pe.ExternalPolicyLocal {
+			policy = "Local"
+		}
+		nj.emit(CodeDPIPVSExternalRealServers, node, with(Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
+			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
+			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", endpointStrings(wantExt)))
+		problems++
+	}
+	if len(draining) > 0 {
+		sort.Strings(draining)
+		nj.emit(CodeDPIPVSDraining, node, with(Args{"count": strconv.Itoa(len(draining)), "servers": listNames(draining)}), nil,
+			fieldItems("draining", draining))
+	}
+
+	// kube-ipvs0.
+	if k := data.KubeIPVS0; k != nil && len(k.Checked) > 0 && k.Error == "" {
+		bound := map[string]bool{}
+		for _, a := range k.Addresses {
+			bound[a] = true
+		}
+		var notBound []string
+		for _, a := range k.Checked {
+			if ipFamily(a) == pe.Family && !bound[a] {
+				notBound = append(notBound, a)
+			}
+		}
+		if !k.Present || len(notBound) > 0 {
+			if !k.Present {
+				notBound = nil
+				for _, a := range k.Checked {
+					if ipFamily(a) == pe.Family {
+						notBound = append(notBound, a)
+					}
+				}
+			}
+			nj.emit(CodeDPIPVSNotOnDummy, node, with(Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
+				fieldItems("notBound", notBound), fieldItems("bound", k.Addresses))
+			problems++
+		}
+	}
+
+	// ipsets.
+	if len(data.IPSets) > 0 {
+		rejected, degraded := ipvsSetFindings(data.IPSets, pe)
+		if len(rejected) > 0 {
+			nj.emit(CodeDPIPVSSetReject, node, with(Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
+			problems++
+		}
+		if len(degraded) > 0 {
+			nj.emit(CodeDPIPVSSetMissing, node, with(Args{"entries": listNames(degraded)}), nil, fieldItems("missing", degraded))
+			problems++
+		}
+	}
+	return problems
+}
+
+// ipvsSetFindings splits the missing entries of this port into those that
+// make KUBE-IPVS-FILTER reject the Service and those that only change
+// masquerading or hairpin traffic.
+func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe PortExpectation) (rejected, degraded []string) {
+	portSuffix := fmt.Sprintf(",%s:%d", strings.ToLower(pe.Protocol), pe.Port)
+	nodePort := strconv.Itoa(int(pe.NodePort))
+	local := map[string]bool{}
+	for _, e := range pe.Local {
+		local[fmt.Sprintf("%s,%s:%d,%s", e.IP, strings.ToLower(pe.Protocol), e.Port, e.IP)] = true
+	}
+	for _, m := range sets {
+		if m.Found || m.Error != "" {
+			continue
+		}
+		ipv6 := strings.HasPrefix(m.Set, "KUBE-6-")
+		if ipv6 != (pe.Family == corev1.IPv6Protocol) {
+			continue
+		}
+		desc := fmt.Sprintf("%s in %s", m.Entry, m.Set)
+		if m.SetMissing {
+			desc += " (the set does not exist)"
+		}
+		switch m.Kind {
+		case "clusterIP":
+			if strings.HasSuffix(m.Entry, portSuffix) {
+				rejected = append(rejected, desc)
+			}
+		case "externalIP":
+			if strings.HasSuffix(m.Entry, portSuffix) && m.Local == pe.ExternalPolicyLocal {
+				rejected = append(rejected, desc)
+			}
+		case "loadBalancerIP":
+			if !strings.HasSuffix(m.Entry, portSuffix) {
+				continue
+			}
+			if !m.Local {
+				rejected = append(rejected, desc)
+			} else if pe.ExternalPolicyLocal {
+				degraded = append(degraded, desc+": external traffic is masqueraded, the client's address is lost")
+			}
+		case "nodePort":
+			if pe.NodePort == 0 || (m.Entry != nodePort && !strings.HasSuffix(m.Entry, ":"+nodePort)) {
+				continue
+			}
+			if !m.Local {
+				degraded = append(degraded, desc+": NodePort traffic is not masqueraded, so replies from other nodes' Pods bypass this node")
+			} else if pe.ExternalPolicyLocal {
+				degraded = append(degraded, desc+": NodePort traffic is masqueraded, the client's address is lost")
+			}
+		case "loopback":
+			if local[m.Entry] {
+				degraded = append(degraded, desc+": a Pod reaching itself through the Service gets no reply (no hairpin masquerade)")
+			}
+		}
+	}
+	return rejected, degraded
+}
+
+// judgeIPVSNode judges the node-wide IPVS settings once per node.
+func (nj *nodeJudge) judgeIPVSNode(node string, obs *collectorapi.Observation) {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available || len(s.Data.Sysctls) == 0 {
+		return
+	}
+	sys := s.Data.Sysctls
+	type rule struct {
+		name, want, effect string
+		applies            bool
+	}
+	rules := []rule{
+		{"net.ipv4.vs.conntrack", "1", "IPVS connections get no conntrack entry, so kube-proxy's MASQUERADE rules do not apply to them", true},
+		{"net.ipv4.vs.expire_nodest_conn", "1", "connections to a deleted real server are not reset but hang until they time out", true},
+		{"net.ipv4.vs.expire_quiescent_template", "1", "session persistence keeps sending clients to real servers of weight 0", true},
+		{"net.ipv4.vs.conn_reuse_mode", "0", "on this kernel a new connection that reuses a source port waits about a second (the IPVS port-reuse bug fixed in 5.9)",
+			kernelBefore(s.Data.KernelRelease, 5, 9)},
+	}
+	var off, raw []string
+	for _, r := range rules {
+		v, ok := sys[r.name]
+		if !ok {
+			continue
+		}
+		raw = append(raw, r.name+" = "+v)
+		if r.applies && v != r.want {
+			off = append(off, fmt.Sprintf("%s=%s (kube-proxy sets %s: %s)", r.name, v, r.want, r.effect))
+		}
+	}
+	if len(off) > 0 {
+		nj.emit(CodeDPIPVSSysctl, node, Args{"settings": strings.Join(off, "; ")}, raw, fieldItems("settings", off))
+	}
+}
+
+// kernelBefore says whether release (uname -r) is older than major.minor;
+// false when it does not parse.
+func kernelBefore(release string, major, minor int) bool {
+	f := strings.FieldsFunc(release, func(r rune) bool { return r == '.' || r == '-' || r == '+' })
+	if len(f) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma < major || (ma == major && mi < minor)
+}
+
+func linkState(k *collectorapi.LinkAddresses) string {
+	if !k.Present {
+		return "kube-ipvs0 does not exist"
+	}
+	if len(k.Addresses) == 0 {
+		return "kube-ipvs0 holds none of the Service's addresses"
+	}
+	return "kube-ipvs0 holds " + strings.Join(k.Addresses, ", ")
+}
+
+func ipvsEvidence(vs collectorapi.IPVSVirtualServer) []string {
+	out := []string{fmt.Sprintf("%s %s:%d %s %s", strings.ToUpper(vs.Protocol), vs.Address, vs.Port, vs.Scheduler, strings.Join(vs.FlagNames, ","))}
+	for _, rs := range vs.RealServers {
+		out = append(out, fmt.Sprintf("  -> %s:%d %s weight %d active %d inactive %d", rs.Address, rs.Port, rs.Forwarding, rs.Weight, rs.ActiveConns, rs.InactiveConns))
+	}
+	return out
+}
