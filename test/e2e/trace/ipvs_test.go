@@ -121,7 +121,7 @@ func (n *ipvsNode) registerNode(t *testing.T, tb *framework.Testbed) {
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}},
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "no kubelet: user-mode Linux node of the svctrace testbed, kept Ready by the e2e", LastHeartbeatTime: now, LastTransitionTime: now}},
-		NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1.176", KubeProxyVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64"}}
+		NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1.176", OperatingSystem: "linux", Architecture: "amd64"}}
 	// The node lifecycle controller writes the new Node too: retry on conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := nodes.Get(ctx, n.Name, metav1.GetOptions{})
