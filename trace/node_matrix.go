@@ -40,7 +40,7 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 	grid := func(label string) *portGrid {
 		g := grids[label]
 		if g == nil {
-			g = &portGrid{port: MatrixPort{Port: label}, columns: map[string]bool{}}
+			g = &portGrid{port: MatrixPort{Port: label, Endpoints: []string{}, Nodes: []MatrixRow{}}, columns: map[string]bool{}}
 			grids[label] = g
 			order = append(order, label)
 		}

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,12 +30,32 @@ import (
 // printed and its exit code.
 func run(t *testing.T, args ...string) (stdout, stderr string, exit int) {
 	t.Helper()
+	return runIn(t, "", nil, args...)
+}
+
+// runIn runs the binary in dir ("": the test's) and, when interrupt is set,
+// sends it SIGINT once interrupt says its output so far is enough, as a user
+// pressing Ctrl-C would.
+func runIn(t *testing.T, dir string, interrupt func(stdout string) bool, args ...string) (stdout, stderr string, exit int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
-	var out, errb bytes.Buffer
+	cmd.Dir = dir
+	var out, errb syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	var err error
+	if interrupt == nil {
+		err = cmd.Run()
+	} else if err = cmd.Start(); err == nil {
+		go func() {
+			for ctx.Err() == nil && !interrupt(out.String()) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			_ = cmd.Process.Signal(os.Interrupt)
+		}()
+		err = cmd.Wait()
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		exit = ee.ExitCode()
 	} else if err != nil {
@@ -179,7 +203,12 @@ func TestExamplesOnTestbed(t *testing.T) {
 						t.Skipf("the example traces Service %q; this test deploys only web", name)
 					}
 					args = setFlag(setFlag(args, "namespace", "n", ns), "image", "", CollectorImage)
-					stdout, _, exit := run(t, args...)
+					var interrupt func(string) bool
+					if slices.Contains(args, "--watch") || slices.Contains(args, "-w") {
+						// Ctrl-C once the first full trace is printed.
+						interrupt = func(out string) bool { return strings.Contains(out, "PASS") }
+					}
+					stdout, _, exit := runIn(t, t.TempDir(), interrupt, args...)
 					assertNoCollectorPods(t, tb)
 					if exit != 0 {
 						t.Fatalf("exit %d, want 0: web is healthy", exit)
@@ -197,10 +226,60 @@ func TestExamplesOnTestbed(t *testing.T) {
 					if exit != 0 || (stdout == "" && !strings.Contains(stderr, "No collector Pods found")) {
 						t.Errorf("exit %d, stdout %q, stderr %q", exit, stdout, stderr)
 					}
+				case got.Name() == "analyze" || got.Name() == "diff":
+					// The example's paths, made for real in a scratch
+					// directory: bundles by --save, results by -o json.
+					dir := t.TempDir()
+					for _, p := range positional {
+						trace := []string{"web", "--kubeconfig", tb.Kubeconfig, "--context", kctx, "-n", ns, "--image", CollectorImage}
+						if strings.HasSuffix(p, ".json") {
+							stdout, _, exit := runIn(t, dir, nil, append(trace, "-o", "json")...)
+							if exit != 0 {
+								t.Fatalf("trace for %s: exit %d", p, exit)
+							}
+							if err := os.WriteFile(filepath.Join(dir, p), []byte(stdout), 0o600); err != nil {
+								t.Fatal(err)
+							}
+						} else if _, _, exit := runIn(t, dir, nil, append(trace, "--save", p)...); exit != 0 {
+							t.Fatalf("trace --save %s: exit %d", p, exit)
+						}
+					}
+					stdout, _, exit := runIn(t, dir, nil, args...)
+					if exit != 0 {
+						t.Fatalf("exit %d, want 0 (web is healthy)", exit)
+					}
+					if strings.Contains(l.Text, "-o json") && !json.Valid([]byte(stdout)) {
+						t.Errorf("-o json printed no JSON:\n%s", stdout)
+					}
+				case got.Name() == "mcp":
+					// A client that connects and hangs up at once: the
+					// server must start with these flags and end cleanly
+					// when stdin closes.
+					if _, stderr, exit := runIn(t, t.TempDir(), nil, args...); exit != 0 {
+						t.Errorf("exit %d, stderr %q", exit, stderr)
+					}
 				default:
 					t.Errorf("no rule to run the examples of %s on the testbed: add one here", got.CommandPath())
 				}
 			})
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

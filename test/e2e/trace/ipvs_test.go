@@ -104,7 +104,10 @@ func (n *ipvsNode) registerNode(t *testing.T, tb *framework.Testbed) {
 	_ = nodes.Delete(ctx, n.Name, metav1.DeleteOptions{})
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
 		corev1.LabelHostname: n.Name, corev1.LabelTopologyZone: n.Zone, "svctrace.dev/ipvs-node": "uml"}},
-		Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24", PodCIDRs: []string{"10.244.3.0/24"},
+		// No Pod CIDR: no kubelet runs Pods here, the echo servers in
+		// 10.244.3.0/24 are not Pods, and an endpoint IP inside a node's Pod
+		// CIDR that no Pod owns is a ghost (EPS017).
+		Spec: corev1.NodeSpec{
 			Taints: []corev1.Taint{{Key: "svctrace.dev/no-kubelet", Effect: corev1.TaintEffectNoSchedule}}}}
 	_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
