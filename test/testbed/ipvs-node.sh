@@ -106,10 +106,10 @@ KP
 		UML_MODULES=$UML_IPVS_MODULES uml_boot "$IPVS_NODE" "$TESTBED_DIR/uml/node-guest.sh" "$dir"
 	for ((i = 0; i < 1200; i++)); do
 		healthy && break
-		uml_alive "$IPVS_NODE" || { tail -20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: the UML kernel exited"; }
+		uml_alive "$IPVS_NODE" || { tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: the UML kernel exited"; }
 		sleep 0.1
 	done
-	healthy || { tail -20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: kube-proxy not healthy after 120s"; }
+	healthy || { tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: kube-proxy not healthy after 120s"; }
 	log "$IPVS_NODE up (UML $(linux --version 2>/dev/null), kube-proxy ipvs, ${#IPVS_PODS[@]} pods) in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s"
 }
 
