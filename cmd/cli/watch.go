@@ -45,6 +45,9 @@ type traceWatch struct {
 	report      *trace.NodeReport
 	inspected   bool
 	inspectedAt time.Time
+	// stale: the last trace judged the nodes' report of inspectedAt
+	// against a newer API state.
+	stale bool
 }
 
 // runWatch is Run for --watch: the first trace printed in full, then one
@@ -130,6 +133,7 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace
 	if !inspect {
 		opts.Inspector = nil
 	}
+	w.stale = !inspect && w.inspected
 	in, report, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
 	if err != nil {
 		var noPort *trace.PortNotFoundError
@@ -158,7 +162,11 @@ func (w *traceWatch) print(last, t *trace.ServiceTrace) error {
 	}
 	switch o.Output {
 	case render.FormatText, render.FormatWide:
-		return render.WatchText(o.Out, t.Metadata.Time, d, eps, o.Text)
+		var nodesAt time.Time
+		if w.stale {
+			nodesAt = w.inspectedAt
+		}
+		return render.WatchText(o.Out, t.Metadata.Time, nodesAt, d, eps, o.Text)
 	case render.FormatYAML:
 		if _, err := io.WriteString(o.Out, "---\n"); err != nil {
 			return err
