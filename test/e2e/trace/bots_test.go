@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -264,6 +265,107 @@ func TestWatchDuringScaleDown(t *testing.T) {
 	}
 	if !datapathFollowed(stdout) {
 		t.Errorf("the timeline does not show %s's rules lagging and then following the scale-down:\n%s", n.Name, stdout)
+	}
+	assertNoCollectorPods(t, tb)
+}
+
+// TestHolmesGPTToolsetOnTestbed runs the shipped HolmesGPT toolset as
+// HolmesGPT would: its prerequisite and every tool's command line through
+// bash, `kubectl svctrace` resolved by the pinned kubectl's plugin lookup
+// to this build on PATH, against the testbed. A healthy Service and one
+// with no ready endpoint both print a ServiceTrace and exit 0 (a failing
+// verdict is a result, not a tool error).
+func TestHolmesGPTToolsetOnTestbed(t *testing.T) {
+	tb := framework.Setup(t)
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "integrations", "holmesgpt", "svctrace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Toolsets map[string]struct {
+			Prerequisites []struct {
+				Command string `json:"command"`
+			} `json:"prerequisites"`
+			Tools []struct {
+				Name    string `json:"name"`
+				Command string `json:"command"`
+			} `json:"tools"`
+		} `json:"toolsets"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	ts, ok := file.Toolsets["svctrace"]
+	if !ok || len(ts.Tools) == 0 {
+		t.Fatalf("no svctrace toolset with tools in %s", raw)
+	}
+
+	healthy, _ := deployWeb(t, tb, 1, nil)
+	client := tb.WaitPodsReady(t, healthy, map[string]string{"app": "web"}, 1)[0].Name
+	broken := tb.Namespace(t)
+	tb.DeployEcho(t, broken, framework.EchoOptions{Name: "web", Replicas: 1, NotReady: true})
+	tb.CreateService(t, broken, framework.NewService("web", "web"))
+
+	// kubectl finds kubectl-svctrace on PATH, as a krew install would.
+	path := filepath.Dir(binPath) + ":" + filepath.Dir(tb.Kubectl) + ":/usr/bin:/bin"
+	env := []string{"PATH=" + path, "HOME=" + t.TempDir(), "KUBECONFIG=" + tb.Kubeconfig}
+	bash := func(t *testing.T, line string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-c", line)
+		cmd.Env = env
+		var out, errb syncBuffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		exit := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			exit = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if exit != 0 {
+			t.Logf("%s\nexit %d\nstderr:\n%s", line, exit, errb.String())
+		}
+		return out.String(), exit
+	}
+	for _, p := range ts.Prerequisites {
+		if out, exit := bash(t, p.Command); exit != 0 || !strings.Contains(out, "svctrace") {
+			t.Fatalf("prerequisite %q: exit %d, output %q", p.Command, exit, out)
+		}
+	}
+	for _, tool := range ts.Tools {
+		for _, c := range []struct {
+			ns      string
+			healthy bool
+		}{{healthy, true}, {broken, false}} {
+			t.Run(tool.Name+"/"+map[bool]string{true: "healthy", false: "no-ready-endpoint"}[c.healthy], func(t *testing.T) {
+				line := strings.NewReplacer("{{ service }}", "web", "{{ namespace }}", c.ns, "{{ port }}", "http",
+					"{{ client_pod }}", healthy+"/"+client).Replace(tool.Command)
+				if strings.Contains(line, "{{") {
+					t.Fatalf("%q has a parameter this test does not fill", line)
+				}
+				out, exit := bash(t, line)
+				if exit != 0 {
+					t.Fatalf("%q: exit %d, want 0 (a verdict is a result)", line, exit)
+				}
+				validateSchema(t, []byte(out))
+				var tr trace.ServiceTrace
+				if err := json.Unmarshal([]byte(out), &tr); err != nil {
+					t.Fatalf("%q did not print a ServiceTrace: %v\n%s", line, err, out)
+				}
+				if tr.Service.Namespace != c.ns {
+					t.Errorf("traced %s/%s, want %s/web", tr.Service.Namespace, tr.Service.Name, c.ns)
+				}
+				if failed := tr.Verdict.Status == trace.StatusFail; failed == c.healthy {
+					t.Errorf("%q: verdict %s %s", line, tr.Verdict.Status, tr.Verdict.Code)
+				}
+			})
+		}
 	}
 	assertNoCollectorPods(t, tb)
 }
