@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/browser"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
 )
@@ -366,6 +367,47 @@ func TestHolmesGPTToolsetOnTestbed(t *testing.T) {
 				}
 			})
 		}
+	}
+	assertNoCollectorPods(t, tb)
+}
+
+// TestSVGOfRealTracesInChromium renders real testbed traces with -o svg, a
+// healthy two-node Service and one whose app listens on the wrong port, and
+// loads each picture in headless Chromium: it parses, holds every hop and
+// the grid, and marks the failing hop only where the trace fails.
+func TestSVGOfRealTracesInChromium(t *testing.T) {
+	tb := framework.Setup(t)
+	bin := browser.Chromium(t)
+	healthy, _ := deployWeb(t, tb, 2, nil)
+	wrong := tb.Namespace(t)
+	tb.DeployEcho(t, wrong, framework.EchoOptions{Name: "web", Replicas: 2, ListenHTTPPort: 8081})
+	tb.CreateService(t, wrong, framework.NewService("web", "web"))
+	tb.WaitReadyEndpoints(t, wrong, "web", 2)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, ns string
+		exit     int
+	}{{"healthy", healthy, 0}, {"wrong-port", wrong, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			svg, stderr, exit := runIn(t, dir, nil, "web", "-n", c.ns, "--kubeconfig", tb.Kubeconfig, "--image", CollectorImage,
+				"--all-nodes", "-o", "svg", "--timeout", "150s")
+			if exit != c.exit {
+				t.Fatalf("-o svg: exit %d, want %d\n%s", exit, c.exit, stderr)
+			}
+			path := filepath.Join(dir, c.name+".svg")
+			if err := os.WriteFile(path, []byte(svg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dom := browser.DumpDOM(t, bin, path)
+			for _, want := range []string{`data-hop="dns"`, `data-hop="service"`, `data-hop="datapath"`, `data-hop="endpoints"`, `class="row"`} {
+				if !strings.Contains(dom, want) {
+					t.Errorf("DOM lacks %s:\n%.2000s", want, dom)
+				}
+			}
+			if failing := strings.Contains(dom, `data-failing="true"`); failing != (c.exit != 0) {
+				t.Errorf("a hop marked failing: %v, trace exit %d", failing, c.exit)
+			}
+		})
 	}
 	assertNoCollectorPods(t, tb)
 }
