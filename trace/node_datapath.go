@@ -600,8 +600,43 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 		}
 	case collectorapi.ModeIPVS:
 		active = fromIPVS(obs)
+		// The IPVS proxier writes nat KUBE-SERVICES too (ipset matches), but
+		// never a KUBE-SVC chain: one that still captures this Service was
+		// written by kube-proxy in iptables mode, which neither mode removes
+		// when the other starts (cmd/kube-proxy platformCleanup cleans only
+		// across the iptables-based/nftables line).
+		for _, b := range iptBackends {
+			if captureScore(b.ports) > 0 {
+				lo = append(lo, leftover{active: string(collectorapi.ModeIPVS), other: "iptables (" + b.obs.Backend + ")",
+					evidence: "nat KUBE-SERVICES still jumps to a KUBE-SVC chain for this Service", raw: b.obs.Commands})
+			}
+		}
+	}
+	if mode == collectorapi.ModeIPTables || mode == collectorapi.ModeNFTables {
+		if vs := ipvsLeftovers(obs); len(vs) > 0 {
+			lo = append(lo, leftover{active: string(mode), other: "ipvs",
+				evidence: "IPVS virtual server(s) " + strings.Join(vs, ", ") + " for this Service still exist"})
+		}
 	}
 	return active, lo, errs
+}
+
+// ipvsLeftovers lists this Service's IPVS virtual servers on a node whose
+// kube-proxy is not in IPVS mode: kube-proxy in iptables mode does not
+// remove what the IPVS proxier wrote, and while kube-ipvs0 still holds the
+// ClusterIP the node accepts connections to it locally.
+func ipvsLeftovers(obs *collectorapi.Observation) []string {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available {
+		return nil
+	}
+	var out []string
+	for _, vs := range s.Data.VirtualServers {
+		if vs.Found {
+			out = append(out, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port)))+"/"+vs.Protocol)
+		}
+	}
+	return out
 }
 
 type iptBackendPorts struct {
