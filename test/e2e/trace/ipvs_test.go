@@ -252,6 +252,13 @@ func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string
 // there programmed its ClusterIP with every endpoint.
 func ipvsService(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string, svc *corev1.Service, remote ...string) *corev1.Service {
 	t.Helper()
+	return ipvsServiceWith(t, tb, n, ns, svc, true, remote...)
+}
+
+// ipvsServiceWith is ipvsService whose slice lists the IPVS node's echo
+// Pods only when local is true.
+func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string, svc *corev1.Service, local bool, remote ...string) *corev1.Service {
+	t.Helper()
 	svc.Spec.Selector = nil
 	out := tb.CreateService(t, ns, svc)
 	es := &discoveryv1.EndpointSlice{
@@ -261,6 +268,9 @@ func ipvsService(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string, sv
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
 	for _, name := range sortedKeys(n.Pods) {
+		if !local {
+			break
+		}
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{n.Pods[name]}, NodeName: ptr.To(n.Name),
 			Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
@@ -393,6 +403,32 @@ func TestIPVSNode(t *testing.T) {
 		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
 		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSExternalRealServers)
 		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPETPLocalNoLocal)
+	})
+
+	t.Run("ETP Local without a local endpoint", func(t *testing.T) {
+		// The only endpoint is on another node. kube-proxy's IPVS proxier
+		// then gives the NodePort virtual servers the cluster-wide endpoints
+		// (pkg/proxy/ipvs syncEndpoint, kubernetes#97081: local Pods may
+		// still use the node port) and drops external traffic with iptables
+		// (the Service in serviceNoLocalEndpointsExternal): by design, a
+		// warning that names what external clients see.
+		svc := ipvsServiceWith(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local-remote"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+				Ports: []corev1.ServicePort{ipvsPort()}}}, false, "10.244.1.251@"+tb.NodeNames()[0])
+		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); !strings.Contains(out, "10.244.1.251:8080") {
+			t.Fatalf("ETP Local NodePort virtual server %s without a local endpoint: %s (kube-proxy v1.37 lists the cluster endpoints)", np, out)
+		}
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSETPLocalFallback, n.Name)
+		if c.Status != trace.StatusWarn {
+			t.Errorf("%s is %s, want a warning", c.Code, c.Status)
+		}
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPNodePortMissing)
+		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPMissingEndpoints)
+		if exit == 3 {
+			t.Errorf("exit 3: the drop is by design (%s %s)", tr.Verdict.Code, tr.Verdict.Summary)
+		}
 	})
 
 	t.Run("session affinity", func(t *testing.T) {
