@@ -412,11 +412,14 @@ func TestIPVSNode(t *testing.T) {
 		// still use the node port) and drops external traffic with iptables
 		// (the Service in serviceNoLocalEndpointsExternal): by design, a
 		// warning that names what external clients see.
+		remoteNode := tb.NodeNames()[0]
+		tb.DeployEcho(t, ns, framework.EchoOptions{Name: "remote", Replicas: 1, Nodes: []string{remoteNode}})
+		remote := tb.WaitPodsReady(t, ns, map[string]string{"app": "remote"}, 1)[0].Status.PodIP
 		svc := ipvsServiceWith(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local-remote"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-				Ports: []corev1.ServicePort{ipvsPort()}}}, false, "10.244.1.251@"+tb.NodeNames()[0])
+				Ports: []corev1.ServicePort{ipvsPort()}}}, false, remote+"@"+remoteNode)
 		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
-		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); !strings.Contains(out, "10.244.1.251:8080") {
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); !strings.Contains(out, fmt.Sprintf("%s:%d", remote, framework.EchoHTTPPort)) {
 			t.Fatalf("ETP Local NodePort virtual server %s without a local endpoint: %s (kube-proxy v1.37 lists the cluster endpoints)", np, out)
 		}
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
