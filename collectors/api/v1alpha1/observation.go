@@ -255,7 +255,11 @@ type PinnedMap struct {
 // The map key/value layout is Cilium-version dependent (LayoutNote names the
 // one this reader decodes).
 type CiliumObservation struct {
-	Detected   bool             `json:"detected"`
+	Detected bool `json:"detected"`
+	// Layout names the map layout recognised from the pinned maps' names
+	// and key/value sizes, "" when it is none the collector decodes (the
+	// reason is then in Error and no frontend is read).
+	Layout     string           `json:"layout,omitempty"`
 	LayoutNote string           `json:"layoutNote"`
 	Maps       []PinnedMap      `json:"maps,omitempty"`
 	Frontends  []CiliumFrontend `json:"frontends,omitempty"`
@@ -280,6 +284,27 @@ type CiliumFrontend struct {
 	AffinityTimeoutSecs uint32          `json:"affinityTimeoutSeconds,omitempty"`
 	LBAlgorithm         uint8           `json:"lbAlgorithm,omitempty"`
 	Backends            []CiliumBackend `json:"backends,omitempty"`
+	// KeyProtocol is the protocol the key was found under: the Service
+	// port's, or ANY where the agent keys frontends without the protocol
+	// (v1.15 and earlier, or bpf-lb-proto-diff off).
+	KeyProtocol string `json:"keyProtocol,omitempty"`
+	// Maglev is the frontend's Maglev lookup table, when the agent keeps
+	// one for its rev-NAT index.
+	Maglev *CiliumMaglev `json:"maglev,omitempty"`
+}
+
+// CiliumMaglev is how many entries of one Maglev lookup table each backend
+// holds: its share of new flows is Entries/TableSize.
+type CiliumMaglev struct {
+	TableSize int                 `json:"tableSize,omitempty"`
+	Backends  []CiliumMaglevShare `json:"backends,omitempty"`
+	Error     string              `json:"error,omitempty"`
+}
+
+// CiliumMaglevShare is one backend's entries in a Maglev table.
+type CiliumMaglevShare struct {
+	BackendID uint32 `json:"backendID"`
+	Entries   int    `json:"entries"`
 }
 
 // CiliumBackend is one backend slot and the backend it points at.
