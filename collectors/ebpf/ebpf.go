@@ -1,7 +1,8 @@
 // Package ebpf reads eBPF Service datapaths from their pinned maps: it
 // detects Cilium (cilium_lb4_*/cilium_lb6_* under <bpffs>/tc/globals) and
 // Calico eBPF (cali_v4_nat_fe*/cali_v6_nat_fe*), and reads this Service's
-// frontends and backends from Cilium's load-balancer maps.
+// frontends and backends from Cilium's load-balancer maps and Calico's NAT
+// maps.
 //
 // The Cilium map layout is version-dependent. The layout is recognised from
 // the pinned maps themselves (names, key and value sizes): this reader
@@ -62,15 +63,7 @@ func Read(ctx context.Context, req *collectorapi.Request, root string) (*collect
 		return obs, fmt.Errorf("bpffs: %w", err)
 	}
 	obs.Cilium = readCilium(req, dir)
-	obs.Calico = &collectorapi.CalicoObservation{}
-	for _, pattern := range []string{"cali_v4_nat_*", "cali_v6_nat_*"} {
-		for _, m := range glob(dir, pattern) {
-			obs.Calico.Maps = append(obs.Calico.Maps, m)
-			if strings.Contains(m.Name, "_nat_fe") {
-				obs.Calico.Detected = true
-			}
-		}
-	}
+	obs.Calico = readCalico(req, dir)
 	return obs, ctx.Err()
 }
 

@@ -321,10 +321,48 @@ type CiliumBackend struct {
 	Zone      uint8  `json:"zone,omitempty"`
 }
 
-// CalicoObservation is Calico eBPF detection (its NAT maps are listed, not decoded).
+// CalicoObservation is Calico eBPF's NAT maps' view of the Service.
 type CalicoObservation struct {
-	Detected bool        `json:"detected"`
-	Maps     []PinnedMap `json:"maps,omitempty"`
+	Detected bool `json:"detected"`
+	// Layout names the NAT map layout recognised from the pinned maps'
+	// names and key/value sizes, "" when none the collector decodes (the
+	// reason is then in Error and no frontend is read).
+	Layout    string           `json:"layout,omitempty"`
+	Maps      []PinnedMap      `json:"maps,omitempty"`
+	Frontends []CalicoFrontend `json:"frontends,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// CalicoFrontend is one cali_v{4,6}_nat_fe entry (or the frontend looked
+// for and not found) and the backends its ordinals point at.
+type CalicoFrontend struct {
+	Frontend string `json:"frontend"` // clusterIP, externalIP, loadBalancerIP, nodePort
+	Address  string `json:"address"`
+	Port     uint16 `json:"port"`
+	Protocol string `json:"protocol"`
+	// SourceCIDR is the client range the entry applies to (0.0.0.0/0 for
+	// all; narrower for loadBalancerSourceRanges).
+	SourceCIDR string `json:"sourceCIDR,omitempty"`
+	Found      bool   `json:"found"`
+	ID         uint32 `json:"id,omitempty"`
+	// Count is the number of backend ordinals; Blackhole is Felix's
+	// "drop everything" count (0xffffffff).
+	Count      uint32 `json:"count,omitempty"`
+	Blackhole  bool   `json:"blackhole,omitempty"`
+	LocalCount uint32 `json:"localCount,omitempty"`
+	// AffinityTimeoutSecs > 0 is ClientIP session affinity.
+	AffinityTimeoutSecs uint32 `json:"affinityTimeoutSeconds,omitempty"`
+	// Flags: 0x1 external traffic policy Local, 0x2 internal Local.
+	Flags    uint32          `json:"flags,omitempty"`
+	Backends []CalicoBackend `json:"backends,omitempty"`
+}
+
+// CalicoBackend is one cali_v{4,6}_nat_be entry {id, ordinal} -> {addr, port}.
+type CalicoBackend struct {
+	Ordinal uint32 `json:"ordinal"`
+	Found   bool   `json:"found"`
+	Address string `json:"address,omitempty"`
+	Port    uint16 `json:"port,omitempty"`
 }
 
 // ---- conntrack ----
