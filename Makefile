@@ -13,6 +13,10 @@ build: ## build kubectl-svctrace and svctrace-collector into bin/
 test: ## unit tests (no cluster needed)
 	$(GO) test ./...
 
+.PHONY: test-ebpf
+test-ebpf: ## Cilium's LB maps written by Cilium v1.20.2's own code, read by svctrace, checked against bpftool (root; own mount namespace and bpffs)
+	cd test/ebpf/cilium && $(GO) test -count=1 ./...
+
 # Release and distribution (issue 6); the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
 lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil

@@ -985,10 +985,14 @@ func ipFamily(addr string) corev1.IPFamily {
 // failed: kube-proxy's reasons do not apply here.
 func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
 	e := obs.Sections.EBPF
-	if e == nil || e.Data == nil || e.Data.Cilium == nil {
+	if e == nil || e.Data == nil {
 		return
 	}
 	c := e.Data.Cilium
+	if c == nil || !c.Detected {
+		nj.judgeCalico(node, obs, expect, choices)
+		return
+	}
 	if !nj.ciliumReadable(node, c) {
 		return
 	}

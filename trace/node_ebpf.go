@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
@@ -339,6 +341,198 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.Cili
 			got[ciliumEndpoint(b)] = true
 		}
 	}
+	nj.compareEndpointSets(node, port, "Cilium", ciliumFrontendName(fe), got, want, policy, nil)
+}
+
+// ciliumNodePort finds the NodePort surrogate frontend of a port: the
+// external scope, or nil when the collector did not read it.
+func ciliumNodePort(c *collectorapi.CiliumObservation, pe PortExpectation) *collectorapi.CiliumFrontend {
+	if pe.NodePort == 0 {
+		return nil
+	}
+	return ciliumFrontend(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort))
+}
+
+// Calico's NAT frontend flags (felix/bpf/nat NATFlgExternalLocal, NATFlgInternalLocal).
+const (
+	calicoFlagExternalLocal = 0x1
+	calicoFlagInternalLocal = 0x2
+)
+
+// judgeCalico compares Calico eBPF's NAT maps with the expectation, as
+// kube-proxy's rules are compared. Felix keeps one backend list per
+// Service port ({id, ordinal}); a frontend flagged Local uses its first
+// LocalCount ordinals (the node's own backends, which Felix writes first),
+// otherwise all Count. That reading of Felix's layout is from Calico's
+// source, not checked against a running Felix.
+func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+	e := obs.Sections.EBPF
+	if e == nil || e.Data == nil || e.Data.Calico == nil || !e.Data.Calico.Detected {
+		return
+	}
+	c := e.Data.Calico
+	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 {
+		ck := nj.emit(CodeDPEBPFLayoutUnknown, node, Args{"datapath": "Calico", "detail": c.Error}, nil,
+			fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
+		ck.Status = StatusUnknown
+		return
+	}
+	if c.Error != "" {
+		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Calico", "error": c.Error}, nil)
+		ck.Status = StatusUnknown
+	}
+	for i, pe := range expect {
+		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints {
+			continue
+		}
+		fes := calicoFrontends(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
+		if len(fes) == 0 {
+			continue // not read: no verdict
+		}
+		fe := fes[0]
+		port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
+		pp := &programmedPort{Datapath: "calico", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
+		if fe.Found {
+			pp.Evidence = calicoEvidence(fe)
+			if fe.Blackhole {
+				pp.Rejected = true
+			} else {
+				pp.Captured = true
+				pp.InternalLocal = fe.Flags&calicoFlagInternalLocal != 0
+				pp.Endpoints, pp.Unmatched = nj.calicoSelection(node, port, fe, pp.InternalLocal)
+				pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
+			}
+		}
+		if pe.NodePort != 0 {
+			nps := calicoFrontends(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort))
+			pp.NodePortFound = false
+			for _, np := range nps {
+				if np.Found {
+					pp.NodePortFound = true
+				}
+			}
+		}
+		if choices != nil {
+			pe = choices.fit(i, pp)
+		}
+		nj.comparePort(node, obs, collectorapi.ModeCalico, pe, pp)
+		nj.compareCalicoExternal(node, port, pe, c)
+	}
+}
+
+// calicoFrontends are the entries of one kind, family, protocol and port,
+// the all-sources entry first.
+func calicoFrontends(fes []collectorapi.CalicoFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) []*collectorapi.CalicoFrontend {
+	var out []*collectorapi.CalicoFrontend
+	for i := range fes {
+		fe := &fes[i]
+		if fe.Frontend == kind && fe.Port == port && ipFamily(fe.Address) == fam && strings.EqualFold(fe.Protocol, proto) {
+			out = append(out, fe)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return calicoAllSources(out[i]) && !calicoAllSources(out[j]) })
+	return out
+}
+
+func calicoAllSources(fe *collectorapi.CalicoFrontend) bool {
+	return fe.SourceCIDR == "" || strings.HasSuffix(fe.SourceCIDR, "/0")
+}
+
+func calicoEvidence(fe *collectorapi.CalicoFrontend) []string {
+	out := []string{fmt.Sprintf("%s %s/%s from %s -> id %d count %d local %d affinity %ds flags %#x",
+		fe.Frontend, net.JoinHostPort(fe.Address, strconv.Itoa(int(fe.Port))), fe.Protocol, orNone(fe.SourceCIDR),
+		fe.ID, fe.Count, fe.LocalCount, fe.AffinityTimeoutSecs, fe.Flags)}
+	for _, b := range fe.Backends {
+		out = append(out, fmt.Sprintf("  {%d, %d} -> %s", fe.ID, b.Ordinal, net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port)))))
+	}
+	return out
+}
+
+// calicoSelection is what the frontend's ordinals send new connections to:
+// the first LocalCount ordinals under a Local policy, all Count otherwise,
+// each with an equal share; ordinals without a backend entry go nowhere.
+func (nj *nodeJudge) calicoSelection(node, port string, fe *collectorapi.CalicoFrontend, local bool) ([]programmedEndpoint, float64) {
+	n := int(fe.Count)
+	if local {
+		n = int(fe.LocalCount)
+	}
+	if n > len(fe.Backends) {
+		n = len(fe.Backends)
+	}
+	var eps []programmedEndpoint
+	var broken []string
+	for _, b := range fe.Backends[:n] {
+		if !b.Found {
+			broken = append(broken, fmt.Sprintf("ordinal %d of id %d has no backend entry", b.Ordinal, fe.ID))
+			continue
+		}
+		eps = append(eps, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(n)})
+	}
+	if len(broken) > 0 {
+		nj.emit(CodeDPEBPFBrokenSlot, node, Args{"datapath": "Calico", "frontend": calicoFrontendName(fe), "port": port,
+			"detail": strings.Join(broken, "; ")}, calicoEvidence(fe))
+	}
+	if n == 0 {
+		return eps, 0
+	}
+	return eps, float64(len(broken)) / float64(n)
+}
+
+func calicoFrontendName(fe *collectorapi.CalicoFrontend) string {
+	s := fmt.Sprintf("%s %s/%s", fe.Frontend, net.JoinHostPort(fe.Address, strconv.Itoa(int(fe.Port))), fe.Protocol)
+	if !calicoAllSources(fe) {
+		s += " from " + fe.SourceCIDR
+	}
+	return s
+}
+
+// compareCalicoExternal checks the NodePort entries (one per node address
+// and Felix's 255.255.255.255 wildcard), externalIPs and load-balancer IPs.
+func (nj *nodeJudge) compareCalicoExternal(node, port string, pe PortExpectation, c *collectorapi.CalicoObservation) {
+	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints {
+		return
+	}
+	var fes []*collectorapi.CalicoFrontend
+	if pe.NodePort != 0 {
+		fes = append(fes, calicoFrontends(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort))...)
+	}
+	fes = append(fes, calicoFrontends(c.Frontends, "externalIP", pe.Family, pe.Protocol, uint16(pe.Port))...)
+	fes = append(fes, calicoFrontends(c.Frontends, "loadBalancerIP", pe.Family, pe.Protocol, uint16(pe.Port))...)
+	for _, fe := range fes {
+		name := calicoFrontendName(fe)
+		if !fe.Found {
+			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Calico", "frontend": name, "port": port,
+				"detail": "is not in the NAT frontend map: traffic to it reaches no backend"}, nil)
+			continue
+		}
+		local := fe.Flags&calicoFlagExternalLocal != 0
+		if local != pe.ExternalPolicyLocal {
+			got, want := "Cluster", "Cluster"
+			if local {
+				got = "Local"
+			}
+			if pe.ExternalPolicyLocal {
+				want = "Local"
+			}
+			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Calico", "frontend": name, "port": port,
+				"detail": fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", got, want)}, calicoEvidence(fe))
+			continue
+		}
+		if fe.Blackhole {
+			continue // no endpoints: comparePort judged the ClusterIP's verdict
+		}
+		eps, _ := nj.calicoSelection(node, port, fe, local)
+		got := map[string]bool{}
+		for _, e := range eps {
+			got[e.Endpoint] = true
+		}
+		nj.compareEndpointSets(node, port, "Calico", name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
+	}
+}
+
+// compareEndpointSets reports the difference between the endpoints an
+// external frontend selects and those its traffic policy should leave.
+func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, got map[string]bool, want []ExpectedEndpoint, policy string, evidence []string) {
 	wantSet := map[string]bool{}
 	for _, e := range want {
 		wantSet[e.String()] = true
@@ -359,17 +553,8 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.Cili
 	}
 	sort.Strings(missing)
 	sort.Strings(stale)
-	nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Cilium", "frontend": ciliumFrontendName(fe), "port": port,
+	nj.emit(CodeDPEBPFExternal, node, Args{"datapath": datapath, "frontend": frontend, "port": port,
 		"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
-			policy, listOrNone(missing), listOrNone(stale))}, nil,
+			policy, listOrNone(missing), listOrNone(stale))}, evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
-}
-
-// ciliumNodePort finds the NodePort surrogate frontend of a port: the
-// external scope, or nil when the collector did not read it.
-func ciliumNodePort(c *collectorapi.CiliumObservation, pe PortExpectation) *collectorapi.CiliumFrontend {
-	if pe.NodePort == 0 {
-		return nil
-	}
-	return ciliumFrontend(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort))
 }
