@@ -36,6 +36,11 @@ func ciliumFlags(fe *collectorapi.CiliumFrontend) uint16 {
 // and whether anything was read at all. An unknown layout is Cilium's, not
 // kube-proxy's, and leaves the node's ports unjudged (unknown), never failed.
 func (nj *nodeJudge) ciliumReadable(node string, c *collectorapi.CiliumObservation) bool {
+	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 && anyMapError(c.Maps) {
+		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
+		ck.Status = StatusUnknown
+		return false
+	}
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 {
 		ck := nj.emit(CodeDPEBPFLayoutUnknown, node, Args{"datapath": "Cilium", "detail": c.Error}, nil,
 			fieldValue("layoutRead", c.LayoutNote), fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
@@ -48,6 +53,17 @@ func (nj *nodeJudge) ciliumReadable(node string, c *collectorapi.CiliumObservati
 		ck.Status = StatusUnknown
 	}
 	return true
+}
+
+// anyMapError: some pinned map could not be opened (no permission, say),
+// which is not a layout the collector does not know.
+func anyMapError(maps []collectorapi.PinnedMap) bool {
+	for _, m := range maps {
+		if m.Error != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func pinnedMapSizes(maps []collectorapi.PinnedMap) []string {
@@ -371,6 +387,11 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 		return
 	}
 	c := e.Data.Calico
+	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 && anyMapError(c.Maps) {
+		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Calico", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
+		ck.Status = StatusUnknown
+		return
+	}
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 {
 		ck := nj.emit(CodeDPEBPFLayoutUnknown, node, Args{"datapath": "Calico", "detail": c.Error}, nil,
 			fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))

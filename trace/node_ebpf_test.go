@@ -358,3 +358,16 @@ func TestCalicoExternalLocal(t *testing.T) {
 		t.Fatalf("%s", m)
 	}
 }
+
+// TestCiliumMapsNotOpenedAreUnknown: maps the collector was refused
+// opening are unreadable (DP025, unknown), neither an unknown layout nor a
+// kube-proxy failure.
+func TestCiliumMapsNotOpenedAreUnknown(t *testing.T) {
+	cil := &collectorapi.CiliumObservation{Detected: true, Error: "could not open Cilium's maps: cilium_lb4_services_v2: operation not permitted",
+		Maps: []collectorapi.PinnedMap{{Name: "cilium_lb4_services_v2", Error: "operation not permitted"}}}
+	tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, cil, nil)})
+	requireNoNodeCheck(t, tr, "n1", CodeDPProxyUnreachable, CodeDPNoRules, CodeDPNodePortMissing, CodeDPEBPFLayoutUnknown)
+	if c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPEBPFUnreadable]; !ok || c.Status != StatusUnknown {
+		t.Fatalf("%+v", c)
+	}
+}

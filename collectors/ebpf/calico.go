@@ -113,7 +113,7 @@ func calicoLayout(maps []collectorapi.PinnedMap) (string, string) {
 	for _, m := range maps {
 		byName[m.Name] = m
 	}
-	var why []string
+	var why, opened []string
 	known := false
 	for _, f := range []calicoFamily{calico4, calico6} {
 		fe, ok := calicoPinned(maps, f.frontend)
@@ -123,7 +123,7 @@ func calicoLayout(maps []collectorapi.PinnedMap) (string, string) {
 		be, ok := byName[f.backend]
 		switch {
 		case fe.Error != "":
-			why = append(why, fe.Name+": "+fe.Error)
+			opened = append(opened, fe.Name+": "+fe.Error)
 		case fe.KeySize != f.keySize() || fe.ValueSize != calicoFrontendValue:
 			why = append(why, fmt.Sprintf("%s has key %d/value %d bytes, this reader knows %d/%d", fe.Name, fe.KeySize, fe.ValueSize, f.keySize(), calicoFrontendValue))
 		case !ok:
@@ -136,6 +136,9 @@ func calicoLayout(maps []collectorapi.PinnedMap) (string, string) {
 	}
 	if known {
 		return LayoutCalicoNAT, ""
+	}
+	if len(opened) > 0 {
+		return "", "could not open Calico's maps: " + strings.Join(opened, "; ")
 	}
 	return "", "could not read this Calico version's maps: " + strings.Join(why, "; ")
 }

@@ -183,7 +183,7 @@ func ciliumLayout(pinned []collectorapi.PinnedMap) (string, string) {
 	for _, m := range pinned {
 		byName[m.Name] = m
 	}
-	var why []string
+	var why, opened []string
 	known := false
 	for _, f := range []family{v4, v6} {
 		svc, ok := byName[f.services]
@@ -191,7 +191,7 @@ func ciliumLayout(pinned []collectorapi.PinnedMap) (string, string) {
 			continue
 		}
 		if svc.Error != "" {
-			why = append(why, fmt.Sprintf("%s: %s", f.services, svc.Error))
+			opened = append(opened, fmt.Sprintf("%s: %s", f.services, svc.Error))
 			continue
 		}
 		if svc.KeySize != f.keySize() || svc.ValueSize != serviceValueSize {
@@ -224,6 +224,9 @@ func ciliumLayout(pinned []collectorapi.PinnedMap) (string, string) {
 	}
 	if known {
 		return LayoutServicesV2BackendsV3, ""
+	}
+	if len(opened) > 0 {
+		return "", "could not open Cilium's maps: " + strings.Join(opened, "; ")
 	}
 	if len(why) == 0 {
 		var names []string

@@ -559,7 +559,7 @@ func bpftoolDump(t *testing.T, args ...string) []struct{ Key, Value []byte } {
 	if err != nil {
 		t.Skip("bpftool not installed (test/testbed/deps.sh installs it)")
 	}
-	out, err := exec.Command(path, append(append([]string{"-j", "map", "dump"}, args...))...).Output()
+	out, err := exec.Command(path, append([]string{"-j", "map", "dump"}, args...)...).Output()
 	if err != nil {
 		t.Fatalf("bpftool map dump %v: %v", args, err)
 	}
