@@ -3,10 +3,12 @@ package ebpf
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -316,5 +318,88 @@ func TestCalicoUnknownLayout(t *testing.T) {
 	}
 	if c := obs.Calico; !c.Detected || c.Layout != "" || !strings.Contains(c.Error, "could not read this Calico version's maps") {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// dumpedMap is one map of testdata/cilium-v1.15.19-maps.json: bpftool's
+// dump of maps Cilium v1.15.19's own writer (pkg/maps/lbmap LBBPFMap)
+// filled, recorded by test/ebpf/cilium115 (go test -update).
+type dumpedMap struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	KeySize    uint32 `json:"keySize"`
+	ValueSize  uint32 `json:"valueSize"`
+	MaxEntries uint32 `json:"maxEntries"`
+	Entries    []struct {
+		Key   []string `json:"key"`
+		Value []string `json:"value"`
+	} `json:"entries"`
+}
+
+func hexBytes(t *testing.T, in []string) []byte {
+	t.Helper()
+	b := make([]byte, len(in))
+	for i, s := range in {
+		v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[i] = byte(v)
+	}
+	return b
+}
+
+// TestCiliumV115AgentMaps re-creates the maps v1.15.19's writer made, byte
+// for byte, and reads default/web from them.
+func TestCiliumV115AgentMaps(t *testing.T) {
+	raw, err := os.ReadFile("testdata/cilium-v1.15.19-maps.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumped []dumpedMap
+	if err := json.Unmarshal(raw, &dumped); err != nil {
+		t.Fatal(err)
+	}
+	root := mountBPFFS(t)
+	for _, d := range dumped {
+		if d.Type != "hash" {
+			t.Fatalf("%s is a %s map", d.Name, d.Type)
+		}
+		m := pinMap(t, root, d.Name, d.KeySize, d.ValueSize)
+		for _, e := range d.Entries {
+			put(t, m, hexBytes(t, e.Key), hexBytes(t, e.Value))
+		}
+	}
+	req := webRequest()
+	req.Service.ClusterIPs = append(req.Service.ClusterIPs, "fd00:96::50")
+	req.Service.ExternalIPs = nil
+	obs, err := Read(context.Background(), req, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := obs.Cilium
+	if c.Layout != LayoutServicesV2BackendsV3 || c.Error != "" {
+		t.Fatalf("layout %q error %q", c.Layout, c.Error)
+	}
+	var got []string
+	for _, fe := range c.Frontends {
+		s := fmt.Sprintf("%s %s:%d/%s scope %d found=%v count=%d qcount=%d affinity=%d alg=%d flags=%#x/%#x", fe.Frontend, fe.Address, fe.Port,
+			fe.KeyProtocol, fe.Scope, fe.Found, fe.BackendCount, fe.QuarantinedCount, fe.AffinityTimeoutSecs, fe.LBAlgorithm, fe.Flags, fe.Flags2)
+		for _, b := range fe.Backends {
+			s += fmt.Sprintf(" [%d %d %s:%d %s]", b.Slot, b.BackendID, b.Address, b.Port, b.State)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"clusterIP 10.96.0.50:80/ANY scope 0 found=true count=2 qcount=0 affinity=10800 alg=0 flags=0x10/0x0" +
+			" [1 1 10.244.1.5:8080 active] [2 2 10.244.2.7:8080 active] [3 3 10.244.2.8:8080 terminating] [4 4 10.244.3.9:8080 quarantined]",
+		"clusterIP fd00:96::50:80/ANY scope 0 found=true count=1 qcount=0 affinity=10800 alg=0 flags=0x10/0x0 [1 5 fd00:244::1:5:8080 active]",
+		"nodePort 0.0.0.0:30080/ANY scope 0 found=true count=1 qcount=0 affinity=10800 alg=0 flags=0x16/0x20 [1 1 10.244.1.5:8080 active]",
+		"nodePort 0.0.0.0:30080/ANY scope 1 found=true count=2 qcount=0 affinity=10800 alg=0 flags=0x16/0x20" +
+			" [1 1 10.244.1.5:8080 active] [2 2 10.244.2.7:8080 active] [3 3 10.244.2.8:8080 terminating] [4 4 10.244.3.9:8080 quarantined]",
+		"nodePort :::30080/ scope 0 found=false count=0 qcount=0 affinity=0 alg=0 flags=0x0/0x0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
