@@ -49,6 +49,7 @@ const (
 	CodeDPEBPFBrokenSlot          = "DP043"
 	CodeDPEBPFExternal            = "DP044"
 	CodeDPEBPFQuarantined         = "DP045"
+	CodeDPEBPFMaintenance         = "DP046"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -172,6 +173,9 @@ var nodeCatalog = []CheckSpec{
 		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
 	{Code: CodeDPEBPFQuarantined, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Backends quarantined by the health checker",
 		Message:  "{datapath} sends no new connections of {port} to {endpoints}, which the EndpointSlices list as ready: its health checker quarantined them",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFMaintenance, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Backends in maintenance",
+		Message:  "{datapath} sends no new connections of {port} to {endpoints}, which the EndpointSlices list as ready: they are in maintenance (set through its service API)",
 		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",

@@ -1015,7 +1015,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 		if choices != nil {
 			pe = choices.fit(i, pp)
 		}
-		pe = nj.withoutQuarantined(node, pe, fe)
+		pe = nj.withoutInactive(node, pe, fe, c)
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
 		nj.compareCiliumExternal(node, pe, c)
 	}

@@ -241,37 +241,57 @@ func (nj *nodeJudge) ciliumPort(node string, pe PortExpectation, fe *collectorap
 	return pp
 }
 
-// withoutQuarantined drops from want the endpoints Cilium's health checker
-// quarantined on this frontend (reported on their own), so they are not
-// also reported missing.
-func (nj *nodeJudge) withoutQuarantined(node string, pe PortExpectation, fe *collectorapi.CiliumFrontend) PortExpectation {
+// withoutInactive drops from want the endpoints Cilium deliberately keeps
+// out of selection, reported on their own so they are not also reported
+// missing: those its health checker quarantined on this frontend (slots
+// past count, or state quarantined) and those put in maintenance through
+// its service API (no slot at all, found in the backends map).
+func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collectorapi.CiliumFrontend, c *collectorapi.CiliumObservation) PortExpectation {
 	if fe == nil || !fe.Found {
 		return pe
 	}
 	_, inactive := ciliumSlots(fe)
-	q := map[string]bool{}
+	quarantined, maintenance := map[string]bool{}, map[string]bool{}
 	for _, b := range inactive {
 		if b.State == "active" || b.State == "quarantined" {
-			q[ciliumEndpoint(b)] = true
+			quarantined[ciliumEndpoint(b)] = true
 		}
 	}
-	if len(q) == 0 {
-		return pe
+	for _, b := range c.Maintenance {
+		if strings.EqualFold(b.Protocol, pe.Protocol) || b.Protocol == "ANY" {
+			maintenance[ciliumEndpoint(b)] = true
+		}
 	}
 	var keep []ExpectedEndpoint
-	var gone []string
+	var q, m []string
 	for _, e := range pe.Internal {
-		if q[e.String()] {
-			gone = append(gone, e.String())
-			continue
+		switch {
+		case quarantined[e.String()]:
+			q = append(q, e.String())
+		case maintenance[e.String()]:
+			m = append(m, e.String())
+		default:
+			keep = append(keep, e)
 		}
-		keep = append(keep, e)
 	}
-	if len(gone) > 0 {
-		sort.Strings(gone)
-		nj.emit(CodeDPEBPFQuarantined, node, Args{"datapath": "Cilium", "port": servicePortLabel(nj.in.Namespace, nj.in.Name, pe),
-			"endpoints": listNames(gone)}, nil, fieldItems("quarantined", gone))
+	port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
+	if len(q) > 0 {
+		sort.Strings(q)
+		nj.emit(CodeDPEBPFQuarantined, node, Args{"datapath": "Cilium", "port": port, "endpoints": listNames(q)}, nil, fieldItems("quarantined", q))
+	}
+	if len(m) > 0 {
+		sort.Strings(m)
+		nj.emit(CodeDPEBPFMaintenance, node, Args{"datapath": "Cilium", "port": port, "endpoints": listNames(m)}, nil, fieldItems("maintenance", m))
+	}
+	if len(q)+len(m) > 0 {
 		pe.Internal = keep
+		var ext []ExpectedEndpoint
+		for _, e := range pe.External {
+			if !quarantined[e.String()] && !maintenance[e.String()] {
+				ext = append(ext, e)
+			}
+		}
+		pe.External = ext
 	}
 	return pe
 }

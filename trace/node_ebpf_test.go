@@ -51,7 +51,8 @@ func ebpfObservation(t *testing.T, c *collectorapi.CiliumObservation, cal *colle
 // maps were written for, seen from n1: dual-stack LoadBalancer with an
 // externalIP, externalTrafficPolicy Local, ClientIP affinity 10800 s;
 // IPv4 endpoints on n1 (ready), n2 (ready, and one terminating) and n3
-// (ready; Cilium's health checker quarantined it); IPv6 on n1 and n2.
+// (ready; Cilium's health checker quarantined one, another is in
+// maintenance); IPv6 on n1 and n2.
 func ciliumWeb(mut ...func(*Input)) *Input {
 	in := nodeInput(func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
@@ -69,7 +70,8 @@ func ciliumWeb(mut ...func(*Input)) *Input {
 		ep{ip: "10.244.1.5", pod: "web-1", node: "n1", ready: true},
 		ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true},
 		ep{ip: "10.244.2.8", pod: "web-3", node: "n2", terminating: true},
-		ep{ip: "10.244.3.9", pod: "web-4", node: "n3", ready: true})
+		ep{ip: "10.244.3.9", pod: "web-4", node: "n3", ready: true},
+		ep{ip: "10.244.3.10", pod: "web-5", node: "n3", ready: true})
 	v6 := slice("web-v6", "web", "http", 8080,
 		ep{ip: "fd00:244::1:5", pod: "web-1", node: "n1", ready: true},
 		ep{ip: "fd00:244::2:7", pod: "web-2", node: "n2", ready: true})
@@ -114,6 +116,9 @@ func TestCiliumMapsFromCiliumTypesHealthy(t *testing.T) {
 	got := nodeCodes(tr, LayerDatapath, "n1")
 	if c := got[CodeDPEBPFQuarantined]; !strings.Contains(c.Message, "10.244.3.9:8080") {
 		t.Errorf("quarantined backend not named: %+v", c)
+	}
+	if c := got[CodeDPEBPFMaintenance]; !strings.Contains(c.Message, "10.244.3.10:8080") {
+		t.Errorf("maintenance backend not named: %+v", c)
 	}
 	if c := got[CodeDPEBPFInactiveBackends]; !strings.Contains(c.Message, "10.244.2.8:8080 terminating") || !strings.Contains(c.Message, "10.244.3.9:8080 quarantined") {
 		t.Errorf("inactive slots: %+v", c)

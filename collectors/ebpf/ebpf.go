@@ -171,8 +171,53 @@ func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObser
 			}
 		}
 	}
+	if m, err := ciliumMaintenance(req, get); err != "" {
+		errs = append(errs, err)
+	} else {
+		c.Maintenance = m
+	}
 	c.Error = strings.Join(errs, "; ")
 	return c
+}
+
+// maxBackendWalk bounds the walk of one backends map.
+const maxBackendWalk = 1 << 20
+
+// ciliumMaintenance walks the backends maps for the request's endpoint IPs
+// in maintenance state (set through the agent's service API; such backends
+// are in no frontend's slots).
+func ciliumMaintenance(req *collectorapi.Request, get func(string) (*ebpf.Map, error)) ([]collectorapi.CiliumBackend, string) {
+	ips := map[netip.Addr]bool{}
+	for _, ep := range req.Endpoints {
+		if a, err := netip.ParseAddr(ep.IP); err == nil {
+			ips[a.Unmap()] = true
+		}
+	}
+	if len(ips) == 0 {
+		return nil, ""
+	}
+	var out []collectorapi.CiliumBackend
+	for _, f := range []family{v4, v6} {
+		m, err := get(f.backends)
+		if err != nil || m.KeySize() != 4 || m.ValueSize() != f.backendSize() {
+			continue // said already where it matters, or not pinned (family disabled)
+		}
+		var k, v []byte
+		it := m.Iterate()
+		for n := 0; n < maxBackendWalk && it.Next(&k, &v); n++ {
+			be := DecodeBackend(v, f.addrLen)
+			if be.State != 3 || !ips[be.Addr.Unmap()] {
+				continue
+			}
+			out = append(out, collectorapi.CiliumBackend{BackendID: binary.NativeEndian.Uint32(k), Found: true, Address: be.Addr.String(),
+				Port: be.Port, Protocol: collectorapi.IPProtoName(be.Proto), State: BackendStateName(be.State), ClusterID: be.ClusterID, Zone: be.Zone})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Sprintf("%s: %v", f.backends, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BackendID < out[j].BackendID })
+	return out, ""
 }
 
 // ciliumLayout recognises the layout of Cilium's pinned LB maps from their

@@ -263,7 +263,11 @@ type CiliumObservation struct {
 	LayoutNote string           `json:"layoutNote"`
 	Maps       []PinnedMap      `json:"maps,omitempty"`
 	Frontends  []CiliumFrontend `json:"frontends,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// Maintenance are backends of the request's endpoint IPs that the
+	// backends map holds in maintenance state: the agent gives them no
+	// slot in any frontend, so they are found by walking that map.
+	Maintenance []CiliumBackend `json:"maintenance,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 // CiliumFrontend is the master entry (slot 0) of one service key and its backend slots.

@@ -398,13 +398,21 @@ func request(ns, name string, clusterIPs []string, ports []collectorapi.ServiceP
 }
 
 var (
-	webReq = request("default", "web", []string{"10.96.0.50", "fd00:96::50"},
-		[]collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}, []string{"192.0.2.9"}, []string{"198.51.100.7"})
+	webReq = withEndpoints(request("default", "web", []string{"10.96.0.50", "fd00:96::50"},
+		[]collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}}, []string{"192.0.2.9"}, []string{"198.51.100.7"}),
+		"http", 8080, "10.244.1.5", "10.244.2.7", "10.244.2.8", "10.244.3.9", "10.244.3.10", "fd00:244::1:5", "fd00:244::2:7")
 	dnsReq = request("kube-system", "kube-dns", []string{"10.96.0.10"},
 		[]collectorapi.ServicePort{{Name: "dns", Protocol: "UDP", Port: 53}, {Name: "dns-tcp", Protocol: "TCP", Port: 53}}, nil, nil)
 	hashReq  = request("default", "hash", []string{"10.96.0.60"}, []collectorapi.ServicePort{{Name: "https", Protocol: "TCP", Port: 443}}, nil, nil)
 	drainReq = request("default", "drain", []string{"10.96.0.70"}, []collectorapi.ServicePort{{Protocol: "TCP", Port: 80}}, nil, nil)
 )
+
+func withEndpoints(r *collectorapi.Request, portName string, port int32, ips ...string) *collectorapi.Request {
+	for _, ip := range ips {
+		r.Endpoints = append(r.Endpoints, collectorapi.Endpoint{IP: ip, Ports: map[string]int32{portName: port}, Ready: true, Serving: true})
+	}
+	return r
+}
 
 func read(t *testing.T, req *collectorapi.Request) *collectorapi.CiliumObservation {
 	t.Helper()
@@ -499,6 +507,10 @@ func TestCiliumV120MapsReadBySvctrace(t *testing.T) {
 		// The quarantined backend is active in the backend map: the
 		// health checker's verdict is per frontend, in qcount only.
 		t.Errorf("web ClusterIP slot states %v", s)
+	}
+
+	if len(web.Maintenance) != 1 || web.Maintenance[0].Address != "10.244.3.10" || web.Maintenance[0].State != "maintenance" || web.Maintenance[0].Port != 8080 {
+		t.Errorf("maintenance backends %+v, want 10.244.3.10:8080 (in the backends map, in no slot)", web.Maintenance)
 	}
 
 	dns := read(t, dnsReq)
@@ -710,6 +722,13 @@ func crossCheckBPFTool(t *testing.T, obs []*collectorapi.CiliumObservation) {
 				if len(count) != len(fe.Maglev.Backends) {
 					t.Errorf("maglev: bpftool %d backends, svctrace %d", len(count), len(fe.Maglev.Backends))
 				}
+			}
+		}
+	}
+	for _, c := range obs {
+		for _, b := range c.Maintenance {
+			if be := backends[b.BackendID]; be != (beEntry{b.Address, b.Port, b.State}) {
+				t.Errorf("maintenance backend %d: bpftool %+v, svctrace %+v", b.BackendID, be, b)
 			}
 		}
 	}
