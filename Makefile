@@ -13,6 +13,13 @@ build: ## build kubectl-svctrace and svctrace-collector into bin/
 test: ## unit tests (no cluster needed)
 	$(GO) test ./...
 
+.PHONY: test-ebpf ebpf-fixtures
+test-ebpf: ## Cilium's LB maps written by Cilium v1.20.2's own code, read by svctrace, checked against bpftool (root; own mount namespace and bpffs)
+	cd test/ebpf/cilium && $(GO) test -count=1 ./...
+ebpf-fixtures: ## rewrite the eBPF fixtures: observations of v1.20.2's maps (trace/testdata/ebpf), bpftool dumps of v1.15.19's writer (collectors/ebpf/testdata)
+	cd test/ebpf/cilium && $(GO) test -count=1 ./... -args -update
+	cd test/ebpf/cilium115 && $(GO) test -count=1 ./... -args -update
+
 # Release and distribution (issue 6); the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
 lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil

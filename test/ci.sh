@@ -10,6 +10,7 @@ step() { printf '\n==> %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 step "deps";        make --no-print-directory deps
 step "lint";        make --no-print-directory lint
 step "unit tests";  make --no-print-directory test
+step "ebpf maps";   make --no-print-directory test-ebpf
 step "e2e";         make --no-print-directory e2e
 step "dist";        make --no-print-directory dist
 step "krew-check";  make --no-print-directory krew-check

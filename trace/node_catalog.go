@@ -43,6 +43,13 @@ const (
 	CodeDPIPVSDraining            = "DP037"
 	CodeDPIPVSExternalRealServers = "DP038"
 	CodeDPIPVSETPLocalFallback    = "DP039"
+	CodeDPEBPFLayoutUnknown       = "DP040"
+	CodeDPEBPFInactiveBackends    = "DP041"
+	CodeDPEBPFMaglevTable         = "DP042"
+	CodeDPEBPFBrokenSlot          = "DP043"
+	CodeDPEBPFExternal            = "DP044"
+	CodeDPEBPFQuarantined         = "DP045"
+	CodeDPEBPFMaintenance         = "DP046"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -148,6 +155,27 @@ var nodeCatalog = []CheckSpec{
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPEBPFUnreadable, Layer: LayerDatapath, Severity: SeverityWarning, Title: "eBPF maps not decoded",
 		Message:  "{datapath} owns the Service on this node but the collector could not read its maps ({error}); the ports it could not read are not judged",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFLayoutUnknown, Layer: LayerDatapath, Severity: SeverityWarning, Title: "eBPF map layout unknown",
+		Message:  "{datapath} owns the Service datapath on this node, but svctrace {detail}; no kube-proxy verdict applies and this node's ports are not judged",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFInactiveBackends, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Backends kept out of selection",
+		Message:  "{datapath} keeps {count} backend(s) of {port} in {frontend} but selects none of them for new connections: {backends}",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFMaglevTable, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Maglev table not usable",
+		Message:  "{datapath} load-balances {port} ({frontend}) with Maglev, but {detail}: the endpoint shares are judged from the backend slots instead",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg bpf lb maglev list"},
+	{Code: CodeDPEBPFBrokenSlot, Layer: LayerDatapath, Severity: SeverityError, Title: "Backend slot leads nowhere",
+		Message:  "{datapath} {frontend} for {port}: {detail}; new connections that pick that slot find no backend and are dropped",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg bpf lb list"},
+	{Code: CodeDPEBPFExternal, Layer: LayerDatapath, Severity: SeverityError, Title: "eBPF external frontend differs from the API",
+		Message:  "{datapath} {frontend} for {port} {detail}",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFQuarantined, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Backends quarantined by the health checker",
+		Message:  "{datapath} sends no new connections of {port} to {endpoints}, which the EndpointSlices list as ready: its health checker quarantined them",
+		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
+	{Code: CodeDPEBPFMaintenance, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Backends in maintenance",
+		Message:  "{datapath} sends no new connections of {port} to {endpoints}, which the EndpointSlices list as ready: they are in maintenance (set through its service API)",
 		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",

@@ -1012,24 +1012,27 @@ func ipFamily(addr string) corev1.IPFamily {
 // expected endpoints, as kube-proxy's are compared. A frontend is one
 // (address family, protocol, port) key: kube-dns's 53/UDP and 53/TCP, or a
 // dual-stack Service's IPv4 and IPv6 ClusterIPs, are separate frontends with
-// separate backends. Of the two lookup scopes Cilium keeps for Services with
-// a Local traffic policy, the ClusterIP path uses the external one (scope
-// 0) unless only the internal one exists. Maps the collector could not
-// decode (another Cilium version's layout, no permission) leave the port
-// unknown, not failed: kube-proxy's reasons do not apply here.
+// separate backends. ClusterIP frontends have the external scope only (its
+// backends are this node's own under internalTrafficPolicy Local); the
+// NodePort, externalIP and load-balancer frontends are compared on their
+// own (compareCiliumExternal). Maps the collector could not decode (another
+// Cilium version's layout, no permission) leave the port unknown, not
+// failed: kube-proxy's reasons do not apply here.
 func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
 	e := obs.Sections.EBPF
-	if e == nil || e.Data == nil || e.Data.Cilium == nil {
+	if e == nil || e.Data == nil {
 		return
 	}
 	c := e.Data.Cilium
-	if c.Error != "" {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil,
-			fieldValue("layout", c.LayoutNote))
-		ck.Status = StatusUnknown
+	if c == nil || !c.Detected {
+		nj.judgeCalico(node, obs, expect, choices)
+		return
+	}
+	if !nj.ciliumReadable(node, c) {
+		return
 	}
 	for i, pe := range expect {
-		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints || len(pe.Internal) == 0 {
+		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints {
 			continue
 		}
 		fe := ciliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
@@ -1038,34 +1041,18 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			// decoded): already said, and no verdict on it.
 			continue
 		}
-		pp := &programmedPort{Datapath: "cilium", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
-		if fe.Found {
-			pp.Captured = true
-			pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
-			pp.Datapath = "cilium (" + ciliumLBAlgorithm(fe.LBAlgorithm) + ")"
-			var active []collectorapi.CiliumBackend
-			for _, b := range fe.Backends {
-				pp.Evidence = append(pp.Evidence, fmt.Sprintf("%s:%d/%s scope %d slot %d -> backend %d %s:%d %s", fe.Address, fe.Port, fe.Protocol, fe.Scope, b.Slot, b.BackendID, b.Address, b.Port, b.State))
-				if b.Found && (b.State == "" || b.State == "active") {
-					active = append(active, b)
-				}
-			}
-			for _, b := range active {
-				pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(len(active))})
-			}
-		}
+		pp := nj.ciliumPort(node, pe, fe)
 		if pe.NodePort != 0 {
-			if np := ciliumFrontend(c.Frontends, "nodePort", pe.Family, pe.Protocol, uint16(pe.NodePort)); np != nil && np.Found {
-				pp.NodePortFound = true
-			} else if np == nil {
-				// Not read: do not claim it is missing.
-				pp.NodePortFound = true
-			}
+			// Not read (nil) is not missing.
+			np := ciliumNodePort(c, pe)
+			pp.NodePortFound = np == nil || np.Found
 		}
 		if choices != nil {
 			pe = choices.fit(i, pp)
 		}
+		pe = nj.withoutInactive(node, pe, fe, c)
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
+		nj.compareCiliumExternal(node, pe, c)
 	}
 }
 

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,15 +134,17 @@ func TestCiliumFrontendsPerProtocolAndFamily(t *testing.T) {
 // know are not a kube-proxy failure.
 func TestCiliumUnreadableMapsAreUnknown(t *testing.T) {
 	in := nodeInput()
-	obs := ciliumObservation(t, "cilium_lb4_services_v2 has key 16/value 12 bytes, this reader knows 12/12: layout not decoded")
+	obs := ciliumObservation(t, "could not read this Cilium version's maps: cilium_lb4_services_v2 has key 16/value 12 bytes, this reader knows 12/12")
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	got := nodeCodes(tr, LayerDatapath, "n1")
-	if c, ok := got[CodeDPNoRules]; ok {
-		t.Fatalf("undecoded maps reported as missing rules: %s", c.Message)
+	for _, bad := range []string{CodeDPNoRules, CodeDPProxyUnreachable, CodeDPNodePortMissing, CodeDPStaleEndpoints} {
+		if c, ok := got[bad]; ok {
+			t.Fatalf("undecoded maps reported as %s: %s", bad, c.Message)
+		}
 	}
-	c, ok := got[CodeDPEBPFUnreadable]
-	if !ok || c.Status != StatusUnknown {
-		t.Fatalf("no unknown %s: %+v", CodeDPEBPFUnreadable, c)
+	c, ok := got[CodeDPEBPFLayoutUnknown]
+	if !ok || c.Status != StatusUnknown || !strings.Contains(c.Message, "could not read this Cilium version's maps") {
+		t.Fatalf("no unknown %s: %+v", CodeDPEBPFLayoutUnknown, c)
 	}
 	if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
 		t.Fatalf("datapath %s for maps the collector could not decode", s)

@@ -1,13 +1,15 @@
 // Package ebpf reads eBPF Service datapaths from their pinned maps: it
 // detects Cilium (cilium_lb4_*/cilium_lb6_* under <bpffs>/tc/globals) and
 // Calico eBPF (cali_v4_nat_fe*/cali_v6_nat_fe*), and reads this Service's
-// frontends and backends from Cilium's load-balancer maps.
+// frontends and backends from Cilium's load-balancer maps and Calico's NAT
+// maps.
 //
-// The Cilium map layout is version-dependent. This reader decodes the layout
-// of cilium_lb{4,6}_services_v2 and cilium_lb{4,6}_backends_v3 documented in
-// svctrace's datapath.md (Cilium's pkg/loadbalancer/maps/types.go at the
-// snapshot read there) and refuses maps whose key/value sizes differ, saying
-// so, rather than decoding garbage. Calico maps are listed, not decoded.
+// The Cilium map layout is version-dependent. The layout is recognised from
+// the pinned maps themselves (names, key and value sizes): this reader
+// decodes cilium_lb{4,6}_services_v2 with cilium_lb{4,6}_backends_v3, the
+// layout of Cilium v1.15 (pkg/maps/lbmap) through v1.20
+// (pkg/loadbalancer/maps), and says which layout it found otherwise rather
+// than decoding garbage. The agent's version is not in bpffs.
 package ebpf
 
 import (
@@ -28,8 +30,12 @@ import (
 // LayoutNote names the layout this reader decodes.
 const LayoutNote = "Cilium lb{4,6}_services_v2 key {addr, dport be16, backend_slot u16, proto u8, scope u8, pad[2]} -> " +
 	"{backend_id | affinity_timeout:24+lb_alg:8 u32, count u16, rev_nat_index be16, flags u8, flags2 u8, qcount u16}; " +
-	"lb{4,6}_backends_v3 key backend_id u32 -> {addr, port be16, proto u8, flags(state) u8, cluster_id u16, zone u8, pad u8}. " +
-	"Version-dependent: other sizes are reported, not decoded."
+	"lb{4,6}_backends_v3 key backend_id u32 -> {addr, port be16, proto u8, flags(state) u8, cluster_id u16, zone u8, pad u8}; " +
+	"lb{4,6}_maglev rev_nat be16 -> inner array of backend IDs. " +
+	"v1.15 keys carry protocol 0, its qcount, lb_alg and zone are padding (zero). Other names or sizes are reported, not decoded."
+
+// LayoutServicesV2BackendsV3 is the layout this reader decodes.
+const LayoutServicesV2BackendsV3 = "services_v2+backends_v3"
 
 // Map names.
 const (
@@ -37,6 +43,8 @@ const (
 	CiliumBackends4 = "cilium_lb4_backends_v3"
 	CiliumServices6 = "cilium_lb6_services_v2"
 	CiliumBackends6 = "cilium_lb6_backends_v3"
+	CiliumMaglev4   = "cilium_lb4_maglev"
+	CiliumMaglev6   = "cilium_lb6_maglev"
 )
 
 // Read inspects the bpffs mounted at root (empty: /sys/fs/bpf).
@@ -55,15 +63,7 @@ func Read(ctx context.Context, req *collectorapi.Request, root string) (*collect
 		return obs, fmt.Errorf("bpffs: %w", err)
 	}
 	obs.Cilium = readCilium(req, dir)
-	obs.Calico = &collectorapi.CalicoObservation{}
-	for _, pattern := range []string{"cali_v4_nat_*", "cali_v6_nat_*"} {
-		for _, m := range glob(dir, pattern) {
-			obs.Calico.Maps = append(obs.Calico.Maps, m)
-			if strings.Contains(m.Name, "_nat_fe") {
-				obs.Calico.Detected = true
-			}
-		}
-	}
+	obs.Calico = readCalico(req, dir)
 	return obs, ctx.Err()
 }
 
@@ -91,13 +91,13 @@ func describeMap(path string) collectorapi.PinnedMap {
 
 // family is the per-IP-family geometry of Cilium's LB maps.
 type family struct {
-	services, backends string
-	addrLen            int
+	services, backends, maglev string
+	addrLen                    int
 }
 
 var (
-	v4 = family{CiliumServices4, CiliumBackends4, 4}
-	v6 = family{CiliumServices6, CiliumBackends6, 16}
+	v4 = family{CiliumServices4, CiliumBackends4, CiliumMaglev4, 4}
+	v6 = family{CiliumServices6, CiliumBackends6, CiliumMaglev6, 16}
 )
 
 func (f family) keySize() uint32     { return uint32(f.addrLen + 8) }
@@ -114,6 +114,9 @@ func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObser
 		}
 	}
 	if !c.Detected {
+		return c
+	}
+	if c.Layout, c.Error = ciliumLayout(c.Maps); c.Layout == "" {
 		return c
 	}
 	var errs []string
@@ -157,8 +160,9 @@ func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObser
 				fam.backends, beMap.KeySize(), beMap.ValueSize(), fam.backendSize()))
 			beMap = nil
 		}
+		mgMap, _ := get(fam.maglev) // absent unless the agent runs Maglev
 		for _, scope := range []uint8{0, 1} {
-			f, err := lookupFrontend(svcMap, beMap, fe, scope)
+			f, err := lookupFrontend(svcMap, beMap, mgMap, fe, scope)
 			if err != nil {
 				errs = append(errs, err.Error())
 			}
@@ -167,8 +171,119 @@ func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObser
 			}
 		}
 	}
+	if m, err := ciliumMaintenance(req, get); err != "" {
+		errs = append(errs, err)
+	} else {
+		c.Maintenance = m
+	}
 	c.Error = strings.Join(errs, "; ")
 	return c
+}
+
+// maxBackendWalk bounds the walk of one backends map.
+const maxBackendWalk = 1 << 20
+
+// ciliumMaintenance walks the backends maps for the request's endpoint IPs
+// in maintenance state (set through the agent's service API; such backends
+// are in no frontend's slots).
+func ciliumMaintenance(req *collectorapi.Request, get func(string) (*ebpf.Map, error)) ([]collectorapi.CiliumBackend, string) {
+	ips := map[netip.Addr]bool{}
+	for _, ep := range req.Endpoints {
+		if a, err := netip.ParseAddr(ep.IP); err == nil {
+			ips[a.Unmap()] = true
+		}
+	}
+	if len(ips) == 0 {
+		return nil, ""
+	}
+	var out []collectorapi.CiliumBackend
+	for _, f := range []family{v4, v6} {
+		m, err := get(f.backends)
+		if err != nil || m.KeySize() != 4 || m.ValueSize() != f.backendSize() {
+			continue // said already where it matters, or not pinned (family disabled)
+		}
+		var k, v []byte
+		it := m.Iterate()
+		for n := 0; n < maxBackendWalk && it.Next(&k, &v); n++ {
+			be := DecodeBackend(v, f.addrLen)
+			if be.State != 3 || !ips[be.Addr.Unmap()] {
+				continue
+			}
+			out = append(out, collectorapi.CiliumBackend{BackendID: binary.NativeEndian.Uint32(k), Found: true, Address: be.Addr.String(),
+				Port: be.Port, Protocol: collectorapi.IPProtoName(be.Proto), State: BackendStateName(be.State), ClusterID: be.ClusterID, Zone: be.Zone})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Sprintf("%s: %v", f.backends, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BackendID < out[j].BackendID })
+	return out, ""
+}
+
+// ciliumLayout recognises the layout of Cilium's pinned LB maps from their
+// names and sizes; it returns "" and the reason when it is not one this
+// reader decodes.
+func ciliumLayout(pinned []collectorapi.PinnedMap) (string, string) {
+	byName := map[string]collectorapi.PinnedMap{}
+	for _, m := range pinned {
+		byName[m.Name] = m
+	}
+	var why, opened []string
+	known := false
+	for _, f := range []family{v4, v6} {
+		svc, ok := byName[f.services]
+		if !ok {
+			continue
+		}
+		if svc.Error != "" {
+			opened = append(opened, fmt.Sprintf("%s: %s", f.services, svc.Error))
+			continue
+		}
+		if svc.KeySize != f.keySize() || svc.ValueSize != serviceValueSize {
+			why = append(why, fmt.Sprintf("%s has key %d/value %d bytes, this reader knows %d/%d",
+				f.services, svc.KeySize, svc.ValueSize, f.keySize(), serviceValueSize))
+			continue
+		}
+		be, ok := byName[f.backends]
+		if !ok {
+			older := ""
+			for _, n := range []string{strings.TrimSuffix(f.backends, "_v3") + "_v2", strings.TrimSuffix(f.backends, "_v3")} {
+				if _, ok := byName[n]; ok {
+					older = n
+					break
+				}
+			}
+			if older != "" {
+				why = append(why, fmt.Sprintf("backends are in %s, the layout of agents older than v1.13, not %s", older, f.backends))
+			} else {
+				why = append(why, f.backends+" is not pinned")
+			}
+			continue
+		}
+		if be.Error == "" && (be.KeySize != 4 || be.ValueSize != f.backendSize()) {
+			why = append(why, fmt.Sprintf("%s has key %d/value %d bytes, this reader knows 4/%d",
+				f.backends, be.KeySize, be.ValueSize, f.backendSize()))
+			continue
+		}
+		known = true
+	}
+	if known {
+		return LayoutServicesV2BackendsV3, ""
+	}
+	if len(opened) > 0 {
+		return "", "could not open Cilium's maps: " + strings.Join(opened, "; ")
+	}
+	if len(why) == 0 {
+		var names []string
+		for _, m := range pinned {
+			if strings.Contains(m.Name, "services") {
+				names = append(names, m.Name)
+			}
+		}
+		why = append(why, fmt.Sprintf("no %s or %s, only %s: a layout this reader does not decode",
+			CiliumServices4, CiliumServices6, strings.Join(names, ", ")))
+	}
+	return "", "could not read this Cilium version's maps: " + strings.Join(why, "; ")
 }
 
 // ciliumFrontends are the Service's frontends plus, for each NodePort, the
@@ -290,10 +405,14 @@ func BackendStateName(s uint8) string {
 	return fmt.Sprintf("state-%d", s)
 }
 
+// maxTrailingSlots bounds the search for slots past count+qcount: v1.15
+// keeps its non-active backends there without counting them.
+const maxTrailingSlots = 1024
+
 // lookupFrontend reads slot 0 of one frontend and then each backend slot.
 // Newer Cilium keys carry the L4 protocol; older ones set it to 0, so both
 // are tried.
-func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectorapi.Frontend, scope uint8) (collectorapi.CiliumFrontend, error) {
+func lookupFrontend(svcMap, beMap, mgMap *ebpf.Map, fe collectorapi.Frontend, scope uint8) (collectorapi.CiliumFrontend, error) {
 	f := collectorapi.CiliumFrontend{Frontend: fe.Kind, Address: fe.Addr.Addr().String(), Port: fe.Addr.Port(), Protocol: fe.Protocol, Scope: scope}
 	var master []byte
 	var proto uint8
@@ -311,17 +430,21 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectorapi.Frontend, scope uin
 		return f, nil
 	}
 	sv := DecodeServiceValue(master)
-	f.Found = true
+	f.Found, f.KeyProtocol = true, collectorapi.IPProtoName(proto)
 	f.BackendCount, f.QuarantinedCount, f.RevNATIndex, f.Flags, f.Flags2 = sv.Count, sv.QCount, sv.RevNATIndex, sv.Flags, sv.Flags2
 	f.AffinityTimeoutSecs, f.LBAlgorithm = sv.BackendID&0xffffff, uint8(sv.BackendID>>24)
 	addrLen := len(fe.Addr.Addr().AsSlice())
-	for slot := uint16(1); slot <= sv.Count+sv.QCount; slot++ {
-		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), slot, proto, scope))
+	last := int(sv.Count) + int(sv.QCount)
+	for slot := 1; slot <= last+maxTrailingSlots && slot <= 0xffff; slot++ {
+		v, err := svcMap.LookupBytes(ServiceKey(fe.Addr.Addr(), fe.Addr.Port(), uint16(slot), proto, scope))
 		if err != nil {
 			return f, fmt.Errorf("lookup %s slot %d: %w", fe, slot, err)
 		}
-		b := collectorapi.CiliumBackend{Slot: slot}
+		b := collectorapi.CiliumBackend{Slot: uint16(slot)}
 		if v == nil {
+			if slot > last {
+				break
+			}
 			f.Backends = append(f.Backends, b) // a hole: the slot is missing
 			continue
 		}
@@ -342,5 +465,46 @@ func lookupFrontend(svcMap, beMap *ebpf.Map, fe collectorapi.Frontend, scope uin
 		}
 		f.Backends = append(f.Backends, b)
 	}
+	if mgMap != nil {
+		f.Maglev = readMaglev(mgMap, sv.RevNATIndex)
+	}
 	return f, nil
+}
+
+// readMaglev reads the Maglev table the agent keeps for one rev-NAT index:
+// the outer hash-of-maps is keyed by the index in network byte order and
+// holds an inner single-entry array whose value is the table of backend IDs.
+// nil when the outer map has no entry (the frontend does not use Maglev).
+func readMaglev(outer *ebpf.Map, revNAT uint16) *collectorapi.CiliumMaglev {
+	key := make([]byte, 2)
+	binary.BigEndian.PutUint16(key, revNAT)
+	v, err := outer.LookupBytes(key)
+	if err != nil {
+		return &collectorapi.CiliumMaglev{Error: fmt.Sprintf("%s: %v", outer, err)}
+	}
+	if v == nil {
+		return nil
+	}
+	mg := &collectorapi.CiliumMaglev{}
+	inner, err := ebpf.NewMapFromID(ebpf.MapID(binary.NativeEndian.Uint32(v)))
+	if err != nil {
+		mg.Error = fmt.Sprintf("inner map %d: %v", binary.NativeEndian.Uint32(v), err)
+		return mg
+	}
+	defer inner.Close()
+	table, err := inner.LookupBytes(make([]byte, 4))
+	if err != nil || table == nil {
+		mg.Error = fmt.Sprintf("inner map %d has no table: %v", binary.NativeEndian.Uint32(v), err)
+		return mg
+	}
+	mg.TableSize = len(table) / 4
+	entries := map[uint32]int{}
+	for i := 0; i+4 <= len(table); i += 4 {
+		entries[binary.NativeEndian.Uint32(table[i:])]++
+	}
+	for id, n := range entries {
+		mg.Backends = append(mg.Backends, collectorapi.CiliumMaglevShare{BackendID: id, Entries: n})
+	}
+	sort.Slice(mg.Backends, func(i, j int) bool { return mg.Backends[i].BackendID < mg.Backends[j].BackendID })
+	return mg
 }

@@ -8,6 +8,8 @@ pkgs+=(chromium fonts-dejavu-core)
 # The IPVS node and benchmark: a user-mode Linux kernel (this host's kernel has
 # no IPVS), its module loader, and the tools kube-proxy's IPVS mode calls.
 pkgs+=(user-mode-linux kmod ipvsadm ipset)
+# make test-ebpf cross-checks svctrace's decoding of Cilium's maps with bpftool.
+pkgs+=(bpftool)
 # The collector image's packages are unpacked from the host's .debs by
 # images.sh, so they are host dependencies too: one list, the image's.
 list="$(dirname "$0")/../../build/collector/packages.txt"

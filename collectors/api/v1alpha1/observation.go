@@ -255,11 +255,19 @@ type PinnedMap struct {
 // The map key/value layout is Cilium-version dependent (LayoutNote names the
 // one this reader decodes).
 type CiliumObservation struct {
-	Detected   bool             `json:"detected"`
+	Detected bool `json:"detected"`
+	// Layout names the map layout recognised from the pinned maps' names
+	// and key/value sizes, "" when it is none the collector decodes (the
+	// reason is then in Error and no frontend is read).
+	Layout     string           `json:"layout,omitempty"`
 	LayoutNote string           `json:"layoutNote"`
 	Maps       []PinnedMap      `json:"maps,omitempty"`
 	Frontends  []CiliumFrontend `json:"frontends,omitempty"`
-	Error      string           `json:"error,omitempty"`
+	// Maintenance are backends of the request's endpoint IPs that the
+	// backends map holds in maintenance state: the agent gives them no
+	// slot in any frontend, so they are found by walking that map.
+	Maintenance []CiliumBackend `json:"maintenance,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 // CiliumFrontend is the master entry (slot 0) of one service key and its backend slots.
@@ -280,6 +288,27 @@ type CiliumFrontend struct {
 	AffinityTimeoutSecs uint32          `json:"affinityTimeoutSeconds,omitempty"`
 	LBAlgorithm         uint8           `json:"lbAlgorithm,omitempty"`
 	Backends            []CiliumBackend `json:"backends,omitempty"`
+	// KeyProtocol is the protocol the key was found under: the Service
+	// port's, or ANY where the agent keys frontends without the protocol
+	// (v1.15 and earlier, or bpf-lb-proto-diff off).
+	KeyProtocol string `json:"keyProtocol,omitempty"`
+	// Maglev is the frontend's Maglev lookup table, when the agent keeps
+	// one for its rev-NAT index.
+	Maglev *CiliumMaglev `json:"maglev,omitempty"`
+}
+
+// CiliumMaglev is how many entries of one Maglev lookup table each backend
+// holds: its share of new flows is Entries/TableSize.
+type CiliumMaglev struct {
+	TableSize int                 `json:"tableSize,omitempty"`
+	Backends  []CiliumMaglevShare `json:"backends,omitempty"`
+	Error     string              `json:"error,omitempty"`
+}
+
+// CiliumMaglevShare is one backend's entries in a Maglev table.
+type CiliumMaglevShare struct {
+	BackendID uint32 `json:"backendID"`
+	Entries   int    `json:"entries"`
 }
 
 // CiliumBackend is one backend slot and the backend it points at.
@@ -296,10 +325,48 @@ type CiliumBackend struct {
 	Zone      uint8  `json:"zone,omitempty"`
 }
 
-// CalicoObservation is Calico eBPF detection (its NAT maps are listed, not decoded).
+// CalicoObservation is Calico eBPF's NAT maps' view of the Service.
 type CalicoObservation struct {
-	Detected bool        `json:"detected"`
-	Maps     []PinnedMap `json:"maps,omitempty"`
+	Detected bool `json:"detected"`
+	// Layout names the NAT map layout recognised from the pinned maps'
+	// names and key/value sizes, "" when none the collector decodes (the
+	// reason is then in Error and no frontend is read).
+	Layout    string           `json:"layout,omitempty"`
+	Maps      []PinnedMap      `json:"maps,omitempty"`
+	Frontends []CalicoFrontend `json:"frontends,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// CalicoFrontend is one cali_v{4,6}_nat_fe entry (or the frontend looked
+// for and not found) and the backends its ordinals point at.
+type CalicoFrontend struct {
+	Frontend string `json:"frontend"` // clusterIP, externalIP, loadBalancerIP, nodePort
+	Address  string `json:"address"`
+	Port     uint16 `json:"port"`
+	Protocol string `json:"protocol"`
+	// SourceCIDR is the client range the entry applies to (0.0.0.0/0 for
+	// all; narrower for loadBalancerSourceRanges).
+	SourceCIDR string `json:"sourceCIDR,omitempty"`
+	Found      bool   `json:"found"`
+	ID         uint32 `json:"id,omitempty"`
+	// Count is the number of backend ordinals; Blackhole is Felix's
+	// "drop everything" count (0xffffffff).
+	Count      uint32 `json:"count,omitempty"`
+	Blackhole  bool   `json:"blackhole,omitempty"`
+	LocalCount uint32 `json:"localCount,omitempty"`
+	// AffinityTimeoutSecs > 0 is ClientIP session affinity.
+	AffinityTimeoutSecs uint32 `json:"affinityTimeoutSeconds,omitempty"`
+	// Flags: 0x1 external traffic policy Local, 0x2 internal Local.
+	Flags    uint32          `json:"flags,omitempty"`
+	Backends []CalicoBackend `json:"backends,omitempty"`
+}
+
+// CalicoBackend is one cali_v{4,6}_nat_be entry {id, ordinal} -> {addr, port}.
+type CalicoBackend struct {
+	Ordinal uint32 `json:"ordinal"`
+	Found   bool   `json:"found"`
+	Address string `json:"address,omitempty"`
+	Port    uint16 `json:"port,omitempty"`
 }
 
 // ---- conntrack ----
