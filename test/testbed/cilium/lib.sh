@@ -36,6 +36,16 @@ die() { log "ERROR: $*"; exit 1; }
 in_ns() { local ns=$1; shift; nsenter --net="/var/run/netns/$ns" -- "$@"; }
 
 KUBECTL_BIN=$K8S_BIN/kubectl
+# Guest kernel modules: tc BPF (cls_bpf, the clsact qdisc in sch_ingress),
+# veth for cilium_host/cilium_net, and the netlink families the agent opens
+# at start (its netlink handles ask for XFRM and NETFILTER: without
+# xfrm_user and nfnetlink the route reconciler fails with "protocol not
+# supported"); udp_diag for its socket-termination probe; legacy iptables
+# (kube-proxy replacement requires the agent's iptables rules; init.sh points
+# iptables at the legacy backend, this kernel's nf_tables NAT does not load).
+GUEST_MODULES=cls_bpf,sch_ingress,act_bpf,veth,dummy,xfrm_user,nfnetlink,udp_diag,\
+nf_conntrack,nf_nat,iptable_nat,iptable_filter,iptable_mangle,iptable_raw,xt_nat,xt_tcpudp,xt_comment,xt_mark,\
+xt_MASQUERADE,xt_addrtype,xt_conntrack,xt_CT,xt_socket,xt_TPROXY,xt_set,ip_set
 UML_NAME=svcil-node1
 
 # Start a daemon inside a netns, record its PID and binary in $RUN/NAME.{pid,cmd}.

@@ -141,7 +141,7 @@ agent_script() {
 	# the CNI config dir. Every path the agent writes is a guest mount.
 	cat >"$dir/agent.sh" <<AG
 export K8S_NODE_NAME=$NODE_NAME
-exec $CILIUM_BIN/cilium-agent \\
+exec $CILIUM_BIN/${SVCIL_AGENT:-cilium-agent-uml} \\
 	--kube-proxy-replacement=true \\
 	--k8s-kubeconfig-path=$P/cilium.kubeconfig \\
 	--identity-allocation-mode=crd \\
@@ -151,7 +151,7 @@ exec $CILIUM_BIN/cilium-agent \\
 	--ipam=kubernetes --k8s-require-ipv4-pod-cidr=true \\
 	--routing-mode=native --ipv4-native-routing-cidr=10.78.0.0/16 \\
 	--devices=eth0 --direct-routing-device=eth0 \\
-	--install-iptables-rules=false --enable-ipv4-masquerade=false \\
+	--install-iptables-rules=true --enable-ipv4-masquerade=false \\
 	--cni-exclusive=false \\
 	--lib-dir=/run/cilium-lib --state-dir=/run/cilium --socket-path=/run/cilium/cilium.sock \\
 	--bpf-root=/sys/fs/bpf --cgroup-root=/sys/fs/cgroup \\
@@ -160,7 +160,7 @@ AG
 }
 
 up() {
-	[[ -x $CILIUM_BIN/cilium-agent ]] || die "no agent at $CILIUM_BIN (run $CILIUM_DIR/build.sh)"
+	[[ -x $CILIUM_BIN/${SVCIL_AGENT:-cilium-agent-uml} ]] || die "no ${SVCIL_AGENT:-cilium-agent-uml} at $CILIUM_BIN (run $CILIUM_DIR/build.sh)"
 	[[ -x $K8S_BIN/kube-apiserver && -x $ETCD_BIN/etcd ]] || die "no control-plane binaries (test/testbed/build.sh)"
 	command -v clang-19 >/dev/null && command -v bpftool >/dev/null || die "needs clang-19 and bpftool (apt-get install clang-19 bpftool)"
 	if healthy; then log "$UML_NAME already up"; return 0; fi
@@ -192,7 +192,7 @@ ENV
 	agent_script
 	log "booting $UML_NAME (user-mode Linux, mem ${SVCIL_MEM:-1500M})"
 	UML_NETNS=$NODE_NS UML_NET="vec0:transport=tap,ifname=tap0" UML_WAIT=stop UML_MEM=${SVCIL_MEM:-1500M} \
-		UML_MODULES=cls_bpf,sch_ingress,act_bpf,veth,dummy uml_boot "$UML_NAME" "$CILIUM_DIR/guest.sh" "$dir"
+		UML_MODULES=$GUEST_MODULES uml_boot "$UML_NAME" "$CILIUM_DIR/guest.sh" "$dir"
 	for ((i = 0; i < 600; i++)); do
 		[[ -e $dir/ready ]] && break
 		uml_alive "$UML_NAME" || { tail -n 20 "$UML_STATE/$UML_NAME/out/job.log" "$UML_STATE/$UML_NAME/console.log" >&2 || true; die "the UML kernel exited"; }
