@@ -22,7 +22,7 @@ ip link set eth0 up
 ip route add default via "$GATEWAY"
 
 mount -t bpf bpffs /sys/fs/bpf || log "mount bpffs failed"
-mkdir -p /run/cilium-lib /run/cilium /run/cilium-bin
+mkdir -p /run/cilium-lib /run/cilium /run/cilium-bin /run/cilium-home
 # The agent writes generated headers into its lib dir's bpf/ tree.
 cp -r "$CILIUM_BPF" /run/cilium-lib/bpf
 # The agent runs plain `clang`; Debian installs clang-19.

@@ -141,13 +141,15 @@ agent_script() {
 	# the CNI config dir. Every path the agent writes is a guest mount.
 	cat >"$dir/agent.sh" <<AG
 export K8S_NODE_NAME=$NODE_NAME
+# HOME would be / in the guest, that is the host's / over hostfs.
+export HOME=/run/cilium-home
 exec $CILIUM_BIN/${SVCIL_AGENT:-cilium-agent-uml} \\
 	--kube-proxy-replacement=true \\
 	--k8s-kubeconfig-path=$P/cilium.kubeconfig \\
 	--identity-allocation-mode=crd \\
 	--enable-ipv4=true --enable-ipv6=false \\
 	--enable-l7-proxy=false --enable-health-checking=false --enable-endpoint-health-checking=false \\
-	--enable-hubble=false \\
+	--enable-hubble=false --enable-gops=false \\
 	--ipam=kubernetes --k8s-require-ipv4-pod-cidr=true \\
 	--routing-mode=native --ipv4-native-routing-cidr=10.78.0.0/16 \\
 	--devices=eth0 --direct-routing-device=eth0 \\
@@ -227,13 +229,13 @@ node_exec() {
 # every ClusterIP of the Services in manifests/services.yaml.
 wait_maps() {
 	local timeout=$1 t0 i want got
-	t0=$(<"$dir/agent.started" 2>/dev/null || date +%s.%N)
 	want=$(grep -o 'clusterIP: [0-9.]*' "$CILIUM_DIR/manifests/services.yaml" | awk '{print $2}' | sort -u)
 	for ((i = 0; i < timeout; i++)); do
 		got=$(node_exec "$CILIUM_BIN/cilium-dbg" bpf lb list 2>/dev/null || true)
 		local missing=0 ip
 		for ip in $want; do grep -q "^$ip:" <<<"$got" || missing=1; done
 		if ((missing == 0)); then
+			t0=$(cat "$dir/agent.started" 2>/dev/null || echo 0)
 			log "maps programmed: $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s after the agent started"
 			return 0
 		fi
