@@ -141,8 +141,8 @@ agent_script() {
 	# the CNI config dir. Every path the agent writes is a guest mount.
 	cat >"$dir/agent.sh" <<AG
 export K8S_NODE_NAME=$NODE_NAME
-# HOME would be / in the guest, that is the host's / over hostfs.
-export HOME=/run/cilium-home
+# HOME would be / and /tmp is the host's /tmp, both over hostfs.
+export HOME=/run/cilium-home TMPDIR=/run/cilium-home
 exec $CILIUM_BIN/${SVCIL_AGENT:-cilium-agent-uml} \\
 	--kube-proxy-replacement=true \\
 	--k8s-kubeconfig-path=$P/cilium.kubeconfig \\
