@@ -20,7 +20,7 @@ ebpf-fixtures: ## rewrite the eBPF fixtures: observations of v1.20.2's maps (tra
 	cd test/ebpf/cilium && $(GO) test -count=1 ./... -args -update
 	cd test/ebpf/cilium115 && $(GO) test -count=1 ./... -args -update
 
-# Release and distribution (issue 6); the scripts say what each step checks.
+# Release and distribution; the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
 lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil
 	bash test/release/lint.sh
@@ -35,7 +35,7 @@ clean: ## remove bin/ and dist/ (CLEAN_CACHE=1 also removes the pinned tools)
 tools: ## build the pinned release tools (goreleaser, krew, staticcheck) into the cache
 	bash test/release/tools.sh
 
-# Local real cluster (issue 3): see test/testbed/README.md.
+# Local real cluster: see test/testbed/README.md.
 .PHONY: deps testbed-up testbed-down testbed-status images e2e
 deps: ## apt-install what the testbed and tests need (idempotent)
 	bash test/testbed/deps.sh
@@ -56,7 +56,7 @@ bench-netfilter: deps ## (root) netfilter readers vs full dumps at 1k/5k/10k Ser
 bench-ipvs: deps ## (root) IPVS reader vs ipvsadm at 1k/5k/10k Services, in user-mode Linux; see test/bench/ipvs/README.md
 	$(GO) run ./test/bench/ipvs/cmd/ipvsbench
 
-# Renderer golden files (issue 2): regenerate after an intended output change, then review the diff.
+# Renderer golden files: regenerate after an intended output change, then review the diff.
 .PHONY: golden
 golden: ## regenerate render/testdata goldens (go test ./render/... -update)
 	$(GO) test ./render/... -update

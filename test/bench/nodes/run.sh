@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: a trace with --all-nodes against a single-node trace, on the
 # testbed, measured in the same run (alternating, N rounds), medians and the
-# ratio printed. Target (issue 5): all-nodes <= 1.5x single-node, since
+# ratio printed. Target: all-nodes <= 1.5x single-node, since
 # collector Pods run in parallel (--max-parallel).
 #   make testbed-up && bash test/bench/nodes/run.sh [ROUNDS]
 set -euo pipefail
