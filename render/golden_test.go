@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -85,7 +85,7 @@ func TestStructuredGolden(t *testing.T) {
 			golden(t, sc.name+".json", j.Bytes())
 			golden(t, sc.name+".yaml", y.Bytes())
 			// JSON and YAML carry the same document.
-			var fromJSON, fromYAML trace.ServiceTrace
+			var fromJSON, fromYAML report.ServiceTrace
 			if err := json.Unmarshal(j.Bytes(), &fromJSON); err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // WatchText writes what changed between two consecutive traces of a watch,
@@ -16,7 +16,7 @@ import (
 // node-layer result moved (rules following, or not), the findings added
 // (+), gone (-) and changed (~), and the verdict when it moved. It writes
 // nothing when nothing changed.
-func WatchText(w io.Writer, at time.Time, d *trace.TraceDiff, endpoints []trace.EndpointChange, opts TextOptions) error {
+func WatchText(w io.Writer, at time.Time, d *report.TraceDiff, endpoints []report.EndpointChange, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	s := newTextStyle(w, opts)
 	stamp := s.faint.Render(at.UTC().Format("15:04:05"))
@@ -25,12 +25,12 @@ func WatchText(w io.Writer, at time.Time, d *trace.TraceDiff, endpoints []trace.
 		if v == "" {
 			return s.faint.Render("(none)")
 		}
-		st := trace.StatusWarn
+		st := report.StatusWarn
 		switch {
 		case v == "ready":
-			st = trace.StatusPass
+			st = report.StatusPass
 		case v == "not ready", v == "terminating":
-			st = trace.StatusFail
+			st = report.StatusFail
 		}
 		return s.word(st, v)
 	}
@@ -72,7 +72,7 @@ func WatchText(w io.Writer, at time.Time, d *trace.TraceDiff, endpoints []trace.
 	return bw.Flush()
 }
 
-func verdictCode(v trace.Verdict) string {
+func verdictCode(v report.Verdict) string {
 	out := ""
 	if v.Code != "" {
 		out += " " + v.Code

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
@@ -52,7 +54,7 @@ func TestBigServiceNodeJudgement(t *testing.T) {
 	in.Service.Spec.Ports[0].NodePort = 30080
 	obs := bigObservation(t, in)
 	tr := Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
-	if _, ok := nodeCodes(tr, LayerDatapath, "node-00")[CodeDPRulesMatch]; !ok {
-		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, LayerDatapath, "")))
+	if _, ok := nodeCodes(tr, report.LayerDatapath, "node-00")[report.CodeDPRulesMatch]; !ok {
+		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, report.LayerDatapath, "")))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -120,28 +122,28 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	mode, owner := datapathOwner(obs)
 	switch mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
-		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
+		nj.emit(report.CodeDPEBPFOwner, node, report.Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect, choices)
 		return
 	}
 	ports, leftovers, errs := programmedFromObservation(obs, mode)
 	for _, e := range errs {
-		nj.emit(CodeDPSectionError, node, Args{"section": e[0], "error": e[1]}, nil)
+		nj.emit(report.CodeDPSectionError, node, report.Args{"section": e[0], "error": e[1]}, nil)
 	}
-	nj.emit(CodeDPOwner, node, Args{"owner": owner}, nil)
+	nj.emit(report.CodeDPOwner, node, report.Args{"owner": owner}, nil)
 	if mode == collectorapi.ModeIPVS {
 		// cmd/kube-proxy/app/server_linux.go logs this and records an
 		// IPVSDeprecation Event at every start in IPVS mode.
-		nj.emit(CodeDPIPVSDeprecated, node, nil, nil)
+		nj.emit(report.CodeDPIPVSDeprecated, node, nil, nil)
 	}
 	if mode == collectorapi.ModeIPVS {
 		nj.judgeIPVSNode(node, obs)
 	}
 	for _, lo := range leftovers {
-		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
+		nj.emit(report.CodeDPLeftovers, node, report.Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
 	}
 	if _, ignored := svc.Labels[labelServiceProxyName]; ignored {
-		nj.emit(CodeDPIgnoredByProxy, node, nil, nil)
+		nj.emit(report.CodeDPIgnoredByProxy, node, nil, nil)
 		return
 	}
 	if expect == nil {
@@ -172,9 +174,9 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	if pp != nil {
 		datapath = pp.Datapath
 	}
-	base := Args{"port": portName, "datapath": datapath}
-	with := func(extra Args) Args {
-		out := Args{}
+	base := report.Args{"port": portName, "datapath": datapath}
+	with := func(extra report.Args) report.Args {
+		out := report.Args{}
 		for k, v := range base {
 			out[k] = v
 		}
@@ -186,7 +188,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	want := pe.Internal
 	if !pe.HasAnyEndpoints {
 		if pp != nil && pp.Rejected {
-			nj.emit(CodeDPRejectNoEndpoints, node, base, pp.Evidence)
+			nj.emit(report.CodeDPRejectNoEndpoints, node, base, pp.Evidence)
 		}
 		return
 	}
@@ -203,7 +205,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil && pp.DroppedNoLocal {
 			how = "the drop rule for it is programmed"
 		}
-		nj.emit(CodeDPDroppedByDesign, node, with(Args{"how": how}), evidenceOf(pp))
+		nj.emit(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), evidenceOf(pp))
 		return
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
@@ -212,11 +214,11 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil {
 			raw = pp.Evidence
 		}
-		nj.emit(CodeDPNoRules, node, with(Args{"why": why}), raw)
+		nj.emit(report.CodeDPNoRules, node, with(report.Args{"why": why}), raw)
 		return
 	}
 	if pp.Rejected {
-		nj.emit(CodeDPRejectWithEPs, node, base, pp.Evidence)
+		nj.emit(report.CodeDPRejectWithEPs, node, base, pp.Evidence)
 		return
 	}
 	wantSet := map[string]bool{}
@@ -241,7 +243,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		h, _, _ := net.SplitHostPort(ep)
 		if got, ok := gotByIP[h]; ok {
-			nj.emit(CodeDPWrongDNATPort, node, with(Args{"got": got, "want": ep}), pp.Evidence)
+			nj.emit(report.CodeDPWrongDNATPort, node, with(report.Args{"got": got, "want": ep}), pp.Evidence)
 			problems++
 			continue
 		}
@@ -260,13 +262,13 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	sort.Strings(missing)
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.emit(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
+			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
-		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
-			append([]Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.emit(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
+			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {
@@ -283,7 +285,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		if len(off) > 0 {
 			shares := fmt.Sprintf("%s (fair share %.4g%% each of %d)", listNames(off), fair*100, n)
-			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": shares}), pp.Evidence,
+			nj.emit(report.CodeDPUnequalShares, node, with(report.Args{"shares": shares}), pp.Evidence,
 				fieldItems("offShares", off), fieldValue("fairShare", fmt.Sprintf("%.6g", fair)))
 			problems++
 		}
@@ -295,17 +297,17 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	switch {
 	case affinity && pp.AffinitySeconds == 0:
-		nj.emit(CodeDPAffinityMissing, node, with(Args{"timeout": strconv.Itoa(timeout)}), pp.Evidence)
+		nj.emit(report.CodeDPAffinityMissing, node, with(report.Args{"timeout": strconv.Itoa(timeout)}), pp.Evidence)
 		problems++
 	case !affinity && pp.AffinitySeconds > 0:
-		nj.emit(CodeDPAffinityExtra, node, with(Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
+		nj.emit(report.CodeDPAffinityExtra, node, with(report.Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
 		problems++
 	case affinity && len(pp.AffinityTimeouts) > 0:
 		// kube-proxy writes the Service's timeoutSeconds into every
 		// affinity rule (iptables recent --seconds, the nftables set
 		// timeout, the IPVS persistence timeout).
 		if len(pp.AffinityTimeouts) == 1 && pp.AffinityTimeouts[0] == timeout {
-			nj.emit(CodeDPAffinityOK, node, with(Args{"timeout": strconv.Itoa(timeout)}), nil,
+			nj.emit(report.CodeDPAffinityOK, node, with(report.Args{"timeout": strconv.Itoa(timeout)}), nil,
 				fieldValue("programmedTimeoutSeconds", strconv.Itoa(timeout)))
 			break
 		}
@@ -313,7 +315,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		for _, s := range pp.AffinityTimeouts {
 			got = append(got, strconv.Itoa(s))
 		}
-		nj.emit(CodeDPAffinityTimeout, node, with(Args{"programmed": strings.Join(got, "s, "), "timeout": strconv.Itoa(timeout)}), pp.Evidence,
+		nj.emit(report.CodeDPAffinityTimeout, node, with(report.Args{"programmed": strings.Join(got, "s, "), "timeout": strconv.Itoa(timeout)}), pp.Evidence,
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
@@ -323,22 +325,22 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
-			nj.emit(CodeDPNodePortMissing, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
+			nj.emit(report.CodeDPNodePortMissing, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
 			problems++
 		}
 		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
 			if mode == collectorapi.ModeIPVS {
 				// IPVS does not drop: its NodePort virtual servers fall
 				// back to the cluster endpoints (syncEndpoint, PR 97081).
-				nj.emit(CodeDPIPVSETPLocalFallback, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+				nj.emit(report.CodeDPIPVSETPLocalFallback, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			} else {
-				nj.emit(CodeDPETPLocalNoLocal, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+				nj.emit(report.CodeDPETPLocalNoLocal, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			}
 		}
 	}
 	if problems == 0 {
-		nj.emit(CodeDPRulesMatch, node, with(Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			append([]Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.emit(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
+			append([]report.Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
 	}
 }
 
@@ -347,7 +349,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
 // (Local). Where that is the chain the ClusterIP already uses, its
 // endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.externalRead {
 		return 0
 	}
@@ -355,10 +357,10 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	if pe.ExternalPolicyLocal {
 		wantTo, policy = externalToLocal, "Local"
 	}
-	a := Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
+	a := report.Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
 	switch {
 	case pp.ExternalChain == "":
-		nj.emit(CodeDPExternalMissing, node, with(a), pp.Evidence)
+		nj.emit(report.CodeDPExternalMissing, node, with(a), pp.Evidence)
 		return 1
 	case pp.ExternalTo != wantTo:
 		got := "no endpoint chain"
@@ -366,7 +368,7 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 			got = "the " + pp.ExternalTo + " endpoints"
 		}
 		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
-		nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence)
+		nj.emit(report.CodeDPExternalWrong, node, with(a), pp.Evidence)
 		return 1
 	case wantTo == externalToCluster && pp.Captured && !pp.InternalLocal:
 		return 0 // the same chain as the ClusterIP's, compared already
@@ -397,15 +399,15 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
-	nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence,
+	nj.emit(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(pe.External)))
 	return 1
 }
 
 // zoneFields says which zone the topology hints were judged against when
 // the node's zone was not known.
-func zoneFields(pe PortExpectation) []Field {
-	var out []Field
+func zoneFields(pe PortExpectation) []report.Field {
+	var out []report.Field
 	if pe.ZoneAssumed {
 		z := "none (no hint for the node's zone: hints ignored)"
 		if pe.TopologyMode == corev1.ServiceTrafficDistributionPreferSameZone {
@@ -461,11 +463,11 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 		if owner, _ := datapathOwner(obs); owner == collectorapi.ModeCilium || owner == collectorapi.ModeCalico {
 			return // no kube-proxy expected
 		}
-		nj.emit(CodeDPProxyUnreachable, node, Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
+		nj.emit(report.CodeDPProxyUnreachable, node, report.Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
 		return
 	}
 	if h := p.Healthz; h != nil && h.Healthy != nil && !*h.Healthy {
-		nj.emit(CodeDPProxyUnhealthy, node, Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
+		nj.emit(report.CodeDPProxyUnhealthy, node, report.Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
 	}
 	if m := p.Metrics; m != nil {
 		var last, queued float64
@@ -481,7 +483,7 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 		// A change queued more than a minute before the last sync means
 		// kube-proxy is failing to apply it.
 		if queued > 0 && last > 0 && queued > last && now-queued > 60 {
-			nj.emit(CodeDPProxyStaleSync, node, Args{"age": (time.Duration(now-last) * time.Second).String(),
+			nj.emit(report.CodeDPProxyStaleSync, node, report.Args{"age": (time.Duration(now-last) * time.Second).String(),
 				"queuedAge": (time.Duration(now-queued) * time.Second).String()}, nil)
 		}
 	}
@@ -989,9 +991,9 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 	}
 	c := e.Data.Cilium
 	if c.Error != "" {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil,
+		ck := nj.emit(report.CodeDPEBPFUnreadable, node, report.Args{"datapath": "Cilium", "error": c.Error}, nil,
 			fieldValue("layout", c.LayoutNote))
-		ck.Status = StatusUnknown
+		ck.Status = report.StatusUnknown
 	}
 	for i, pe := range expect {
 		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints || len(pe.Internal) == 0 {

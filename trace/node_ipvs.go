@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -51,7 +53,7 @@ type ipvsDetail struct {
 
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
 // how many problems it reported.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -104,14 +106,14 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		if pe.ExternalPolicyLocal {
 			policy = "Local"
 		}
-		nj.emit(CodeDPIPVSExternalRealServers, node, with(Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
+		nj.emit(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
 			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
 			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", endpointStrings(wantExt)))
 		problems++
 	}
 	if len(draining) > 0 {
 		sort.Strings(draining)
-		nj.emit(CodeDPIPVSDraining, node, with(Args{"count": strconv.Itoa(len(draining)), "servers": listNames(draining)}), nil,
+		nj.emit(report.CodeDPIPVSDraining, node, with(report.Args{"count": strconv.Itoa(len(draining)), "servers": listNames(draining)}), nil,
 			fieldItems("draining", draining))
 	}
 
@@ -136,7 +138,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 					}
 				}
 			}
-			nj.emit(CodeDPIPVSNotOnDummy, node, with(Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
+			nj.emit(report.CodeDPIPVSNotOnDummy, node, with(report.Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
 				fieldItems("notBound", notBound), fieldItems("bound", k.Addresses))
 			problems++
 		}
@@ -146,11 +148,11 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 	if len(data.IPSets) > 0 {
 		rejected, degraded := ipvsSetFindings(data.IPSets, pe)
 		if len(rejected) > 0 {
-			nj.emit(CodeDPIPVSSetReject, node, with(Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
+			nj.emit(report.CodeDPIPVSSetReject, node, with(report.Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
 			problems++
 		}
 		if len(degraded) > 0 {
-			nj.emit(CodeDPIPVSSetMissing, node, with(Args{"entries": listNames(degraded)}), nil, fieldItems("missing", degraded))
+			nj.emit(report.CodeDPIPVSSetMissing, node, with(report.Args{"entries": listNames(degraded)}), nil, fieldItems("missing", degraded))
 			problems++
 		}
 	}
@@ -245,7 +247,7 @@ func (nj *nodeJudge) judgeIPVSNode(node string, obs *collectorapi.Observation) {
 		}
 	}
 	if len(off) > 0 {
-		nj.emit(CodeDPIPVSSysctl, node, Args{"settings": strings.Join(off, "; ")}, raw, fieldItems("settings", off))
+		nj.emit(report.CodeDPIPVSSysctl, node, report.Args{"settings": strings.Join(off, "; ")}, raw, fieldItems("settings", off))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -139,8 +141,8 @@ func TestHolmesGPTToolset(t *testing.T) {
 			if code := ExitCode(err); code != ExitLayerFailed {
 				t.Fatalf("exit %d (%v), want 3\nstderr: %s", code, err, stderr)
 			}
-			var tr trace.ServiceTrace
-			if err := json.Unmarshal(stdout.Bytes(), &tr); err != nil || tr.Verdict.Status != trace.StatusFail {
+			var tr report.ServiceTrace
+			if err := json.Unmarshal(stdout.Bytes(), &tr); err != nil || tr.Verdict.Status != report.StatusFail {
 				t.Fatalf("stdout is not a failing ServiceTrace (%v):\n%s", err, stdout)
 			}
 			if strings.Contains(stdout.String(), "\x1b[") {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +123,7 @@ func (w *traceWatch) run(ctx context.Context) error {
 
 // trace reads the API and, when allowed (first time, forced, or the interval
 // is over), the nodes, and judges them.
-func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace, error) {
+func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrace, error) {
 	o := w.o
 	tctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -130,7 +132,7 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace
 	if !inspect {
 		opts.Inspector = nil
 	}
-	in, report, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
+	in, nr, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
 	if err != nil {
 		var noPort *trace.PortNotFoundError
 		if errors.As(err, &noPort) {
@@ -142,17 +144,17 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace
 		return nil, err
 	}
 	if inspect {
-		w.report, w.inspected, w.inspectedAt = report, true, w.clock()
+		w.report, w.inspected, w.inspectedAt = nr, true, w.clock()
 	}
 	return trace.Assemble(in, w.report, o.Trace), nil
 }
 
 // print writes what changed from last to t: lines for text, the whole new
 // result for JSON and YAML (one document per change).
-func (w *traceWatch) print(last, t *trace.ServiceTrace) error {
+func (w *traceWatch) print(last, t *report.ServiceTrace) error {
 	o := w.o
-	d := trace.Diff(last, t)
-	eps := trace.EndpointChanges(last, t)
+	d := report.Diff(last, t)
+	eps := report.EndpointChanges(last, t)
 	if d.Empty() && len(eps) == 0 {
 		return nil
 	}
@@ -175,7 +177,7 @@ type watchSource struct {
 
 // sources are the Service itself, its EndpointSlices and, when it has a
 // selector, the Pods it selects (the selector as it was at the first trace).
-func (w *traceWatch) sources(first *trace.ServiceTrace) []watchSource {
+func (w *traceWatch) sources(first *report.ServiceTrace) []watchSource {
 	o := w.o
 	ns, name := o.Namespace, o.ServiceName
 	out := []watchSource{
