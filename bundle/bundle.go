@@ -23,10 +23,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // APIVersion and Kind identify a bundle's manifest.

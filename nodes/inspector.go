@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +26,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultCollectorNamespace is where collector Pods run unless

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +22,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func readyNode(name string, ready bool) *corev1.Node {

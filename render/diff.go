@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"sigs.k8s.io/yaml"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // PrintDiff renders a comparison of two traces in format ("" text, "json",

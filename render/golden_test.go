@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"sigs.k8s.io/yaml"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Grid bounds: rows identical to at least foldRows others fold into one;

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"sigs.k8s.io/yaml"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // JSON writes the trace as indented JSON (the v1alpha1 document).

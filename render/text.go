@@ -9,11 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // glyph is a status mark in its Unicode and ASCII forms.

@@ -7,11 +7,11 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a

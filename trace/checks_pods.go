@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // podChecks says, for every selected Pod, why it does not get traffic.
@@ -28,7 +28,7 @@ func (j *judge) podChecks() {
 			return
 		}
 		args["pod"] = pod
-		j.emit(code, args)
+		j.Emit(code, args)
 	}
 	pods := make([]*corev1.Pod, 0, len(j.in.Pods))
 	for i := range j.in.Pods {

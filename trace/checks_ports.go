@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // portChecks compares each traced Service port with the selected Pods:
@@ -29,7 +29,7 @@ func (j *judge) portChecks() {
 		if j.t.Service.Headless && p.TargetPort.IntValue() == 0 {
 			continue // headless without targetPort: clients pick the port
 		}
-		j.emit(report.CodePortNumeric, report.Args{"port": label, "targetPort": strconv.Itoa(target), "protocol": protocolOf(p.Protocol)})
+		j.Emit(report.CodePortNumeric, report.Args{"port": label, "targetPort": strconv.Itoa(target), "protocol": protocolOf(p.Protocol)})
 	}
 }
 
@@ -56,7 +56,7 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 	}
 	total := strconv.Itoa(len(j.in.Pods))
 	if len(unresolved) > 0 {
-		c := j.emit(report.CodePortNameUnresolved, report.Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
+		c := j.Emit(report.CodePortNameUnresolved, report.Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
 			"total": total, "pods": listNames(unresolved), "firstPod": unresolved[0]},
 			fieldValue("targetPort", name), fieldItems("podsWithoutPort", unresolved))
 		if len(unresolved) < len(j.in.Pods) && len(mismatched) == 0 {
@@ -67,7 +67,7 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 	}
 	if len(mismatched) > 0 {
 		podProto := strings.SplitN(mismatchProtos[0], ": ", 2)[1]
-		j.emit(report.CodePortProtocol, report.Args{"port": label, "protocol": string(proto), "targetPort": name,
+		j.Emit(report.CodePortProtocol, report.Args{"port": label, "protocol": string(proto), "targetPort": name,
 			"pods": listNames(mismatched), "podProtocol": podProto, "firstPod": mismatched[0]},
 			fieldValue("serviceProtocol", string(proto)), fieldItems("podProtocols", mismatchProtos))
 	}
@@ -77,7 +77,7 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 			nums = append(nums, n)
 		}
 		sort.Strings(nums)
-		j.emit(report.CodePortNamedResolved, report.Args{"port": label, "targetPort": name, "total": total,
+		j.Emit(report.CodePortNamedResolved, report.Args{"port": label, "targetPort": name, "total": total,
 			"resolved": strings.Join(nums, ", ") + "/" + string(proto)})
 	}
 }

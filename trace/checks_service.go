@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func (j *judge) serviceChecks() {
@@ -18,13 +18,13 @@ func (j *judge) serviceChecks() {
 	s := &j.t.Service
 	switch {
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
-		j.emit(report.CodeSvcExternalName, report.Args{"externalName": svc.Spec.ExternalName},
+		j.Emit(report.CodeSvcExternalName, report.Args{"externalName": svc.Spec.ExternalName},
 			fieldValue("externalName", svc.Spec.ExternalName))
 		return
 	case s.Headless:
-		j.emit(report.CodeSvcHeadless, nil, fieldValue("clusterIP", "None"))
+		j.Emit(report.CodeSvcHeadless, nil, fieldValue("clusterIP", "None"))
 	default:
-		j.emit(report.CodeSvcType, report.Args{"type": s.Type, "applies": j.typeApplies()}, j.typeEvidence()...)
+		j.Emit(report.CodeSvcType, report.Args{"type": s.Type, "applies": j.typeApplies()}, j.typeEvidence()...)
 	}
 	if len(s.IPFamilies) > 0 {
 		fams := strings.Join(s.IPFamilies, ", ")
@@ -32,7 +32,7 @@ func (j *judge) serviceChecks() {
 		if !s.Headless {
 			fields = append(fields, fieldItems("clusterIPs", s.ClusterIPs))
 		}
-		j.emit(report.CodeSvcIPFamilies, report.Args{"families": fams, "policy": orNone(s.IPFamilyPolicy)}, fields...)
+		j.Emit(report.CodeSvcIPFamilies, report.Args{"families": fams, "policy": orNone(s.IPFamilyPolicy)}, fields...)
 	}
 	// kube-proxy's Service informer selects on the label's absence, so an
 	// empty value excludes the Service as much as a proxy's name does.
@@ -41,7 +41,7 @@ func (j *judge) serviceChecks() {
 		if name == "" {
 			owner = "; the value is empty and names no proxy, so most likely nothing programs it"
 		}
-		j.emit(report.CodeSvcProxyName, report.Args{"proxyName": name, "owner": owner},
+		j.Emit(report.CodeSvcProxyName, report.Args{"proxyName": name, "owner": owner},
 			fieldValue(labelServiceProxyName, name))
 	} else if !s.Headless {
 		j.ignoredSlicesCheck()
@@ -49,14 +49,14 @@ func (j *judge) serviceChecks() {
 	j.selectorChecks()
 	if s.SessionAffinityTimeoutSeconds != nil {
 		t := strconv.Itoa(int(*s.SessionAffinityTimeoutSeconds))
-		j.emit(report.CodeSvcSessionAffinity, report.Args{"timeout": t},
+		j.Emit(report.CodeSvcSessionAffinity, report.Args{"timeout": t},
 			fieldValue("sessionAffinity", s.SessionAffinity), fieldValue("timeoutSeconds", t))
 	}
 	if s.Type == string(corev1.ServiceTypeLoadBalancer) && len(s.LoadBalancerIngress) == 0 {
-		j.emit(report.CodeSvcLBPending, nil)
+		j.Emit(report.CodeSvcLBPending, nil)
 	}
 	if s.PublishNotReadyAddresses {
-		j.emit(report.CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
+		j.Emit(report.CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
 	}
 	j.sourceRangesCheck()
 	j.trafficPolicyChecks()
@@ -99,7 +99,7 @@ func (j *judge) ignoredSlicesCheck() {
 	if len(stranded) > 0 {
 		impact = "; that leaves " + strings.Join(stranded, ", ") + " without a usable endpoint, so kube-proxy rejects connections to it as having none"
 	}
-	c := j.emit(report.CodeSvcSlicesIgnored, report.Args{"count": strconv.Itoa(len(names)), "total": strconv.Itoa(len(j.in.Slices)),
+	c := j.Emit(report.CodeSvcSlicesIgnored, report.Args{"count": strconv.Itoa(len(names)), "total": strconv.Itoa(len(j.in.Slices)),
 		"slices": listNames(names), "endpoints": strconv.Itoa(count), "impact": impact},
 		fieldItems("ignoredSlices", names), fieldItems("portsLeftWithoutEndpoints", stranded))
 	if len(stranded) == 0 {
@@ -188,14 +188,14 @@ func (j *judge) selectorChecks() {
 		} else {
 			n = "EndpointSlices not readable"
 		}
-		j.emit(report.CodeSvcNoSelector, report.Args{"slices": n})
+		j.Emit(report.CodeSvcNoSelector, report.Args{"slices": n})
 		return
 	}
 	if j.podsGap {
 		return // the gap check says why
 	}
 	if len(j.in.Pods) > 0 {
-		j.emit(report.CodeSvcSelectorMatches, report.Args{"count": strconv.Itoa(len(j.in.Pods))})
+		j.Emit(report.CodeSvcSelectorMatches, report.Args{"count": strconv.Itoa(len(j.in.Pods))})
 		j.workloadsCheck()
 		return
 	}
@@ -211,7 +211,7 @@ func (j *judge) selectorChecks() {
 	if len(parts) > 0 {
 		closest = "; closest Pods: " + strings.Join(parts, "; ")
 	}
-	j.emit(report.CodeSvcSelectorNoPods, report.Args{"closest": closest}, fields...)
+	j.Emit(report.CodeSvcSelectorNoPods, report.Args{"closest": closest}, fields...)
 }
 
 // trafficPolicyChecks finds, for externalTrafficPolicy or
@@ -242,14 +242,14 @@ func (j *judge) trafficPolicyChecks() {
 			if lbOnly && s.HealthCheckNodePort != 0 {
 				note = fmt.Sprintf("; the load balancer's health check on port %d steers around them", s.HealthCheckNodePort)
 			}
-			j.emit(report.CodeSvcETPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted), "lbNote": note},
+			j.Emit(report.CodeSvcETPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted), "lbNote": note},
 				nodeFields(without, notCounted)...)
 		}
 	}
 	if itpLocal {
 		without, counted, notCounted := j.nodesWithout(local, false)
 		if len(without) > 0 {
-			j.emit(report.CodeSvcITPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted)},
+			j.Emit(report.CodeSvcITPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted)},
 				nodeFields(without, notCounted)...)
 		}
 	}
@@ -388,10 +388,10 @@ func (j *judge) topologyChecks() {
 		"unhinted": strconv.Itoa(ready - hinted)}
 	fields := []report.Field{fieldValue("readyEndpoints", strconv.Itoa(ready)), fieldValue("withZoneHints", strconv.Itoa(hinted))}
 	if hinted == ready {
-		j.emit(report.CodeSvcTopology, args, fields...)
+		j.Emit(report.CodeSvcTopology, args, fields...)
 		return
 	}
-	j.emit(report.CodeSvcTopologyNoHints, args, fields...)
+	j.Emit(report.CodeSvcTopologyNoHints, args, fields...)
 }
 
 // workloadsCheck warns when the selector picks the Pods of more than one
@@ -414,7 +414,7 @@ func (j *judge) workloadsCheck() {
 	for _, w := range sortedKeys(boolKeys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s (%d Pod(s))", w, counts[w]))
 	}
-	j.emit(report.CodeSvcSeveralWorkloads, report.Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
+	j.Emit(report.CodeSvcSeveralWorkloads, report.Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
 		"selector": selectorString(j.svc.Spec.Selector)}, fieldItems("workloads", parts))
 }
 
@@ -502,6 +502,6 @@ func (j *judge) sourceRangesCheck() {
 	} else if len(outside) == 0 {
 		return
 	}
-	j.emit(report.CodeSvcSourceRanges, report.Args{"ranges": strings.Join(texts, ", "), "who": who},
+	j.Emit(report.CodeSvcSourceRanges, report.Args{"ranges": strings.Join(texts, ", "), "who": who},
 		fieldItems("loadBalancerSourceRanges", texts), fieldItems("outside", outside))
 }

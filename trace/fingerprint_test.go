@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var fingerprintFormat = regexp.MustCompile(`^[0-9a-f]{32}$`)

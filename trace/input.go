@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // PageSize is the Limit of every list request; lists follow Continue tokens.

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Annotations and labels the checks read.
@@ -32,6 +32,7 @@ const podCheckLimit = 10
 // judge holds one Judge call's indexes, built once so every check is
 // O(endpoints + pods).
 type judge struct {
+	*report.Emitter
 	in   *Input
 	opts Options
 	t    *report.ServiceTrace
@@ -67,8 +68,8 @@ func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
 	for _, name := range report.LayerOrder {
 		t.Layers = append(t.Layers, report.Layer{Name: name, Checks: []report.Check{}})
 	}
-	j := &judge{in: in, opts: opts, t: t, svc: in.Service,
-		fqdn: fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, opts.ClusterDomain)}
+	fqdn := serviceFQDN(in.Name, in.Namespace, opts.ClusterDomain)
+	j := &judge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, opts: opts, t: t, svc: in.Service, fqdn: fqdn}
 	if in.ServiceNotFound {
 		j.notFound()
 		return t
@@ -87,31 +88,26 @@ func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
 	}
 	j.dnsChecks()
 	j.gapChecks()
-	judgePolicy(in, t, opts.From)
+	judgePolicy(in, j.Emitter, t, opts.From)
 	return t
 }
 
 func (j *judge) add(layer report.LayerName, c report.Check) { j.t.Layer(layer).Add(c) }
 
-// emit adds a catalog check to the catalog's layer.
-func (j *judge) emit(code string, args report.Args, fields ...report.Field) *report.Check {
-	l := j.t.Layer(report.Catalog[code].Layer)
-	l.Add(report.NewCheck(code, j.args(args), fields...))
-	return &l.Checks[len(l.Checks)-1]
+// serviceFQDN is the Service's cluster DNS name.
+func serviceFQDN(name, namespace, clusterDomain string) string {
+	return fmt.Sprintf("%s.%s.svc.%s", name, namespace, clusterDomain)
 }
 
-// args adds the placeholders every template may use.
-func (j *judge) args(a report.Args) report.Args {
-	out := report.Args{"service": j.in.Name, "namespace": j.in.Namespace, "fqdn": j.fqdn}
-	if j.svc != nil {
-		out["selector"] = selectorString(j.svc.Spec.Selector)
-		out["selectorArg"] = selectorString(j.svc.Spec.Selector)
-		if len(j.svc.Spec.Selector) == 0 {
-			out["selectorArg"] = "<labels of the Pods behind " + j.in.Name + ">"
+// templateArgs are the placeholders every check template may use.
+func templateArgs(in *Input, fqdn string) report.Args {
+	out := report.Args{"service": in.Name, "namespace": in.Namespace, "fqdn": fqdn}
+	if svc := in.Service; svc != nil {
+		out["selector"] = selectorString(svc.Spec.Selector)
+		out["selectorArg"] = selectorString(svc.Spec.Selector)
+		if len(svc.Spec.Selector) == 0 {
+			out["selectorArg"] = "<labels of the Pods behind " + in.Name + ">"
 		}
-	}
-	for k, v := range a {
-		out[k] = v
 	}
 	return out
 }
@@ -124,7 +120,7 @@ func (j *judge) notFound() {
 			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
 			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
 		}
-		j.emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
+		j.Emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
 		j.gapChecks()
 		for _, name := range report.LayerOrder {
 			if name != report.LayerService {
@@ -141,7 +137,7 @@ func (j *judge) notFound() {
 	if len(j.in.ClosestServices) > 0 {
 		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
 	}
-	j.emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
+	j.Emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
 	j.gapChecks()
 	for _, name := range report.LayerOrder {
 		if name != report.LayerService {
@@ -307,7 +303,7 @@ func (j *judge) selectPorts() {
 		for _, p := range j.svc.Spec.Ports {
 			names = append(names, portLabel(p))
 		}
-		j.emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
+		j.Emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
 	}
 }
 
@@ -430,7 +426,7 @@ func skipNodeLayers(t *report.ServiceTrace, reason string) {
 	for _, name := range report.NodeLayers {
 		t.Layer(name).Skip(reason)
 	}
-	fqdn := fmt.Sprintf("%s.%s.svc.%s", t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
+	fqdn := serviceFQDN(t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
 	c := report.NewCheck(report.CodeDNSLiveQuery, report.Args{"fqdn": fqdn, "reason": "skipped, " + reason})
 	c.Status = report.StatusSkipped
 	t.Layer(report.LayerDNS).Add(c)

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigInput is a Service with n ready endpoints spread over n/100 slices,

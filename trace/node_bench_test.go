@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigObservation is a node whose iptables rules program every endpoint of

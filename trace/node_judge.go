@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // NodeView is what svctrace learnt about one node: the collector's
@@ -35,8 +34,8 @@ type NodeView struct {
 // already skipped (datapath of a headless Service, say) are left alone.
 func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
-	fqdn := fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, t.Metadata.ClusterDomain)
-	nj := &nodeJudge{in: in, t: t, fqdn: fqdn}
+	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
+	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn}
 	nj.sockets = nj.buildSocketIndex(views)
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
@@ -53,35 +52,13 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) {
 }
 
 type nodeJudge struct {
+	*report.Emitter
 	in         *Input
 	t          *report.ServiceTrace
 	fqdn       string
 	eps        *endpointIndex
 	sockets    *socketIndex
 	readOrders *readOrders
-}
-
-func (nj *nodeJudge) args(node string, a report.Args) report.Args {
-	out := report.Args{"service": nj.in.Name, "namespace": nj.in.Namespace, "node": node, "fqdn": nj.fqdn}
-	for k, v := range a {
-		out[k] = v
-	}
-	return out
-}
-
-// emit adds a catalog check for node; raw lines, when given, become evidence.
-func (nj *nodeJudge) emit(code, node string, a report.Args, raw []string, fields ...report.Field) *report.Check {
-	l := nj.t.Layer(report.Catalog[code].Layer)
-	c := report.NewCheck(code, nj.args(node, a), fields...)
-	c.Node = node
-	if len(raw) > 0 {
-		if c.Evidence == nil {
-			c.Evidence = &report.Evidence{}
-		}
-		c.Evidence.Raw = capLines(raw, 40)
-	}
-	l.Add(c)
-	return &l.Checks[len(l.Checks)-1]
 }
 
 func (nj *nodeJudge) skipped(layer report.LayerName) bool {
@@ -117,10 +94,9 @@ func (nj *nodeJudge) judge(v *NodeView) {
 			reason = "no observation"
 		}
 		if !nj.skipped(report.LayerDatapath) {
-			nj.emit(report.CodeNodeCollectorFailed, v.Node, report.Args{"reason": reason}, nil)
+			nj.EmitNode(report.CodeNodeCollectorFailed, v.Node, report.Args{"reason": reason}, nil)
 		} else if !nj.skipped(report.LayerRoute) {
-			c := report.NewCheck(report.CodeNodeCollectorFailed, nj.args(v.Node, report.Args{"reason": reason}))
-			c.Node = v.Node
+			c := nj.NewNodeCheck(report.CodeNodeCollectorFailed, v.Node, report.Args{"reason": reason}, nil)
 			nj.t.Layer(report.LayerRoute).Add(c)
 		}
 		for _, l := range report.NodeLayers {
@@ -154,14 +130,14 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 		if s != nil && s.Error != "" {
 			msg = s.Error
 		}
-		nj.emit(report.CodeCTUnreadable, node, report.Args{"error": msg}, nil)
+		nj.EmitNode(report.CodeCTUnreadable, node, report.Args{"error": msg}, nil)
 		return
 	}
 	ct := s.Data
 	interval := strconv.Itoa(ct.SampleIntervalMillis)
 	problems := 0
 	if ct.StatsError != "" && ct.ProcStatError != "" {
-		nj.emit(report.CodeCTUnreadable, node, report.Args{"error": ct.StatsError}, nil)
+		nj.EmitNode(report.CodeCTUnreadable, node, report.Args{"error": ct.StatsError}, nil)
 		problems++
 	}
 	if d := ct.StatsDelta; d != nil {
@@ -174,12 +150,12 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 			if ct.Stats != nil {
 				total = ct.Stats.InsertFailed
 			}
-			nj.emit(report.CodeCTInsertFailed, node, report.Args{"delta": u64(d.InsertFailed), "interval": interval, "total": u64(total), "clash": clash}, nil,
+			nj.EmitNode(report.CodeCTInsertFailed, node, report.Args{"delta": u64(d.InsertFailed), "interval": interval, "total": u64(total), "clash": clash}, nil,
 				fieldValue("insertFailedDelta", u64(d.InsertFailed)))
 			problems++
 		}
 		if d.Drop > 0 || d.EarlyDrop > 0 {
-			nj.emit(report.CodeCTDrops, node, report.Args{"delta": u64(d.Drop), "early": u64(d.EarlyDrop), "interval": interval}, nil,
+			nj.EmitNode(report.CodeCTDrops, node, report.Args{"delta": u64(d.Drop), "early": u64(d.EarlyDrop), "interval": interval}, nil,
 				fieldValue("dropDelta", u64(d.Drop)), fieldValue("earlyDropDelta", u64(d.EarlyDrop)))
 			problems++
 		}
@@ -187,7 +163,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 	if ct.Max > 0 {
 		pct := float64(ct.Count) * 100 / float64(ct.Max)
 		if pct >= 80 {
-			nj.emit(report.CodeCTTableFull, node, report.Args{"percent": fmt.Sprintf("%.0f", pct), "count": i64(ct.Count), "max": i64(ct.Max)}, nil)
+			nj.EmitNode(report.CodeCTTableFull, node, report.Args{"percent": fmt.Sprintf("%.0f", pct), "count": i64(ct.Count), "max": i64(ct.Max)}, nil)
 			problems++
 		}
 	}
@@ -225,7 +201,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
 				}
 			}
-			nj.emit(report.CodeCTStaleFlows, node, report.Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
+			nj.EmitNode(report.CodeCTStaleFlows, node, report.Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
 				fieldItems("goneBackends", gone))
 			problems++
 		}
@@ -243,13 +219,13 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, strings.Join(fl.Status, ",")))
 				}
 			}
-			nj.emit(report.CodeCTUnNATedUDP, node, report.Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
+			nj.EmitNode(report.CodeCTUnNATedUDP, node, report.Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
 				fieldItems("frontends", pinnedUDP))
 			problems++
 		}
 	}
 	if problems == 0 {
-		nj.emit(report.CodeCTHealthy, node, report.Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
+		nj.EmitNode(report.CodeCTHealthy, node, report.Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
 	}
 }
 
@@ -282,7 +258,7 @@ func (nj *nodeJudge) skew(node string, fe collectorapi.FrontendFlows, expectedBa
 	// of three, half or more of four and up).
 	threshold := math.Max(0.5, math.Min(0.8, 2.0/float64(candidates)))
 	if share > threshold {
-		nj.emit(report.CodeCTSkew, node, report.Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
+		nj.EmitNode(report.CodeCTSkew, node, report.Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
 			"frontend": fe.Frontend, "backend": top.Backend}, nil)
 	}
 }
@@ -339,7 +315,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		if s != nil && s.Error != "" {
 			msg = s.Error
 		}
-		nj.emit(report.CodeRTUnreadable, node, report.Args{"error": msg}, nil)
+		nj.EmitNode(report.CodeRTUnreadable, node, report.Args{"error": msg}, nil)
 		return failed
 	}
 	r := s.Data
@@ -356,7 +332,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		if len(local) > 0 {
 			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
 		}
-		nj.emit(report.CodeRTForwardOff, node, report.Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
+		nj.EmitNode(report.CodeRTForwardOff, node, report.Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
 		problems++
 	}
 	var noRoute, raw []string
@@ -388,21 +364,21 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		}
 	}
 	if len(noRoute) > 0 {
-		nj.emit(report.CodeRTNoRoute, node, report.Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
+		nj.EmitNode(report.CodeRTNoRoute, node, report.Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
 		problems++
 	}
 	for link, ips := range down {
-		nj.emit(report.CodeRTDeviceDown, node, report.Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
+		nj.EmitNode(report.CodeRTDeviceDown, node, report.Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
 		problems++
 	}
 	if strict != "" {
 		// Strict rp_filter is only a problem with asymmetric paths; keep it
 		// visible as a warning so it is on the list when Pods time out.
-		nj.emit(report.CodeRTRPFilter, node, report.Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
+		nj.EmitNode(report.CodeRTRPFilter, node, report.Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
 		problems++
 	}
 	if problems == 0 {
-		nj.emit(report.CodeRTHealthy, node, report.Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
+		nj.EmitNode(report.CodeRTHealthy, node, report.Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
 	}
 	return failed
 }
@@ -563,7 +539,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
-	nj.emit(code, node, a, raw)
+	nj.EmitNode(code, node, a, raw)
 }
 
 // expectedDNS is what the cluster DNS should answer: ClusterIPs; ready (or,

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.

@@ -6,11 +6,10 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // maxMatrixCells bounds the cells of one port's grid that the result spells

@@ -3,9 +3,8 @@ package trace
 import (
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestEndpointMatrix: each node's row says what it programmed and reached

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // The collector probes from the node's host network namespace, so a probe is
@@ -317,25 +316,25 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		if nj.sockets != nil {
 			hint += nj.sockets.refusalHint(refusedKeys)
 		}
-		nj.emit(report.CodeEpsRefused, node, report.Args{"targets": listNames(refused), "hint": hint}, raw)
+		nj.EmitNode(report.CodeEpsRefused, node, report.Args{"targets": listNames(refused), "hint": hint}, raw)
 	}
 	if len(timeouts) > 0 && !nj.skipped(report.LayerRoute) {
-		nj.emit(report.CodeRTPodTimeout, node, report.Args{"targets": listNames(timeouts)}, raw)
+		nj.EmitNode(report.CodeRTPodTimeout, node, report.Args{"targets": listNames(timeouts)}, raw)
 	}
 	if len(policyExplained) > 0 && !nj.skipped(report.LayerRoute) {
 		pols := sortedKeys(policies)
-		nj.emit(report.CodeRTPolicyExplains, node, report.Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
+		nj.EmitNode(report.CodeRTPolicyExplains, node, report.Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
 			fieldItems("policies", pols))
 	}
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
-		nj.emit(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
+		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
 	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
 		if nj.skipped(report.LayerDatapath) {
 			break
 		}
-		nj.emit(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
+		nj.EmitNode(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
 			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
 	}
 	nj.judgeHealthCheck(node, s.Data.HealthCheck)
@@ -347,7 +346,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		if len(slow) > 0 {
 			sample += fmt.Sprintf("; %s answered only when probed again with twice the timeout: slow, not unreachable", listNames(slow))
 		}
-		nj.emit(report.CodeRTPodsReached, node, report.Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
+		nj.EmitNode(report.CodeRTPodsReached, node, report.Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
 	}
 }
 
@@ -409,18 +408,18 @@ func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckP
 	switch {
 	case hc.Error != "":
 		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
-		nj.emit(report.CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
 		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
-		nj.emit(report.CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case (hc.StatusCode == 200) != (len(want) > 0):
 		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
 		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
 			a["detail"] += ", kube-proxy itself unhealthy"
 		}
-		nj.emit(report.CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	default:
-		nj.emit(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
+		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
 	}
 }
 

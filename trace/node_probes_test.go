@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func probes(ps ...collectorapi.Probe) *collectorapi.Section[collectorapi.ProbeObservation] {

@@ -5,12 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func socketsSection(pods ...collectorapi.PodSockets) *collectorapi.Section[collectorapi.SocketsObservation] {

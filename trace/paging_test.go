@@ -4,12 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestListsFollowContinue: EndpointSlices come back in two pages (Limit and

@@ -8,13 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 const resNetworkPolicies = "networkpolicies.networking.k8s.io"
@@ -69,7 +68,7 @@ func fetchDNSPods(ctx context.Context, client kubernetes.Interface, in *Input) {
 }
 
 // judgePolicy fills the policy layer.
-func judgePolicy(in *Input, t *report.ServiceTrace, from *report.PolicyClient) {
+func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *report.PolicyClient) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || l.Status == report.StatusSkipped {
 		return
@@ -86,17 +85,7 @@ func judgePolicy(in *Input, t *report.ServiceTrace, from *report.PolicyClient) {
 	if in.hasGap(report.LayerPolicy, resNetworkPolicies) && len(in.NetworkPolicies) == 0 {
 		return // the gap check already made the layer unknown
 	}
-	args := func(a report.Args) report.Args {
-		out := report.Args{"namespace": in.Namespace, "service": in.Name}
-		for k, v := range a {
-			out[k] = v
-		}
-		return out
-	}
-	add := func(code string, a report.Args, fields ...report.Field) *report.Check {
-		l.Add(report.NewCheck(code, args(a), fields...))
-		return &l.Checks[len(l.Checks)-1]
-	}
+	add := e.Emit
 	if len(in.Pods) == 0 {
 		l.Skip("no backend Pods selected: nothing for a NetworkPolicy to protect")
 		return

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultClusterDomain is the DNS suffix used when none is given.

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/cliexample"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 const holmesToolsetPath = "../../integrations/holmesgpt/svctrace.yaml"

@@ -8,8 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +18,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // The MCP names svctrace serves.

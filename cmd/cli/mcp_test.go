@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // fakeAPIKubeconfig serves default/web (one ready endpoint on node-a) from

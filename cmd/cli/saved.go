@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/bundle"
 	"github.com/svctrace/kubectl-svctrace/render"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var analyzeLong = `Judge a trace saved with --save again, with this build's checks, without a cluster.

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/svctrace/kubectl-svctrace/bundle"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestSaveThenAnalyze: --save writes a bundle beside the printed result;

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultReinspectInterval bounds how often --watch re-inspects the nodes.

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestFromClientPolicyAndNode traces from a client Pod on the other node:

@@ -17,14 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // CollectorImage is the collector image the testbed imports into every node.

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +20,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/cmd/cli"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestInterruptCleansUp interrupts a trace with SIGINT and SIGTERM at each

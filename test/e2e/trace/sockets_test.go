@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestAppListensOnlyOnLoopback: the app binds 127.0.0.1 (its readiness probe
