@@ -107,25 +107,19 @@ type programmedEndpoint struct {
 // expectation for this node.
 func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	svc := nj.in.Service
-	zone, zoneKnown := nodeZone(nj.in, node)
-	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
-	// Judging against an empty zone would expect every endpoint where
-	// kube-proxy, knowing its zone, programs only that zone's; judging one
-	// slice order would call kube-proxy's pick of a duplicate wrong.
-	if nj.readOrders == nil {
-		nj.readOrders = newReadOrders(nj.in.Slices)
-	}
-	choices := choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne := nj.expectation(node)
+	expect, choices := ne.expect, ne.choices
 	nj.proxyHealth(node, obs)
 
-	mode, owner := datapathOwner(obs)
+	np := nj.programmed(node, obs)
+	mode, owner := np.mode, np.owner
 	switch mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 		nj.EmitNode(report.CodeDPEBPFOwner, node, report.Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect, choices)
 		return
 	}
-	ports, leftovers, errs := programmedFromObservation(obs, mode)
+	ports, leftovers, errs := np.ports, np.leftovers, np.errs
 	for _, e := range errs {
 		nj.EmitNode(report.CodeDPSectionError, node, report.Args{"section": e[0], "error": e[1]}, nil)
 	}
@@ -158,6 +152,70 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		}
 		nj.comparePort(node, obs, mode, pe, pp)
 	}
+}
+
+// nodeExpectation is what kube-proxy should program on one node: the
+// expectation for the node's zone and, when the slices can be read in more
+// than one order or the zone is unknown, the other answers kube-proxy may
+// have reached. It is computed once per node and shared by the datapath
+// checks, the probes and the endpoint matrix, so they agree.
+type nodeExpectation struct {
+	zone    string
+	expect  []PortExpectation
+	choices *expectationChoices
+}
+
+// expectation returns the node's expectation, computing it the first time.
+func (nj *nodeJudge) expectation(node string) *nodeExpectation {
+	if ne, ok := nj.expectations[node]; ok {
+		return ne
+	}
+	svc := nj.in.Service
+	zone, zoneKnown := nodeZone(nj.in, node)
+	ne := &nodeExpectation{zone: zone,
+		expect: ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
+	// Judging against an empty zone would expect every endpoint where
+	// kube-proxy, knowing its zone, programs only that zone's; judging one
+	// slice order would call kube-proxy's pick of a duplicate wrong.
+	if nj.readOrders == nil {
+		nj.readOrders = newReadOrders(nj.in.Slices)
+	}
+	ne.choices = choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	if nj.expectations == nil {
+		nj.expectations = map[string]*nodeExpectation{}
+	}
+	nj.expectations[node] = ne
+	return ne
+}
+
+// nodeProgrammed is what a node's datapath programmed for the Service, read
+// once per node from its observation. ports, leftovers and errs are read only
+// for the kube-proxy modes; Cilium and Calico are judged from their own maps.
+type nodeProgrammed struct {
+	mode      collectorapi.DatapathMode
+	owner     string
+	ports     []programmedPort
+	leftovers []leftover
+	errs      [][2]string
+}
+
+// programmed returns what obs says node programmed, reading it the first time.
+func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nodeProgrammed {
+	if np, ok := nj.programmedPorts[node]; ok {
+		return np
+	}
+	np := &nodeProgrammed{}
+	np.mode, np.owner = datapathOwner(obs)
+	switch np.mode {
+	case collectorapi.ModeCilium, collectorapi.ModeCalico:
+	default:
+		np.ports, np.leftovers, np.errs = programmedFromObservation(obs, np.mode)
+	}
+	if nj.programmedPorts == nil {
+		nj.programmedPorts = map[string]*nodeProgrammed{}
+	}
+	nj.programmedPorts[node] = np
+	return np
 }
 
 // portSelected applies --port.

@@ -31,8 +31,9 @@ type NodeView struct {
 // judgeNodes compares each node's observation with what the Service and its
 // EndpointSlices say should be there, and fills the dns, datapath, conntrack
 // and route layers with checks and per-node results. Layers the API side
-// already skipped (datapath of a headless Service, say) are left alone.
-func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) {
+// already skipped (datapath of a headless Service, say) are left alone. The
+// returned judge holds each node's expectation for the endpoint matrix.
+func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
 	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn}
@@ -49,6 +50,7 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) {
 	}
 	nj.judgeDNS(views)
 	nj.explainCauses()
+	return nj
 }
 
 type nodeJudge struct {
@@ -59,6 +61,10 @@ type nodeJudge struct {
 	eps        *endpointIndex
 	sockets    *socketIndex
 	readOrders *readOrders
+	// expectations and programmedPorts hold each node's expectation and
+	// programmed ports, computed once (expectation, programmed).
+	expectations    map[string]*nodeExpectation
+	programmedPorts map[string]*nodeProgrammed
 }
 
 func (nj *nodeJudge) skipped(layer report.LayerName) bool {

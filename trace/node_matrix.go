@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -18,18 +16,17 @@ import (
 var maxMatrixCells = 20000
 
 // endpointMatrix lays the node observations out as the node × endpoint grid.
-// It reads the same expectation (ExpectForNode and the zone and slice-order
-// choices) and the same programmed ports as judgeDatapath, so a cell agrees
-// with the node's datapath checks; it adds nothing to the layers.
-func endpointMatrix(in *Input, t *report.ServiceTrace, views []NodeView) *report.EndpointMatrix {
+// It reads the expectation and the programmed ports judgeDatapath computed
+// for each node (nodeJudge.expectation, nodeJudge.programmed), so a cell
+// agrees with the node's datapath checks; it adds nothing to the layers.
+func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
+	in := nj.in
 	svc := in.Service
 	if svc == nil || skippedByKubeProxy(svc) || len(views) == 0 {
 		return nil
 	}
 	views = append([]NodeView(nil), views...)
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
-	orders := newReadOrders(in.Slices)
-	nj := &nodeJudge{in: in, t: t}
 
 	type portGrid struct {
 		port    report.MatrixPort
@@ -61,9 +58,8 @@ func endpointMatrix(in *Input, t *report.ServiceTrace, views []NodeView) *report
 	}
 
 	for _, v := range views {
-		zone, zoneKnown := nodeZone(in, v.Node)
-		expect := ExpectForNode(svc, in.Slices, v.Node, map[string]string{corev1.LabelTopologyZone: zone})
-		choices := choicesForNode(svc, orders, v.Node, zone, zoneKnown)
+		ne := nj.expectation(v.Node)
+		expect, choices := ne.expect, ne.choices
 		var ports []programmedPort
 		readable, reason := v.Observation != nil, v.Failure
 		if v.Observation == nil && reason == "" {
@@ -71,12 +67,12 @@ func endpointMatrix(in *Input, t *report.ServiceTrace, views []NodeView) *report
 		}
 		var probes map[string]string
 		if obs := v.Observation; obs != nil {
-			mode, owner := datapathOwner(obs)
-			switch mode {
+			np := nj.programmed(v.Node, obs)
+			switch np.mode {
 			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
-				readable, reason = false, owner+": programmed endpoints not compared per endpoint"
+				readable, reason = false, np.owner+": programmed endpoints not compared per endpoint"
 			default:
-				ports, _, _ = programmedFromObservation(obs, mode)
+				ports = np.ports
 			}
 			probes = endpointProbes(obs)
 		}

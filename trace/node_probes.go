@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -65,9 +63,7 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 		droppedByDesign: map[probePort]bool{},
 		blocked:         map[string]policyBlock{},
 	}
-	svc := nj.in.Service
-	zone, _ := nodeZone(nj.in, node)
-	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
+	expect := nj.expectation(node).expect
 	sc.known = expect != nil
 	add := func(m map[probePort]map[string]bool, k probePort, eps []ExpectedEndpoint, proto string) {
 		if m[k] == nil {
@@ -151,8 +147,7 @@ func (nj *nodeJudge) usable(sc *probeScope, node string, p collectorapi.Probe, k
 	case p.Target == "nodePort" && p.Node != "" && p.Node != node:
 		if sc.remote[p.Node] == nil {
 			sc.remote[p.Node] = map[probePort]map[string]bool{}
-			zone, _ := nodeZone(nj.in, p.Node)
-			for _, pe := range ExpectForNode(nj.in.Service, nj.in.Slices, p.Node, map[string]string{corev1.LabelTopologyZone: zone}) {
+			for _, pe := range nj.expectation(p.Node).expect {
 				pk := probePortOf(pe.PortName, pe.Protocol)
 				if sc.remote[p.Node][pk] == nil {
 					sc.remote[p.Node][pk] = map[string]bool{}

@@ -172,8 +172,8 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 					}
 				}
 			} else {
-				judgeNodes(in, t, slices.Clone(nodes.Nodes))
-				t.Matrix = endpointMatrix(in, t, nodes.Nodes)
+				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes))
+				t.Matrix = endpointMatrix(nj, nodes.Nodes)
 			}
 		}
 	}
