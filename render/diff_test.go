@@ -77,14 +77,36 @@ func TestWatchGolden(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WatchText(&buf, at, report.Diff(before, after), report.EndpointChanges(before, after), v.opts); err != nil {
+			if err := WatchText(&buf, at, time.Time{}, report.Diff(before, after), report.EndpointChanges(before, after), v.opts); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, "diff/watch."+v.name+".txt", buf.Bytes())
 			buf.Reset()
-			if err := WatchText(&buf, at, report.Diff(after, after), report.EndpointChanges(after, after), v.opts); err != nil || buf.Len() != 0 {
+			if err := WatchText(&buf, at, time.Time{}, report.Diff(after, after), report.EndpointChanges(after, after), v.opts); err != nil || buf.Len() != 0 {
 				t.Errorf("an unchanged trace printed %q (%v)", buf.String(), err)
 			}
+		})
+	}
+}
+
+// TestWatchGoldenNodesAsRead: a change judged against a node report read
+// before it; every line about a node says when that node was read.
+func TestWatchGoldenNodesAsRead(t *testing.T) {
+	before, after := scenarioTrace(t, "nodes-healthy"), scenarioTrace(t, "nodes-failing")
+	at := before.Metadata.Time.Add(12 * time.Second)
+	for _, v := range variants {
+		if v.opts.Details {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WatchText(&buf, at, before.Metadata.Time, report.Diff(before, after), report.EndpointChanges(before, after), v.opts); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(buf.String(), "(node as read at "+before.Metadata.Time.UTC().Format("15:04:05")+")") {
+				t.Errorf("no node line says when the node was read:\n%s", buf.String())
+			}
+			golden(t, "diff/watch-nodes-as-read."+v.name+".txt", buf.Bytes())
 		})
 	}
 }

@@ -2,16 +2,15 @@ package render
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"image/png"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/browser"
 )
 
 func renderSVG(t *testing.T, name string) []byte {
@@ -73,40 +72,12 @@ func TestSVGGolden(t *testing.T) {
 	}
 }
 
-// chromium finds Debian's chromium (test/testbed/deps.sh installs it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not installed: the SVG browser test needs it (make deps installs Debian's chromium)")
-	return ""
-}
-
-func runChromium(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--disable-extensions", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return out
-}
-
 // TestSVGInChromium loads the pictures in headless Chromium: the document
 // parses (no XML error page), its DOM holds the hops and cells, and a
 // screenshot shows the failing hop's red where the trace fails and none
 // where it passes.
 func TestSVGInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := browser.Chromium(t)
 	dir := t.TempDir()
 	for _, name := range []string{"nodes-healthy", "nodes-failing", "nodes-100", "nodes-12-endpoints", "no-endpoints", "not-found", "escape"} {
 		t.Run(name, func(t *testing.T) {
@@ -114,10 +85,7 @@ func TestSVGInChromium(t *testing.T) {
 			if err := os.WriteFile(path, renderSVG(t, name), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			dom := string(runChromium(t, bin, "--dump-dom", "file://"+path))
-			if strings.Contains(dom, "parsererror") || strings.Contains(dom, "This page contains the following errors") {
-				t.Fatalf("Chromium could not parse the SVG:\n%.2000s", dom)
-			}
+			dom := browser.DumpDOM(t, bin, path)
 			for _, want := range []string{`data-hop="dns"`, `data-hop="service"`, `data-hop="datapath"`, `data-hop="endpoints"`} {
 				if !strings.Contains(dom, want) {
 					t.Errorf("DOM lacks %s:\n%.2000s", want, dom)
@@ -127,7 +95,7 @@ func TestSVGInChromium(t *testing.T) {
 				t.Errorf("DOM lacks the grid cells")
 			}
 			shot := filepath.Join(dir, name+".png")
-			runChromium(t, bin, "--screenshot="+shot, "--window-size=1040,700", "--hide-scrollbars", "file://"+path)
+			browser.Run(t, bin, "--screenshot="+shot, "--window-size=1040,700", "--hide-scrollbars", "file://"+path)
 			f, err := os.Open(shot)
 			if err != nil {
 				t.Fatal(err)

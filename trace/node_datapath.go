@@ -659,6 +659,23 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 		}
 	case collectorapi.ModeIPVS:
 		active = fromIPVS(obs)
+		// The IPVS proxier writes nat KUBE-SERVICES too (ipset matches), but
+		// never a KUBE-SVC chain: one that still captures this Service was
+		// written by kube-proxy in iptables mode, which neither mode removes
+		// when the other starts (cmd/kube-proxy platformCleanup cleans only
+		// across the iptables-based/nftables line).
+		for _, b := range iptBackends {
+			if captureScore(b.ports) > 0 {
+				lo = append(lo, leftover{active: string(collectorapi.ModeIPVS), other: "iptables (" + b.obs.Backend + ")",
+					evidence: "nat KUBE-SERVICES still jumps to a KUBE-SVC chain for this Service", raw: b.obs.Commands})
+			}
+		}
+	}
+	if mode == collectorapi.ModeIPTables || mode == collectorapi.ModeNFTables {
+		if vs := ipvsLeftovers(obs); len(vs) > 0 {
+			lo = append(lo, leftover{active: string(mode), other: "ipvs",
+				evidence: "IPVS virtual server(s) " + strings.Join(vs, ", ") + " for this Service still exist"})
+		}
 	}
 	return active, lo, errs
 }

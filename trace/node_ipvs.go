@@ -351,3 +351,21 @@ func fromIPVS(obs *collectorapi.Observation) []programmedPort {
 	}
 	return out
 }
+
+// ipvsLeftovers lists this Service's IPVS virtual servers on a node whose
+// kube-proxy is not in IPVS mode: kube-proxy in iptables mode does not
+// remove what the IPVS proxier wrote, and while kube-ipvs0 still holds the
+// ClusterIP the node accepts connections to it locally.
+func ipvsLeftovers(obs *collectorapi.Observation) []string {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available {
+		return nil
+	}
+	var out []string
+	for _, vs := range s.Data.VirtualServers {
+		if vs.Found {
+			out = append(out, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port)))+"/"+vs.Protocol)
+		}
+	}
+	return out
+}

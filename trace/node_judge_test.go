@@ -838,3 +838,52 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 		})
 	}
 }
+
+// TestLeftoversAcrossIPVS: kube-proxy leaves the other mode's state when it
+// switches between iptables and IPVS (both are iptables-based, and its
+// startup cleanup only crosses to or from nftables). IPVS virtual servers
+// for the Service on an iptables-mode node, and a KUBE-SVC jump for it on
+// an IPVS-mode node, are leftovers (warning), and the live datapath is
+// still judged on its own rules.
+func TestLeftoversAcrossIPVS(t *testing.T) {
+	ipvsSection := func(found bool) *collectorapi.Section[collectorapi.IPVSObservation] {
+		return okSection(&collectorapi.IPVSObservation{Available: true, VirtualServers: []collectorapi.IPVSVirtualServer{{
+			Frontend: "clusterIP", PortName: "http", Address: "10.96.0.20", Port: 80, Protocol: "TCP", Found: found, Scheduler: "rr",
+			RealServers: []collectorapi.IPVSRealServer{{Address: "10.244.1.5", Port: 8080, Weight: 1}, {Address: "10.244.2.7", Port: 8080, Weight: 1}}}}})
+	}
+	iptMode := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	iptMode.Sections.IPVS = ipvsSection(true)
+	iptClean := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	iptClean.Sections.IPVS = ipvsSection(false)
+	ipvsMode := observation(t, collectorapi.ModeIPVS, healthyIPT(), nil)
+	ipvsMode.Sections.IPVS = ipvsSection(true)
+	ipvsClean := observation(t, collectorapi.ModeIPVS, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{{
+		Backend: collectorapi.IPTablesBackendLegacy, Family: "IPv4", KubeProxyChains: true}}}, nil)
+	ipvsClean.Sections.IPVS = ipvsSection(true)
+	for _, tt := range []struct {
+		name     string
+		obs      *collectorapi.Observation
+		leftover string
+	}{
+		{"iptables mode, IPVS virtual server left", iptMode, "iptables is active, but ipvs also holds kube-proxy state (IPVS virtual server(s) 10.96.0.20:80/TCP"},
+		{"iptables mode, no IPVS state", iptClean, ""},
+		{"IPVS mode, KUBE-SVC jump left", ipvsMode, "ipvs is active, but iptables (nf_tables) also holds kube-proxy state"},
+		{"IPVS mode, its own KUBE-SERVICES only", ipvsClean, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
+			dp := nodeCodes(tr, report.LayerDatapath, "n1")
+			c, ok := dp[report.CodeDPLeftovers]
+			if tt.leftover == "" {
+				if ok {
+					t.Fatalf("unexpected %s: %s", report.CodeDPLeftovers, c.Message)
+				}
+			} else if !ok || !strings.Contains(c.Message, tt.leftover) || c.Status != report.StatusWarn {
+				t.Fatalf("%s = %+v (present %v), want a warning saying %q; got %v", report.CodeDPLeftovers, c.Message, ok, tt.leftover, keysOf(dp))
+			}
+			if _, ok := dp[report.CodeDPRulesMatch]; !ok {
+				t.Errorf("the live datapath's rules are not judged: %v", keysOf(dp))
+			}
+		})
+	}
+}

@@ -46,6 +46,9 @@ type traceWatch struct {
 	report      *trace.NodeReport
 	inspected   bool
 	inspectedAt time.Time
+	// stale: the last trace judged the nodes' report of inspectedAt
+	// against a newer API state.
+	stale bool
 }
 
 // runWatch is Run for --watch: the first trace printed in full, then one
@@ -131,6 +134,7 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrac
 	if !inspect {
 		opts.Inspector = nil
 	}
+	w.stale = !inspect && w.inspected
 	in, nr, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
 	if err != nil {
 		var noPort *trace.PortNotFoundError
@@ -159,7 +163,11 @@ func (w *traceWatch) print(last, t *report.ServiceTrace) error {
 	}
 	switch o.Output {
 	case render.FormatText, render.FormatWide:
-		return render.WatchText(o.Out, t.Metadata.Time, d, eps, o.Text)
+		var nodesAt time.Time
+		if w.stale {
+			nodesAt = w.inspectedAt
+		}
+		return render.WatchText(o.Out, t.Metadata.Time, nodesAt, d, eps, o.Text)
 	case render.FormatYAML:
 		if _, err := io.WriteString(o.Out, "---\n"); err != nil {
 			return err

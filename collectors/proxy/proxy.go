@@ -46,7 +46,17 @@ func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, er
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		var body []byte
-		obs.ProxyMode, body = fetch(ctx, client, "http://"+opts.MetricsAddress+"/proxyMode", 256)
+		url := "http://" + opts.MetricsAddress + "/proxyMode"
+		obs.ProxyMode, body = fetch(ctx, client, url, 256)
+		if obs.ProxyMode.ErrorClass == collectorapi.ErrClassTimeout && ctx.Err() == nil {
+			// A busy node (or kube-proxy in the middle of a full sync)
+			// answers late; without its mode the owner falls back to
+			// fingerprints, which cannot tell iptables mode from IPVS mode
+			// on a node holding both. Ask once more, with twice the time.
+			first := obs.ProxyMode.Error
+			obs.ProxyMode, body = fetch(ctx, &http.Client{Timeout: 2 * opts.HTTPTimeout}, url, 256)
+			obs.ProxyMode.Attempts, obs.ProxyMode.FirstError = 2, first
+		}
 		if obs.ProxyMode.Error == "" && obs.ProxyMode.StatusCode == http.StatusOK {
 			obs.Mode = collectorapi.DatapathMode(strings.TrimSpace(string(body)))
 		}

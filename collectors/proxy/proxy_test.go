@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +185,29 @@ func TestNodeFingerprintsInNetns(t *testing.T) {
 	}
 	if found["table ip6 kube-proxy"] || found["chain filter KUBE-PROXY-CANARY (iptables-nft, ip)"] {
 		t.Errorf("found fingerprints that were not planted: %v", found)
+	}
+}
+
+// TestProxyModeAskedAgainAfterTimeout: kube-proxy answers /proxyMode only
+// after the first try gave up (a busy node); the second, longer try gets
+// the mode, and the fetch says it took two.
+func TestProxyModeAskedAgainAfterTimeout(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/proxyMode" && calls.Add(1) == 1 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		if r.URL.Path == "/proxyMode" {
+			fmt.Fprint(w, "iptables")
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 200 * time.Millisecond, Fingerprints: noFingerprints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Mode != collectorapi.ModeIPTables || obs.ProxyMode.Attempts != 2 || obs.ProxyMode.FirstError == "" {
+		t.Errorf("mode %q, fetch %+v: want iptables on the second attempt", obs.Mode, obs.ProxyMode)
 	}
 }

@@ -179,9 +179,12 @@ func TestDownLeavesNothingAndUpAgain(t *testing.T) {
 	if len(testbedProcesses(t)) < 10 {
 		t.Fatalf("expected the testbed's processes to be found while it runs: %v", testbedProcesses(t))
 	}
+	saved := saveFaultyTrace(t, root)
 	script(t, root, "down.sh")
 	assertClean(t, root, sysctls, created)
 	assertSameRootNetns(t, "after down", rootBefore)
+	// A trace saved before is judged again with no cluster at all.
+	saved.judgeOffline(t)
 	script(t, root, "down.sh") // down twice is fine
 	script(t, root, "up.sh")
 	script(t, root, "status.sh")

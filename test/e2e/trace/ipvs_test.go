@@ -443,3 +443,139 @@ func TestIPVSNode(t *testing.T) {
 		}
 	})
 }
+
+// restartKubeProxy rewrites the mode in the node's kube-proxy
+// configuration and restarts it (node-guest.sh's loop starts it again with
+// the new file), then waits until it reports that mode and is healthy.
+func (n *ipvsNode) restartKubeProxy(t *testing.T, mode string) {
+	t.Helper()
+	cfg := filepath.Join(n.dir, "kube-proxy.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "mode: ") {
+			l = "mode: " + mode
+		}
+		lines = append(lines, l)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.exec(t, "sh", "-c", "kill -CONT $(cat /run/kube-proxy.pid); kill $(cat /run/kube-proxy.pid)")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got, _ := n.tryExec("curl", "-fsS", "-m", "2", "http://127.0.0.1:10249/proxyMode")
+		_, herr := n.tryExec("curl", "-fsS", "-m", "2", "http://127.0.0.1:10256/livez")
+		if strings.TrimSpace(got) == mode && herr == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-proxy in %s did not come back in %s mode (proxyMode %q, healthz %v)", n.Name, mode, got, herr)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestIPVSNodeProxyFaults: the real kube-proxy on the IPVS node stopped
+// while its endpoints change, and switched between modes, leaving what the
+// other mode wrote.
+func TestIPVSNodeProxyFaults(t *testing.T) {
+	tb := framework.Setup(t)
+	n := setupIPVSNode(t, tb)
+	ns := tb.Namespace(t)
+
+	t.Run("kube-proxy stopped then an endpoint removed", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "frozen"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		// SIGSTOP: the process is there, its rules stay, it reacts to nothing.
+		n.exec(t, "sh", "-c", "kill -STOP $(cat /run/kube-proxy.pid)")
+		t.Cleanup(func() { _, _ = n.tryExec("sh", "-c", "kill -CONT $(cat /run/kube-proxy.pid)") })
+		gone := n.Pods[sortedKeys(n.Pods)[1]]
+		ctx := framework.Context(t, 30*time.Second)
+		slices, err := tb.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+		if err != nil || len(slices.Items) != 1 {
+			t.Fatalf("slices of %s: %v (%d)", svc.Name, err, len(slices.Items))
+		}
+		es := slices.Items[0]
+		var kept []discoveryv1.Endpoint
+		for _, e := range es.Endpoints {
+			if e.Addresses[0] != gone {
+				kept = append(kept, e)
+			}
+		}
+		es.Endpoints = kept
+		if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Update(ctx, &es, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, n.Name)
+		if !strings.Contains(c.Message, gone) {
+			t.Errorf("%s does not name the removed endpoint %s: %q", report.CodeDPStaleEndpoints, gone, c.Message)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
+
+	t.Run("switched to iptables mode: IPVS leftovers", func(t *testing.T) {
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "switched"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		n.restartKubeProxy(t, "iptables")
+		t.Cleanup(func() { n.restartKubeProxy(t, "ipvs") })
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			out, _ := n.tryExec("iptables", "-t", "nat", "-S", "KUBE-SERVICES")
+			if strings.Contains(out, svc.Spec.ClusterIP+"/32") && strings.Contains(out, "KUBE-SVC-") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kube-proxy (iptables) in %s did not program %s: %s", n.Name, svc.Spec.ClusterIP, out)
+			}
+			time.Sleep(time.Second)
+		}
+		// kube-proxy in iptables mode leaves the IPVS proxier's state.
+		vip := fmt.Sprintf("%s:80", svc.Spec.ClusterIP)
+		if out := n.exec(t, "ipvsadm", "-Ln", "-t", vip); !strings.Contains(out, "Masq") {
+			t.Skipf("kube-proxy in iptables mode removed the IPVS virtual server %s; no leftover to judge", vip)
+		}
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		owner := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPOwner, n.Name)
+		if !strings.Contains(owner.Message, "iptables") {
+			t.Errorf("owner %q, want kube-proxy iptables", owner.Message)
+		}
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPLeftovers, n.Name)
+		if !strings.Contains(c.Message, "ipvs") || !strings.Contains(c.Message, vip) {
+			t.Errorf("%s does not name the IPVS virtual server %s: %q", report.CodeDPLeftovers, vip, c.Message)
+		}
+		if exit == 3 {
+			t.Errorf("exit 3: leftovers that do not capture the Service are a warning, not a failure (%s)", tr.Verdict.Code)
+		}
+
+		// Back to IPVS mode, with a KUBE-SVC jump for this Service in nat
+		// KUBE-SERVICES (as an old iptables-save restored by hand would put
+		// it, or as the iptables proxier left it until the IPVS proxier's
+		// first sync): it captures the ClusterIP before IPVS sees it.
+		n.restartKubeProxy(t, "ipvs")
+		if out := n.exec(t, "iptables", "-t", "nat", "-S", "KUBE-SERVICES"); strings.Contains(out, "KUBE-SVC-") {
+			t.Logf("right after the switch back, KUBE-SERVICES still jumps to KUBE-SVC chains:\n%s", out)
+		}
+		comment := fmt.Sprintf("%s/%s:http cluster IP", ns, svc.Name)
+		n.exec(t, "sh", "-c", fmt.Sprintf("iptables -t nat -N KUBE-SVC-SVTBIPVSLEFT00 2>/dev/null; "+
+			"iptables -t nat -A KUBE-SVC-SVTBIPVSLEFT00 -p tcp -j DNAT --to-destination %s:%d && "+
+			"iptables -t nat -I KUBE-SERVICES 1 -d %s/32 -p tcp --dport 80 -m comment --comment '%s' -j KUBE-SVC-SVTBIPVSLEFT00",
+			n.Pods[sortedKeys(n.Pods)[0]], framework.EchoHTTPPort, svc.Spec.ClusterIP, comment))
+		t.Cleanup(func() {
+			_, _ = n.tryExec("sh", "-c", fmt.Sprintf("iptables -t nat -D KUBE-SERVICES -d %s/32 -p tcp --dport 80 -m comment --comment '%s' -j KUBE-SVC-SVTBIPVSLEFT00; "+
+				"iptables -t nat -F KUBE-SVC-SVTBIPVSLEFT00; iptables -t nat -X KUBE-SVC-SVTBIPVSLEFT00", svc.Spec.ClusterIP, comment))
+		})
+		tr, _ = traceIPVS(t, tb, n, ns, svc.Name)
+		c = requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPLeftovers, n.Name)
+		if !strings.Contains(c.Message, "iptables") || !strings.Contains(c.Message, "ipvs is active") {
+			t.Errorf("%s does not say IPVS is active and iptables holds this Service: %q", report.CodeDPLeftovers, c.Message)
+		}
+	})
+}
