@@ -257,8 +257,29 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	// Shared chains hold every Service's rules: only lines that can be
 	// about this Service are parsed.
 	pre := newSaveFilter(plan(q, family))
+	bo.Reader = collectorapi.IPTablesReaderText
+	var nl *nfnlConn
+	if q.Runner == nil && q.Reader != ReaderText {
+		if c, err := openNFNL(q.NetNS); err == nil {
+			nl = c
+			defer nl.close()
+			bo.Reader = collectorapi.IPTablesReaderNetlink
+		}
+	}
 	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
 		shared := sharedChains[k.chain] && k.chain != chainMarkMasq
+		if nl != nil {
+			l, err := listChainNetlink(nl, family, k, shared, pre)
+			if err == nil {
+				return l
+			}
+			if !errors.Is(err, errUnsupported) {
+				return &chainListing{err: err}
+			}
+			cmdMu.Lock()
+			bo.Reader = collectorapi.IPTablesReaderNetlinkText
+			cmdMu.Unlock()
+		}
 		c := Command{Name: cmdName, Args: []string{"-t", k.table, "-S", k.chain}}
 		cmdMu.Lock()
 		bo.Commands = append(bo.Commands, c.String())
@@ -321,6 +342,36 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	}
 	sort.Strings(bo.Commands)
 	return bo
+}
+
+// listChainNetlink lists one chain over netlink. Shared chains keep only the
+// rules that can be about the Service (its comment, a jump to one of its
+// chains, the KUBE-NODEPORTS tail), decided before a rule is rendered. A rule
+// the decoder does not render fails the whole chain with errUnsupported, for
+// the caller to list it with iptables instead.
+func listChainNetlink(nl *nfnlConn, family string, k chainKey, shared bool, pre *saveFilter) (*chainListing, error) {
+	l := &chainListing{}
+	exists, err := nl.dumpChain(family, k.table, k.chain, func(r nfRule) error {
+		if shared {
+			target, comment := ruleSummary(r)
+			if target != chainNodePorts && !pre.wanted[target] && !pre.namesSpn(comment) {
+				return nil
+			}
+		}
+		line, err := renderRule(r, family == "IPv6")
+		if err != nil {
+			return err
+		}
+		if rule, err := ParseRule(line); err == nil {
+			l.rules = append(l.rules, rule)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.exists = exists
+	return l, nil
 }
 
 // readLegacy streams iptables-legacy-save per existing table.

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package iptables
+
+import "errors"
+
+type nfnlConn struct{}
+
+func openNFNL(string) (*nfnlConn, error) { return nil, errors.New("netlink: not on Linux") }
+
+func (c *nfnlConn) close() {}
+
+func (c *nfnlConn) dumpChain(family, table, chain string, visit func(nfRule) error) (bool, error) {
+	return false, errors.New("netlink: not on Linux")
+}
