@@ -48,47 +48,60 @@ func sameObservation(t *testing.T, name string, text, kernel collectorapi.IPTabl
 	}
 }
 
-// The netlink reader against the text reader on kube-proxy v1.37.2's
-// TestOverallIPTablesRules output, restored with iptables-nft-restore.
-func TestNetlinkMatchesTextOnKubeProxyOverall(t *testing.T) {
-	netns.RequireTools(t, "iptables-nft-restore", "nsenter")
-	ns := restored(t, "kubeproxy-overall.restore", "iptables-nft-restore")
-	for name, q := range overallQueries() {
-		text, kernel := readerPair(t, q, ns.Path(), collectorapi.IPTablesBackendNFTables)
-		if !text.KubeProxyChains {
-			t.Fatalf("%s: no chains read", name)
+// kernelBackends are the backends with their restore commands and the
+// reader expected to read them.
+var kernelBackends = []struct{ backend, restore4, restore6, reader string }{
+	{collectorapi.IPTablesBackendNFTables, "iptables-nft-restore", "ip6tables-nft-restore", collectorapi.IPTablesReaderNetlink},
+	{collectorapi.IPTablesBackendLegacy, "iptables-legacy-restore", "ip6tables-legacy-restore", collectorapi.IPTablesReaderKernelBlob},
+}
+
+// The kernel readers against the text reader on kube-proxy v1.37.2's
+// TestOverallIPTablesRules output, restored into each backend.
+func TestKernelReadersMatchTextOnKubeProxyOverall(t *testing.T) {
+	netns.RequireTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
+	for _, kb := range kernelBackends {
+		ns := restored(t, "kubeproxy-overall.restore", kb.restore4)
+		for name, q := range overallQueries() {
+			text, kernel := readerPair(t, q, ns.Path(), kb.backend)
+			if !text.KubeProxyChains {
+				t.Fatalf("%s %s: no chains read", kb.backend, name)
+			}
+			sameObservation(t, kb.backend+" "+name, text, kernel, kb.reader)
 		}
-		sameObservation(t, name, text, kernel, collectorapi.IPTablesReaderNetlink)
 	}
 }
 
 // The real kube-proxy v1.37.2's rules of the testbed node (affinity,
 // LoadBalancer with ETP=Local, NodePort without endpoints, ITP=Local,
 // terminating endpoints, externalIPs, 1001 endpoints) restored from its
-// iptables-nft-save dump.
-func TestNetlinkMatchesTextOnTestbedNode(t *testing.T) {
-	netns.RequireTools(t, "iptables-nft-restore", "nsenter")
-	ns := restoredWithoutNFAcct(t, "testbed-node1.save", "iptables-nft-restore")
-	for _, name := range []string{"web", "sticky", "lb", "empty", "itp", "term", "extip", "big"} {
-		text, kernel := readerPair(t, apiQuery(t, name), ns.Path(), collectorapi.IPTablesBackendNFTables)
-		if !text.KubeProxyChains || len(text.Ports) == 0 {
-			t.Fatalf("%s: no chains read: %+v", name, text)
+// iptables-nft-save dump into each backend.
+func TestKernelReadersMatchTextOnTestbedNode(t *testing.T) {
+	netns.RequireTools(t, "iptables-nft-restore", "iptables-legacy-restore", "nsenter")
+	for _, kb := range kernelBackends {
+		ns := restoredWithoutNFAcct(t, "testbed-node1.save", kb.restore4)
+		for _, name := range []string{"web", "sticky", "lb", "empty", "itp", "term", "extip", "big"} {
+			text, kernel := readerPair(t, apiQuery(t, name), ns.Path(), kb.backend)
+			if !text.KubeProxyChains || len(text.Ports) == 0 {
+				t.Fatalf("%s %s: no chains read: %+v", kb.backend, name, text)
+			}
+			sameObservation(t, kb.backend+" "+name, text, kernel, kb.reader)
 		}
-		sameObservation(t, name, text, kernel, collectorapi.IPTablesReaderNetlink)
 	}
 }
 
 // The real kube-proxy's IPv6 rules (ip6tables-nft-save dump).
-func TestNetlinkMatchesTextOnKubeProxyIPv6(t *testing.T) {
-	netns.RequireTools(t, "ip6tables-nft-restore", "nsenter")
-	ns := restoredWithoutNFAcct(t, "kubeproxy-ipv6.save", "ip6tables-nft-restore")
+func TestKernelReadersMatchTextOnKubeProxyIPv6(t *testing.T) {
+	netns.RequireTools(t, "ip6tables-nft-restore", "ip6tables-legacy-restore", "nsenter")
 	q := Query{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{"fd00:96::50"},
 		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: 80}}}}
-	text, kernel := readerPair(t, q, ns.Path(), collectorapi.IPTablesBackendNFTables)
-	if !text.KubeProxyChains || len(text.Ports) != 1 || len(text.Ports[0].Endpoints) != 1 {
-		t.Fatalf("no chains read: %+v", text)
+	for _, kb := range kernelBackends {
+		ns := restoredWithoutNFAcct(t, "kubeproxy-ipv6.save", kb.restore6)
+		text, kernel := readerPair(t, q, ns.Path(), kb.backend)
+		if !text.KubeProxyChains || len(text.Ports) != 1 || len(text.Ports[0].Endpoints) != 1 {
+			t.Fatalf("%s: no chains read: %+v", kb.backend, text)
+		}
+		sameObservation(t, kb.backend+" web", text, kernel, kb.reader)
 	}
-	sameObservation(t, "web", text, kernel, collectorapi.IPTablesReaderNetlink)
 }
 
 var nfacctMatch = regexp.MustCompile(` -m nfacct --nfacct-name +\S+`)

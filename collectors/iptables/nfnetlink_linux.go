@@ -46,9 +46,14 @@ func openNFNL(netns string) (*nfnlConn, error) {
 }
 
 func socketIn(netns string) (int, error) {
-	open := func() (int, error) {
+	return inNetNS(netns, func() (int, error) {
 		return unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
-	}
+	})
+}
+
+// inNetNS runs open (a socket call) on a thread moved into netns; the socket
+// keeps that namespace after the thread moves back.
+func inNetNS(netns string, open func() (int, error)) (int, error) {
 	if netns == "" {
 		return open()
 	}

@@ -13,3 +13,7 @@ func (c *nfnlConn) close() {}
 func (c *nfnlConn) dumpChain(family, table, chain string, visit func(nfRule) error) (bool, error) {
 	return false, errors.New("netlink: not on Linux")
 }
+
+func readBlob(netns, family, table string) (*blobTable, error) {
+	return nil, errors.New("legacy tables: not on Linux")
+}

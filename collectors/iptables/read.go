@@ -403,6 +403,21 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 		return bo
 	}
 	plans := plan(q, family)
+	if q.Runner == nil && q.Reader != ReaderText {
+		kb := bo
+		kb.Reader, kb.Method = collectorapi.IPTablesReaderKernelBlob, "blob"
+		st, err := legacyBlobStore(q.NetNS, family, tables, plans)
+		if err == nil {
+			readLegacyStore(ctx, st, q, family, &kb)
+			err = st.firstErr()
+		}
+		if err == nil {
+			return kb
+		}
+		// A rule the decoder does not render, or a socket the kernel
+		// refused: the save below reads the same tables.
+	}
+	bo.Reader = collectorapi.IPTablesReaderText
 	lock := q.LockFile
 	if lock == "" {
 		lock = filepath.Join(os.TempDir(), "svctrace-xtables.lock")
@@ -433,7 +448,13 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 	for _, g := range filters[1:] {
 		f.merge(g)
 	}
-	st := f.store()
+	readLegacyStore(ctx, f.store(), q, family, &bo)
+	return bo
+}
+
+// readLegacyStore fills bo from the legacy tables' chains.
+func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation) {
+	st.ensure(ctx, chainKey{"nat", chainCanary}, chainKey{"filter", chainCanary}, chainKey{"nat", chainServices})
 	if st.get(chainKey{"nat", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "nat")
 	}
@@ -441,10 +462,50 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 		bo.Canary = append(bo.Canary, "filter")
 	}
 	if !st.get(chainKey{"nat", chainServices}).exists {
-		return bo
+		return
 	}
-	assemble(ctx, st, q, family, &bo)
-	return bo
+	assemble(ctx, st, q, family, bo)
+}
+
+// legacyBlobStore reads the given legacy tables from the kernel (one
+// IPT_SO_GET_ENTRIES each) and renders chains from them on demand. Shared
+// chains keep only the rules that can be about the Service, decided before a
+// rule is rendered.
+func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*store, error) {
+	blobs := map[string]*blobTable{}
+	for _, t := range tables {
+		b, err := readBlob(netns, family, t)
+		if err != nil {
+			return nil, err
+		}
+		blobs[t] = b
+	}
+	pre := newSaveFilter(plans)
+	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	st.fetch = func(_ context.Context, k chainKey) *chainListing {
+		b := blobs[k.table]
+		if b == nil || !b.has(k.chain) {
+			return &chainListing{}
+		}
+		var keep func(string, []byte) bool
+		if sharedChains[k.chain] && k.chain != chainMarkMasq {
+			keep = func(target string, comment []byte) bool {
+				return target == chainNodePorts || pre.wanted[target] || pre.namesSpn(comment)
+			}
+		}
+		lines, err := b.rules(k.chain, keep)
+		if err != nil {
+			return &chainListing{err: err}
+		}
+		l := &chainListing{exists: true}
+		for _, line := range lines {
+			if r, err := ParseRule(line); err == nil {
+				l.rules = append(l.rules, r)
+			}
+		}
+		return l
+	}
+	return st, nil
 }
 
 // assemble builds the per-port observation from a store.

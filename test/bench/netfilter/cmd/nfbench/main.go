@@ -54,6 +54,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "read" {
 		os.Exit(readChild(os.Args[2:]))
 	}
+	programOnly := len(os.Args) > 1 && os.Args[1] == "program"
+	if programOnly {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
 	sizes := flag.String("sizes", "1000,5000,10000", "Service counts")
 	runs := flag.Int("runs", 5, "runs per measurement (median reported)")
 	modes := flag.String("modes", "nft,legacy,nftables", "nft (iptables nf_tables backend), legacy, nftables")
@@ -61,9 +65,15 @@ func main() {
 	kpFlag := flag.String("kube-proxy", "", "kube-proxy binary (default $SVCTRACE_KUBE_PROXY, else the testbed's cache)")
 	apiFlag := flag.String("fakeapi", "", "fake API binary (default: go build ./test/bench/netfilter/cmd/fakeapi)")
 	follow := flag.Bool("no-api-endpoints", false, "give the reader no endpoints from the API: it finds them by following the rules' jumps (the reader still has to find all 4)")
+	prefix := flag.String("netns-prefix", "svt-bench", "prefix of the network namespaces the run creates")
+	timeout := flag.Duration("program-timeout", 10*time.Minute, "how long kube-proxy may take to program one size (a size it cannot program is reported and skipped)")
+	families := flag.String("families", "ipv4", "with 'program': families to program and cache (ipv4,ipv6)")
 	flag.Parse()
 	noAPIEndpoints = *follow
 	kp := kubeProxyPath(*kpFlag)
+	if programOnly {
+		*source = "kubeproxy"
+	}
 	switch *source {
 	case "auto":
 		*source = "kpgen"
@@ -95,13 +105,46 @@ func main() {
 	tmpDir = tmp // removed by fail and before exiting (os.Exit skips defers)
 	defer os.RemoveAll(tmp)
 
+	var cache ruleCache
+	if *source == "kubeproxy" {
+		if cache, err = newRuleCache(kp); err != nil {
+			fail(err)
+		}
+	}
+	if programOnly {
+		api := fakeAPIBinary(*apiFlag, tmp)
+		failed := false
+		for _, fam := range strings.Split(*families, ",") {
+			for _, s := range strings.Split(*sizes, ",") {
+				n, err := strconv.Atoi(s)
+				if err != nil {
+					fail(err)
+				}
+				for _, kind := range []string{"iptables", "nftables"} {
+					path, note, err := cache.rules(api, kp, tmp, *prefix, kind, fam == "ipv6", n, *timeout)
+					if err != nil {
+						fmt.Printf("# %s %s n=%d: not programmed: %v\n", kind, fam, n, err)
+						failed = true
+						continue
+					}
+					fmt.Printf("# %s: %s\n", path, note)
+				}
+			}
+		}
+		_ = os.RemoveAll(tmp)
+		if failed {
+			os.Exit(1)
+		}
+		return
+	}
+
 	var api string
 	if *source == "kubeproxy" {
 		api = fakeAPIBinary(*apiFlag, tmp)
 		out, _ := exec.Command(kp, "--version").Output()
 		fmt.Printf("# nfbench: median of %d runs; rules programmed by the real kube-proxy (%s, %s) from a fake API; 4 endpoints per Service\n",
 			*runs, kp, strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0])
-		fmt.Println("# load_s: kube-proxy start -> its sync that programmed all Services; kp_sync_s: its full-sync duration (sum of n_syncs)")
+		fmt.Printf("# rules cached in %s (programmed once per size, restored on every run); load_s: the restore\n", cache.dir)
 	} else {
 		fmt.Printf("# nfbench: median of %d runs; rules from kpgen (kube-proxy v1.37 layout generator, NOT kube-proxy); 4 endpoints per Service\n", *runs)
 		fmt.Println("# load_s: iptables-restore / nft -f of the generated rules")
@@ -125,7 +168,7 @@ func main() {
 		}
 		target := n / 2 // a Service in the middle
 		for _, mode := range strings.Split(*modes, ",") {
-			ns := fmt.Sprintf("svt-bench-%d-%s-%d", os.Getpid()%100000, mode, n)
+			ns := fmt.Sprintf("%s-%d-%s-%d", *prefix, os.Getpid()%100000, mode, n)
 			run("ip", "netns", "add", ns)
 			created = append(created, ns)
 			nsPath := "/var/run/netns/" + ns
@@ -148,11 +191,22 @@ func main() {
 			var loadS float64
 			syncS := "-"
 			if *source == "kubeproxy" {
-				p := programWithKubeProxy(api, kp, tmp, ns, mode, n)
-				loadS = p.Seconds
-				syncS = fmt.Sprintf("%.2f(%d)", p.FullSyncSum, p.FullSyncs)
-				fmt.Printf("# %s n=%d: kube-proxy programmed all %d Services %.2f s after start (seen by polling at %.2f s); %d full sync(s) took %.2f s\n",
-					mode, n, n, p.Seconds, p.Observed, p.FullSyncs, p.FullSyncSum)
+				kind := "iptables"
+				if mode == "nftables" {
+					kind = "nftables"
+				}
+				path, note, err := cache.rules(api, kp, tmp, *prefix, kind, false, n, *timeout)
+				if err == nil {
+					loadS, err = restoreRules(nsPath, mode, path)
+				}
+				if err != nil {
+					fmt.Printf("# %s n=%d: not programmed, skipped: %v\n", mode, n, err)
+					notProgrammed = append(notProgrammed, fmt.Sprintf("%s n=%d", mode, n))
+					run("ip", "netns", "del", ns)
+					continue
+				}
+				syncS = "cached"
+				fmt.Printf("# %s n=%d: rules %s; restored in %.2f s\n", mode, n, note, loadS)
 			} else {
 				t0 := time.Now()
 				run(append([]string{"nsenter", "--net=" + nsPath, "--"}, load...)...)
@@ -181,11 +235,17 @@ func main() {
 			run("ip", "netns", "del", ns)
 		}
 	}
+	if len(notProgrammed) > 0 {
+		fmt.Printf("# not programmed (no figures): %s\n", strings.Join(notProgrammed, ", "))
+	}
 	if failed {
 		_ = os.RemoveAll(tmp)
 		os.Exit(1)
 	}
 }
+
+// notProgrammed are the sizes kube-proxy could not program in time.
+var notProgrammed []string
 
 // checkTargets prints the targets at 10k Services.
 func checkTargets(mode string, r, b float64, rss int64) bool {
