@@ -27,9 +27,31 @@ const (
 // namespace when asked for it by name.
 func readBlob(netns, family, table string) (*blobTable, error) {
 	ipv6 := family == "IPv6"
+	var t *blobTable
+	err := getEntries(netns, ipv6, table, func(blob []byte, valid uint32, hook, under [5]uint32) (err error) {
+		t, err = parseBlob(blob, ipv6, valid, hook, under)
+		return err
+	})
+	return t, err
+}
+
+// readBlobRaw returns the table's blob and its hook offsets as "valid
+// hook_entry[5] underflow[5]" (the tests record them).
+func readBlobRaw(netns, family, table string) ([]byte, string, error) {
+	var blob []byte
+	var hooks string
+	err := getEntries(netns, family == "IPv6", table, func(b []byte, valid uint32, hook, under [5]uint32) error {
+		blob = b
+		hooks = fmt.Sprint(valid, hook[0], hook[1], hook[2], hook[3], hook[4], under[0], under[1], under[2], under[3], under[4])
+		return nil
+	})
+	return blob, hooks, err
+}
+
+func getEntries(netns string, ipv6 bool, table string, fn func(blob []byte, valid uint32, hook, under [5]uint32) error) error {
 	fd, err := rawSocketIn(netns, ipv6)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unix.Close(fd)
 	level := unix.SOL_IP
@@ -40,7 +62,7 @@ func readBlob(netns, family, table string) (*blobTable, error) {
 		info := make([]byte, getInfoSize)
 		copy(info, table)
 		if err := getsockopt(fd, level, iptSoGetInfo, info); err != nil {
-			return nil, fmt.Errorf("IPT_SO_GET_INFO %s: %w", table, err)
+			return fmt.Errorf("IPT_SO_GET_INFO %s: %w", table, err)
 		}
 		valid := binary.NativeEndian.Uint32(info[32:])
 		var hook, under [5]uint32
@@ -57,9 +79,9 @@ func readBlob(netns, family, table string) (*blobTable, error) {
 			continue // the table was replaced between the two calls
 		}
 		if err != nil {
-			return nil, fmt.Errorf("IPT_SO_GET_ENTRIES %s: %w", table, err)
+			return fmt.Errorf("IPT_SO_GET_ENTRIES %s: %w", table, err)
 		}
-		return parseBlob(buf[getEntriesHdr:], ipv6, valid, hook, under)
+		return fn(buf[getEntriesHdr:], valid, hook, under)
 	}
 }
 

@@ -178,14 +178,29 @@ func nftFamily(family string) uint8 {
 // visit while its bytes are valid (they alias the receive buffer), and
 // reports whether the chain exists.
 func (c *nfnlConn) dumpChain(family, table, chain string, visit func(nfRule) error) (exists bool, err error) {
-	attrs := append(nlAttr(unix.NFTA_RULE_TABLE, table), nlAttr(unix.NFTA_RULE_CHAIN, chain)...)
-	err = c.request(unix.NFT_MSG_GETRULE, unix.NLM_F_DUMP, nftFamily(family), attrs, func(b []byte) error {
+	return c.dumpChainMsgs(family, table, chain, func(b []byte) error {
 		r, err := parseRuleMsg(b)
 		if err != nil {
 			return err
 		}
-		exists = true
 		return visit(r)
+	})
+}
+
+// dumpChainRaw hands each rule message's payload to fn as the kernel sent it
+// (the tests record them).
+func (c *nfnlConn) dumpChainRaw(family, table, chain string, fn func([]byte)) (bool, error) {
+	return c.dumpChainMsgs(family, table, chain, func(b []byte) error {
+		fn(b)
+		return nil
+	})
+}
+
+func (c *nfnlConn) dumpChainMsgs(family, table, chain string, fn func([]byte) error) (exists bool, err error) {
+	attrs := append(nlAttr(unix.NFTA_RULE_TABLE, table), nlAttr(unix.NFTA_RULE_CHAIN, chain)...)
+	err = c.request(unix.NFT_MSG_GETRULE, unix.NLM_F_DUMP, nftFamily(family), attrs, func(b []byte) error {
+		exists = true
+		return fn(b)
 	})
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil

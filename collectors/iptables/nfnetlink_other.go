@@ -17,3 +17,11 @@ func (c *nfnlConn) dumpChain(family, table, chain string, visit func(nfRule) err
 func readBlob(netns, family, table string) (*blobTable, error) {
 	return nil, errors.New("legacy tables: not on Linux")
 }
+
+func (c *nfnlConn) dumpChainRaw(family, table, chain string, fn func([]byte)) (bool, error) {
+	return false, errors.New("netlink: not on Linux")
+}
+
+func readBlobRaw(netns, family, table string) ([]byte, string, error) {
+	return nil, "", errors.New("legacy tables: not on Linux")
+}

@@ -35,8 +35,9 @@ type IPTablesObservation struct {
 type IPTablesBackendObservation struct {
 	Backend string `json:"backend"` // nf_tables | legacy
 	Family  string `json:"family"`  // IPv4 | IPv6
-	// Method is how the rules were read: "per-chain" (nf_tables) or
-	// "save-stream" (legacy).
+	// Method is how the rules were read: "per-chain" (nf_tables, over
+	// netlink or with iptables -S), "blob" (legacy, the kernel's table) or
+	// "save-stream" (legacy, iptables-legacy-save).
 	Method string `json:"method"`
 	// Reader is which reader produced the rules: IPTablesReaderNetlink
 	// (nf_tables rules dumped per chain over netlink), IPTablesReaderKernelBlob
