@@ -252,12 +252,11 @@ type ruleLine struct {
 	target   string   // " -j X ..." or " -g X"
 	// portMatch is the index in matches of a native tcp/udp port match,
 	// so that --sport and --dport of one rule land in one "-m tcp".
-	portMatch   int
-	sport       string
-	dport       string
-	notSport    bool
-	notDport    bool
-	hasPortExpr bool
+	portMatch int
+	sport     string
+	dport     string
+	notSport  bool
+	notDport  bool
 }
 
 // renderRule renders one iptables-nft rule of chain as `iptables -S` would
@@ -1046,11 +1045,10 @@ var (
 // natRange is struct nf_nat_range2 (and its prefixes nf_nat_range and the
 // IPv4 multi-range compat): flags, address range, port range, base port.
 type natRange struct {
-	flags              uint32
-	minAddr, maxAddr   netip.Addr
-	minPort, maxPort   uint16
-	basePort           uint16
-	mapIPs, portsGiven bool
+	flags            uint32
+	minAddr, maxAddr netip.Addr
+	minPort, maxPort uint16
+	basePort         uint16
 }
 
 // NF_NAT_RANGE_* flags (linux/netfilter/nf_nat.h).
