@@ -67,6 +67,17 @@ func TestKernelReadersMatchTextOnRealKubeProxy(t *testing.T) {
 					}
 					ns := netns.New(t, "ipt")
 					ns.MustRun(t, restore[be], rules)
+					if be == collectorapi.IPTablesBackendLegacy {
+						fam := "IPv4"
+						if ipv6 {
+							fam = "IPv6"
+						}
+						blob, _, err := readBlobRaw(ns.Path(), fam, "nat")
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Logf("legacy nat table: %d bytes in one IPT_SO_GET_ENTRIES", len(blob))
+					}
 					for _, i := range []int{0, 1, n / 2, n - 1} {
 						for _, withEndpoints := range []bool{true, false} {
 							q := benchQuery(i, ipv6, withEndpoints)
