@@ -251,6 +251,9 @@ func (t *blobTable) summary(e blobEntry) (string, []byte, error) {
 // order, target.
 func (t *blobTable) render(chain string, e blobEntry) (string, error) {
 	b := t.blob[e.off:]
+	if !iptablesWord(chain) {
+		return "", errUnsupported
+	}
 	var sb strings.Builder
 	sb.WriteString("-A " + chain)
 	var proto uint16
@@ -306,6 +309,9 @@ func (t *blobTable) render(chain string, e blobEntry) (string, error) {
 		sb.WriteString(" -f")
 	}
 	if err := t.matches(e, func(x xtCall) error {
+		if !iptablesWord(x.name) {
+			return errUnsupported
+		}
 		s, err := renderMatch(x, t.ipv6)
 		if err != nil {
 			return err
@@ -320,6 +326,9 @@ func (t *blobTable) render(chain string, e blobEntry) (string, error) {
 		return "", err
 	}
 	if name != "" {
+		if !iptablesWord(name) {
+			return "", errUnsupported
+		}
 		s, err := renderTarget(xtCall{name: name, rev: uint32(rev), info: data}, t.ipv6)
 		if err != nil {
 			return "", err
@@ -335,6 +344,9 @@ func (t *blobTable) render(chain string, e blobEntry) (string, error) {
 		return "", err
 	}
 	if tn != "" {
+		if !iptablesWord(tn) {
+			return "", errUnsupported
+		}
 		gotoFlag := iptFGoto
 		if t.ipv6 {
 			gotoFlag = ip6FGoto
@@ -375,6 +387,9 @@ func saveIface(sb *strings.Builder, letter byte, name, mask []byte, invert bool)
 			return errUnsupported
 		}
 		return nil
+	}
+	if !iptablesWord(n) {
+		return errUnsupported
 	}
 	ones := bytes.IndexByte(mask, 0)
 	if ones < 0 {

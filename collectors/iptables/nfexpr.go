@@ -269,7 +269,7 @@ func renderRule(r nfRule, ipv6 bool) (string, error) {
 			return "", err
 		}
 	}
-	if r.chain == "" {
+	if !iptablesWord(r.chain) {
 		return "", errUnsupported
 	}
 	var b strings.Builder
@@ -313,6 +313,22 @@ func renderRule(r nfRule, ipv6 bool) (string, error) {
 	}
 	b.WriteString(l.target)
 	return b.String(), nil
+}
+
+// iptablesWord reports whether a name from the kernel (chain, extension,
+// interface, recent list) prints as one word that reads back as itself: what
+// iptables itself accepts in those places. Anything else (nft can name a chain
+// "a b") is left to iptables' own listing.
+func iptablesWord(s string) bool {
+	if s == "" || s[0] == '-' || s[0] == '!' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '"' || c == '\\' || c == '\'' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // protoName is iptables' proto_to_name for the protocols it names.
@@ -498,6 +514,9 @@ func (l *ruleLine) add(e nfExpr, regs map[uint32]regLoad) error {
 		if err != nil {
 			return err
 		}
+		if !iptablesWord(x.name) {
+			return errUnsupported
+		}
 		s, err := renderMatch(x, l.ipv6)
 		if err != nil {
 			return err
@@ -507,6 +526,9 @@ func (l *ruleLine) add(e nfExpr, regs map[uint32]regLoad) error {
 		x, err := parseXT(e.data)
 		if err != nil {
 			return err
+		}
+		if !iptablesWord(x.name) {
+			return errUnsupported
 		}
 		if l.target != "" {
 			return errUnsupported
@@ -547,6 +569,9 @@ func (l *ruleLine) cmp(ld regLoad, neg bool, data []byte) error {
 				return errUnsupported
 			}
 			name := nlString(data)
+			if !iptablesWord(name) {
+				return errUnsupported
+			}
 			if indexNUL(data) < 0 {
 				name += "+" // a prefix match: iptables compares without the NUL
 			}
@@ -750,7 +775,7 @@ func (l *ruleLine) immediate(b []byte) error {
 	default:
 		return errUnsupported
 	}
-	if (code == nftJump || code == nftGoto) && chain == "" {
+	if (code == nftJump || code == nftGoto) && !iptablesWord(chain) {
 		return errUnsupported
 	}
 	return nil
@@ -899,6 +924,9 @@ func recentText(x xtCall, ipv6 bool) (string, error) {
 	}
 	if cs&ttl != 0 {
 		b.WriteString(" --rttl")
+	}
+	if !iptablesWord(name) {
+		return "", errUnsupported
 	}
 	b.WriteString(" --name " + name)
 	mask := info[212:228]
