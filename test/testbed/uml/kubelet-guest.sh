@@ -129,6 +129,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "20Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
 fileCheckFrequency: 2s
+seccompDefault: true
 KCFG
 status "kubelet starting"
 "$KUBELET" --config="$state/kubelet.yaml" --root-dir="$state/kubelet" --cert-dir="$state/kubelet/pki" \
