@@ -159,3 +159,29 @@ uml_death() {
 	uml_log "$name: console tail:"
 	tail -n 15 "$d/console.log" >&2 2>/dev/null || true
 }
+
+# uml_boot_until NAME TIMEOUT_S READY_CMD JOB [ARG...]: uml_boot, then wait
+# until READY_CMD (a command or function) succeeds. An instance the host
+# kernel killed meanwhile (uml_host_kills) is booted once more; any other
+# death fails at once. Returns 0 ready, 1 dead or not booted, 2 timed out.
+uml_boot_until() {
+	local name=$1 timeout=$2 ready=$3 attempt i
+	shift 3
+	for attempt in 1 2; do
+		uml_boot "$name" "$@" || return 1
+		for ((i = 0; i < timeout * 10; i++)); do
+			"$ready" && return 0
+			if ! uml_alive "$name"; then
+				uml_death "$name"
+				if ((attempt == 1)) && uml_host_kills "$name" >/dev/null; then
+					uml_log "$name: killed by the host kernel while booting; booting it once more"
+					continue 2
+				fi
+				return 1
+			fi
+			sleep 0.1
+		done
+		return 2
+	done
+	return 1
+}
