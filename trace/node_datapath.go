@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -148,7 +149,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		}
 		pp := findProgrammed(ports, pe)
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		nj.comparePort(node, obs, mode, pe, pp)
 	}
@@ -162,7 +163,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 type nodeExpectation struct {
 	zone    string
 	expect  []PortExpectation
-	choices *expectationChoices
+	choices *Choices
 }
 
 // expectation returns the node's expectation, computing it the first time.
@@ -178,14 +179,74 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 	// kube-proxy, knowing its zone, programs only that zone's; judging one
 	// slice order would call kube-proxy's pick of a duplicate wrong.
 	if nj.readOrders == nil {
-		nj.readOrders = newReadOrders(nj.in.Slices)
+		nj.readOrders = NewReadOrders(nj.in.Slices)
 	}
-	ne.choices = choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne.choices = ChoicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
 	if nj.expectations == nil {
 		nj.expectations = map[string]*nodeExpectation{}
 	}
 	nj.expectations[node] = ne
 	return ne
+}
+
+// nodeZone is the zone kube-proxy on node matches zone hints against: its
+// Node's topology.kubernetes.io/zone label (NodeTopologyConfig feeds the
+// proxier the node's labels). When the Node was not read, the EndpointSlice
+// controller's copy of that label on the node's own endpoints (endpoint
+// zone) stands in, if they agree. known is false when neither says.
+func nodeZone(in *Input, node string) (zone string, known bool) {
+	if n := in.Nodes[node]; n != nil {
+		return n.Labels[corev1.LabelTopologyZone], true
+	}
+	zones := map[string]bool{}
+	for _, sls := range [][]discoveryv1.EndpointSlice{in.Slices, in.DNSSlices} {
+		for i := range sls {
+			for _, e := range sls[i].Endpoints {
+				if e.NodeName != nil && *e.NodeName == node && e.Zone != nil && *e.Zone != "" {
+					zones[*e.Zone] = true
+				}
+			}
+		}
+	}
+	if len(zones) == 1 {
+		for z := range zones {
+			return z, true
+		}
+	}
+	return "", false
+}
+
+// fit picks, for the i-th port expectation, the choice the programmed
+// endpoints match best: kube-proxy programs one of them, so rules that
+// match one are healthy and rules that match none are a real fault. Ties go
+// to the first (the slices as listed, no zone filtering).
+func fit(c *Choices, i int, pp *programmedPort) PortExpectation {
+	var best PortExpectation
+	bestScore := -1
+	for _, set := range c.Sets {
+		cand := set[i]
+		want := map[string]bool{}
+		for _, e := range cand.Internal {
+			want[e.String()] = true
+		}
+		score := 0
+		if pp != nil {
+			for _, e := range pp.Endpoints {
+				if want[e.Endpoint] {
+					delete(want, e.Endpoint)
+				} else {
+					score++
+				}
+			}
+		}
+		score += len(want)
+		if bestScore < 0 || score < bestScore {
+			best, bestScore = cand, score
+		}
+	}
+	best.ZoneAssumed = c.ZoneAssumed
+	best.OrderDependent = c.OrderDependent
+	return best
 }
 
 // nodeProgrammed is what a node's datapath programmed for the Service, read
@@ -320,12 +381,12 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	sort.Strings(stale)
 	if len(missing) > 0 {
 		nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", EndpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
 		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
-			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", EndpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {
@@ -397,7 +458,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if problems == 0 {
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			append([]report.Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("endpoints", EndpointStrings(want))}, zoneFields(pe)...)...)
 	}
 }
 
@@ -457,7 +518,7 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
 	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(pe.External)))
+		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", EndpointStrings(pe.External)))
 	return 1
 }
 

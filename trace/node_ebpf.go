@@ -403,7 +403,7 @@ const (
 // LocalCount ordinals (the node's own backends, which Felix writes first),
 // otherwise all Count. That reading of Felix's layout is from Calico's
 // source, not checked against a running Felix.
-func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *Choices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Calico == nil || !e.Data.Calico.Detected {
 		return
@@ -456,7 +456,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 			}
 		}
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		nj.comparePort(node, obs, collectorapi.ModeCalico, pe, pp)
 		nj.compareCalicoExternal(node, port, pe, c)
@@ -599,7 +599,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 	nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": datapath, "frontend": frontend, "port": port,
 		"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 			policy, listOrNone(missing), listOrNone(stale))}, evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
+		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", EndpointStrings(want)))
 }
 
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
@@ -612,7 +612,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 // own (compareCiliumExternal). Maps the collector could not decode (another
 // Cilium version's layout, no permission) leave the port unknown, not
 // failed: kube-proxy's reasons do not apply here.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *Choices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil {
 		return
@@ -642,7 +642,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			pp.NodePortFound = np == nil || np.Found
 		}
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		pe = nj.withoutInactive(node, pe, fe, c)
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)

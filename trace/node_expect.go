@@ -58,7 +58,7 @@ type PortExpectation struct {
 	TopologyMode string
 	// Zone is the node's zone the hints were matched against. ZoneAssumed
 	// says it was not known and was chosen as the one whose expectation
-	// fits the programmed rules best (see expectationChoices).
+	// fits the programmed rules best (see Choices).
 	Zone        string
 	ZoneAssumed bool
 	// OrderDependent are duplicate endpoints whose copy kube-proxy picks by
@@ -73,8 +73,8 @@ type PortExpectation struct {
 	ExternallyAccessible bool
 }
 
-// kpEndpoint is an endpoint with kube-proxy's view of its conditions.
-type kpEndpoint struct {
+// EndpointInfo is an endpoint with kube-proxy's view of its conditions.
+type EndpointInfo struct {
 	ExpectedEndpoint
 	local     bool
 	zoneHints map[string]bool
@@ -86,23 +86,23 @@ type kpEndpoint struct {
 // nil for Services kube-proxy skips (headless, ExternalName, or carrying the
 // service-proxy-name label).
 func ExpectForNode(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string, nodeLabels map[string]string) []PortExpectation {
-	if svc == nil || skippedByKubeProxy(svc) {
+	if svc == nil || SkippedByKubeProxy(svc) {
 		return nil
 	}
 	zone := nodeLabels[corev1.LabelTopologyZone]
 	var out []PortExpectation
-	for _, fam := range serviceFamilies(svc) {
+	for _, fam := range ServiceFamilies(svc) {
 		for _, sp := range svc.Spec.Ports {
-			eps := endpointsFor(slices, sp, fam, node)
+			eps := EndpointsFor(slices, sp, fam, node)
 			out = append(out, categorize(svc, sp, fam, eps, node, zone))
 		}
 	}
 	return out
 }
 
-// skippedByKubeProxy mirrors util.ShouldSkipService and the informer filter
+// SkippedByKubeProxy mirrors util.ShouldSkipService and the informer filter
 // on the service-proxy-name label.
-func skippedByKubeProxy(svc *corev1.Service) bool {
+func SkippedByKubeProxy(svc *corev1.Service) bool {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return true
 	}
@@ -115,43 +115,16 @@ func skippedByKubeProxy(svc *corev1.Service) bool {
 	return false
 }
 
-// nodeZone is the zone kube-proxy on node matches zone hints against: its
-// Node's topology.kubernetes.io/zone label (NodeTopologyConfig feeds the
-// proxier the node's labels). When the Node was not read, the EndpointSlice
-// controller's copy of that label on the node's own endpoints (endpoint
-// zone) stands in, if they agree. known is false when neither says.
-func nodeZone(in *Input, node string) (zone string, known bool) {
-	if n := in.Nodes[node]; n != nil {
-		return n.Labels[corev1.LabelTopologyZone], true
-	}
-	zones := map[string]bool{}
-	for _, sls := range [][]discoveryv1.EndpointSlice{in.Slices, in.DNSSlices} {
-		for i := range sls {
-			for _, e := range sls[i].Endpoints {
-				if e.NodeName != nil && *e.NodeName == node && e.Zone != nil && *e.Zone != "" {
-					zones[*e.Zone] = true
-				}
-			}
-		}
-	}
-	if len(zones) == 1 {
-		for z := range zones {
-			return z, true
-		}
-	}
-	return "", false
-}
-
-// expectationChoices are the expectations a kube-proxy on one node can
+// Choices are the expectations a kube-proxy on one node can
 // arrive at when the inputs do not pin down one: the node's zone is unknown
 // (each hinted zone, and a zone no endpoint is hinted for, where kube-proxy
 // ignores zone hints), or two slices hold the same IP:port with different
 // conditions, where kube-proxy's pick depends on the order it reads the
 // slices in (each order). kube-proxy programs exactly one of them.
-type expectationChoices struct {
-	sets           [][]PortExpectation // each has ExpectForNode's port order
-	zoneAssumed    bool
-	orderDependent []string
+type Choices struct {
+	Sets           [][]PortExpectation // each has ExpectForNode's port order
+	ZoneAssumed    bool
+	OrderDependent []string
 }
 
 // maxPermutedSlices bounds the slices whose every read order is tried; with
@@ -159,24 +132,24 @@ type expectationChoices struct {
 // its slices kube-proxy reads last, or first for terminating copies).
 const maxPermutedSlices = 4
 
-// readOrders are the slice orders to try and the duplicates that make the
+// ReadOrders are the slice orders to try and the duplicates that make the
 // order matter (sliceOrders), and the zones the endpoints are hinted for.
 // None depends on the node, so a trace computes them once.
-type readOrders struct {
+type ReadOrders struct {
 	orders [][]discoveryv1.EndpointSlice
 	dups   []string
 	zones  []string
 }
 
-func newReadOrders(slices []discoveryv1.EndpointSlice) *readOrders {
-	r := &readOrders{zones: hintedZones(slices)}
+func NewReadOrders(slices []discoveryv1.EndpointSlice) *ReadOrders {
+	r := &ReadOrders{zones: hintedZones(slices)}
 	r.orders, r.dups = sliceOrders(slices)
 	return r
 }
 
-// choicesForNode returns nil when ExpectForNode's answer is the only one.
-func choicesForNode(svc *corev1.Service, r *readOrders, node, zone string, zoneKnown bool) *expectationChoices {
-	if svc == nil || skippedByKubeProxy(svc) {
+// ChoicesForNode returns nil when ExpectForNode's answer is the only one.
+func ChoicesForNode(svc *corev1.Service, r *ReadOrders, node, zone string, zoneKnown bool) *Choices {
+	if svc == nil || SkippedByKubeProxy(svc) {
 		return nil
 	}
 	zones := []string{zone}
@@ -187,10 +160,10 @@ func choicesForNode(svc *corev1.Service, r *readOrders, node, zone string, zoneK
 	if len(zones)*len(orders) == 1 {
 		return nil
 	}
-	c := &expectationChoices{zoneAssumed: len(zones) > 1, orderDependent: dups}
+	c := &Choices{ZoneAssumed: len(zones) > 1, OrderDependent: dups}
 	for _, order := range orders {
 		for _, z := range zones {
-			c.sets = append(c.sets, ExpectForNode(svc, order, node, map[string]string{corev1.LabelTopologyZone: z}))
+			c.Sets = append(c.Sets, ExpectForNode(svc, order, node, map[string]string{corev1.LabelTopologyZone: z}))
 		}
 	}
 	return c
@@ -199,7 +172,7 @@ func choicesForNode(svc *corev1.Service, r *readOrders, node, zone string, zoneK
 func hintedZones(slices []discoveryv1.EndpointSlice) []string {
 	zones := map[string]bool{}
 	for i := range slices {
-		if sliceIgnoredByKubeProxy(&slices[i]) {
+		if SliceIgnoredByKubeProxy(&slices[i]) {
 			continue
 		}
 		for _, e := range slices[i].Endpoints {
@@ -211,39 +184,6 @@ func hintedZones(slices []discoveryv1.EndpointSlice) []string {
 		}
 	}
 	return sortedKeys(zones)
-}
-
-// fit picks, for the i-th port expectation, the choice the programmed
-// endpoints match best: kube-proxy programs one of them, so rules that
-// match one are healthy and rules that match none are a real fault. Ties go
-// to the first (the slices as listed, no zone filtering).
-func (c *expectationChoices) fit(i int, pp *programmedPort) PortExpectation {
-	var best PortExpectation
-	bestScore := -1
-	for _, set := range c.sets {
-		cand := set[i]
-		want := map[string]bool{}
-		for _, e := range cand.Internal {
-			want[e.String()] = true
-		}
-		score := 0
-		if pp != nil {
-			for _, e := range pp.Endpoints {
-				if want[e.Endpoint] {
-					delete(want, e.Endpoint)
-				} else {
-					score++
-				}
-			}
-		}
-		score += len(want)
-		if bestScore < 0 || score < bestScore {
-			best, bestScore = cand, score
-		}
-	}
-	best.ZoneAssumed = c.zoneAssumed
-	best.OrderDependent = c.orderDependent
-	return best
 }
 
 // sliceOrders returns the slice orders worth trying and the endpoint
@@ -262,7 +202,7 @@ func sliceOrders(slices []discoveryv1.EndpointSlice) (orders [][]discoveryv1.End
 	byKey := map[string][]copyOf{}
 	for i := range slices {
 		sl := &slices[i]
-		if sliceIgnoredByKubeProxy(sl) {
+		if SliceIgnoredByKubeProxy(sl) {
 			continue
 		}
 		for _, e := range sl.Endpoints {
@@ -384,7 +324,7 @@ func omitIndex(xs []int, k int) []int {
 	return append(out, xs[k+1:]...)
 }
 
-func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
+func ServiceFamilies(svc *corev1.Service) []corev1.IPFamily {
 	if len(svc.Spec.IPFamilies) > 0 {
 		return svc.Spec.IPFamilies
 	}
@@ -394,28 +334,28 @@ func serviceFamilies(svc *corev1.Service) []corev1.IPFamily {
 	return []corev1.IPFamily{corev1.IPv4Protocol}
 }
 
-// endpointsFor turns the slices into kube-proxy endpoints for one Service
+// EndpointsFor turns the slices into kube-proxy endpoints for one Service
 // port and family: first address, conditions defaulted, duplicates resolved
 // as kube-proxy resolves them in the order given. A slice port belongs to the
 // Service port when name and protocol both match, as kube-proxy keys its
 // ServicePortName; a slice port with a nil name, or a nil or zero port
 // number, is skipped as kube-proxy skips it (EndpointSliceCache
 // endpointInfoByServicePort).
-func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam corev1.IPFamily, node string) []kpEndpoint {
+func EndpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam corev1.IPFamily, node string) []EndpointInfo {
 	want := discoveryv1.AddressTypeIPv4
 	if fam == corev1.IPv6Protocol {
 		want = discoveryv1.AddressTypeIPv6
 	}
-	byKey := map[string]kpEndpoint{}
+	byKey := map[string]EndpointInfo{}
 	for i := range slices {
 		sl := &slices[i]
 		if sl.AddressType != want {
 			continue
 		}
-		if sliceIgnoredByKubeProxy(sl) {
+		if SliceIgnoredByKubeProxy(sl) {
 			continue
 		}
-		port := slicePortFor(sl, sp)
+		port := SlicePortFor(sl, sp)
 		if port == nil {
 			continue
 		}
@@ -427,7 +367,7 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam
 			if a, err := netip.ParseAddr(ip); err == nil {
 				ip = a.String()
 			}
-			ep := kpEndpoint{ExpectedEndpoint: ExpectedEndpoint{
+			ep := EndpointInfo{ExpectedEndpoint: ExpectedEndpoint{
 				IP:          ip,
 				Port:        *port,
 				Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
@@ -466,15 +406,15 @@ func endpointsFor(slices []discoveryv1.EndpointSlice, sp corev1.ServicePort, fam
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]kpEndpoint, len(keys))
+	out := make([]EndpointInfo, len(keys))
 	for i, k := range keys {
 		out[i] = byKey[k]
 	}
 	return out
 }
 
-// slicePortFor is the slice's port number for the Service port, or nil.
-func slicePortFor(sl *discoveryv1.EndpointSlice, sp corev1.ServicePort) *int32 {
+// SlicePortFor is the slice's port number for the Service port, or nil.
+func SlicePortFor(sl *discoveryv1.EndpointSlice, sp corev1.ServicePort) *int32 {
 	proto := protocolOf(sp.Protocol)
 	for _, p := range sl.Ports {
 		if p.Name == nil || *p.Name != sp.Name || p.Port == nil || *p.Port == 0 {
@@ -490,22 +430,22 @@ func slicePortFor(sl *discoveryv1.EndpointSlice, sp corev1.ServicePort) *int32 {
 	return nil
 }
 
-// sliceIgnoredByKubeProxy mirrors kube-proxy's EndpointSlice informer, which
+// SliceIgnoredByKubeProxy mirrors kube-proxy's EndpointSlice informer, which
 // lists only slices without the service.kubernetes.io/headless label (any
 // value excludes; cmd/kube-proxy/app/server.go). The EndpointSlice
 // controller sets it only for headless Services and never copies it from a
 // Service, but mirrored slices copy it from their Endpoints object and
 // hand-made slices may carry it.
-func sliceIgnoredByKubeProxy(sl *discoveryv1.EndpointSlice) bool {
+func SliceIgnoredByKubeProxy(sl *discoveryv1.EndpointSlice) bool {
 	_, ok := sl.Labels[corev1.IsHeadlessService]
 	return ok
 }
 
-func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []kpEndpoint, node, zone string) PortExpectation {
+func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string) PortExpectation {
 	pe := PortExpectation{
 		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
 		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || hasVIPIngress(svc),
+		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || HasVIPIngress(svc),
 	}
 	if pe.Protocol == "" {
 		pe.Protocol = string(corev1.ProtocolTCP)
@@ -563,7 +503,7 @@ func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily,
 	return pe
 }
 
-func hasVIPIngress(svc *corev1.Service) bool {
+func HasVIPIngress(svc *corev1.Service) bool {
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
 		if ing.IP != "" && (ing.IPMode == nil || *ing.IPMode == corev1.LoadBalancerIPModeVIP) {
 			return true
@@ -574,7 +514,7 @@ func hasVIPIngress(svc *corev1.Service) bool {
 
 // topologyMode is kube-proxy's topologyModeFromHints with
 // PreferSameTrafficDistribution on (GA and locked in v1.37).
-func topologyMode(eps []kpEndpoint, node, zone string) string {
+func topologyMode(eps []EndpointInfo, node, zone string) string {
 	hasReady, forNode, allNode, forZone, allZone := false, false, true, false, true
 	for _, ep := range eps {
 		if !ep.Ready {
@@ -603,7 +543,7 @@ func topologyMode(eps []kpEndpoint, node, zone string) string {
 	return ""
 }
 
-func availableForTopology(ep kpEndpoint, mode, node, zone string) bool {
+func availableForTopology(ep EndpointInfo, mode, node, zone string) bool {
 	switch mode {
 	case "":
 		return true
@@ -615,8 +555,8 @@ func availableForTopology(ep kpEndpoint, mode, node, zone string) bool {
 	return false
 }
 
-// endpointStrings lists endpoint strings in kube-proxy order.
-func endpointStrings(eps []ExpectedEndpoint) []string {
+// EndpointStrings lists endpoint strings in kube-proxy order.
+func EndpointStrings(eps []ExpectedEndpoint) []string {
 	out := make([]string, len(eps))
 	for i, e := range eps {
 		out[i] = e.String()

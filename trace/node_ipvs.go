@@ -107,7 +107,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		}
 		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
 			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
-			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", endpointStrings(wantExt)))
+			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", EndpointStrings(wantExt)))
 		problems++
 	}
 	if len(draining) > 0 {

@@ -60,7 +60,7 @@ type nodeJudge struct {
 	fqdn       string
 	eps        *endpointIndex
 	sockets    *socketIndex
-	readOrders *readOrders
+	readOrders *ReadOrders
 	// expectations and programmedPorts hold each node's expectation and
 	// programmed ports, computed once (expectation, programmed).
 	expectations    map[string]*nodeExpectation

@@ -22,7 +22,7 @@ var maxMatrixCells = 20000
 func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	in := nj.in
 	svc := in.Service
-	if svc == nil || skippedByKubeProxy(svc) || len(views) == 0 {
+	if svc == nil || SkippedByKubeProxy(svc) || len(views) == 0 {
 		return nil
 	}
 	views = append([]NodeView(nil), views...)
@@ -82,7 +82,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			}
 			pp := findProgrammed(ports, pe)
 			if choices != nil {
-				pe = choices.fit(i, pp)
+				pe = fit(choices, i, pp)
 			}
 			g := grid(servicePortLabel(in.Namespace, in.Name, pe))
 			row := matrixRowCells{node: v.Node, readable: readable, reason: reason, probes: probes,
