@@ -1,4 +1,4 @@
-package trace
+package expect
 
 import (
 	"net"
@@ -560,6 +560,27 @@ func EndpointStrings(eps []ExpectedEndpoint) []string {
 	out := make([]string, len(eps))
 	for i, e := range eps {
 		out[i] = e.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+// labelServiceProxyName is the label kube-proxy's Service informer selects
+// on the absence of (pkg/proxy/apis.LabelServiceProxyName).
+const labelServiceProxyName = "service.kubernetes.io/service-proxy-name"
+
+// protocolOf is the Service port's protocol, TCP when unset.
+func protocolOf(p corev1.Protocol) string {
+	if p == "" {
+		return string(corev1.ProtocolTCP)
+	}
+	return string(p)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

@@ -1,4 +1,4 @@
-package trace
+package expect
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 type epSpec struct {
 	ip, node                    string
