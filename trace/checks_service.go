@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -75,7 +77,7 @@ func (j *judge) ignoredSlicesCheck() {
 	var names []string
 	count := 0
 	for i := range j.in.Slices {
-		if sl := &j.in.Slices[i]; sliceIgnoredByKubeProxy(sl) {
+		if sl := &j.in.Slices[i]; expect.SliceIgnoredByKubeProxy(sl) {
 			names = append(names, sl.Name)
 			count += len(sl.Endpoints)
 		}
@@ -85,9 +87,9 @@ func (j *judge) ignoredSlicesCheck() {
 	}
 	sort.Strings(names)
 	var stranded []string
-	for _, fam := range serviceFamilies(j.svc) {
+	for _, fam := range expect.ServiceFamilies(j.svc) {
 		for _, sp := range j.ports {
-			if usableIn(endpointsFor(j.in.Slices, sp, fam, "")) {
+			if usableIn(expect.EndpointsFor(j.in.Slices, sp, fam, "")) {
 				continue
 			}
 			if j.usableInIgnoredSlices(sp, fam) {
@@ -108,7 +110,7 @@ func (j *judge) ignoredSlicesCheck() {
 	}
 }
 
-func usableIn(eps []kpEndpoint) bool {
+func usableIn(eps []expect.EndpointInfo) bool {
 	for _, ep := range eps {
 		if ep.Ready || ep.Serving && ep.Terminating {
 			return true
@@ -126,7 +128,7 @@ func (j *judge) usableInIgnoredSlices(sp corev1.ServicePort, fam corev1.IPFamily
 	}
 	for i := range j.in.Slices {
 		sl := &j.in.Slices[i]
-		if !sliceIgnoredByKubeProxy(sl) || sl.AddressType != want || slicePortFor(sl, sp) == nil {
+		if !expect.SliceIgnoredByKubeProxy(sl) || sl.AddressType != want || expect.SlicePortFor(sl, sp) == nil {
 			continue
 		}
 		for _, e := range sl.Endpoints {
@@ -270,11 +272,11 @@ func nodeFields(without []string, notCounted map[string][]string) []report.Field
 // endpoints). Ports with no usable endpoint anywhere are left out: kube-proxy
 // rejects them on every node. anyEndpoint is false when every port is such.
 func (j *judge) nodesWithLocalEndpoints() (local map[string]bool, anyEndpoint bool) {
-	for _, fam := range serviceFamilies(j.svc) {
+	for _, fam := range expect.ServiceFamilies(j.svc) {
 		for _, sp := range j.ports {
 			nodes := map[string]bool{}
 			usable := false
-			for _, ep := range endpointsFor(j.in.Slices, sp, fam, "") {
+			for _, ep := range expect.EndpointsFor(j.in.Slices, sp, fam, "") {
 				if !ep.Ready && !(ep.Serving && ep.Terminating) {
 					continue
 				}
@@ -443,7 +445,7 @@ func workloadOf(p *corev1.Pod) string {
 // Service's public DNS name) is dropped unless its own address is in a range.
 func (j *judge) sourceRangesCheck() {
 	svc := j.svc
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !hasVIPIngress(svc) {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !expect.HasVIPIngress(svc) {
 		return
 	}
 	var ranges []netip.Prefix

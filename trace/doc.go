@@ -6,8 +6,10 @@
 // JSON or YAML.
 //
 // The files follow the layers they judge: checks_*.go are the checks the API
-// alone decides; node_datapath.go compares a node's datapath with what
-// kube-proxy would program, whichever backend programmed it, and
+// alone decides; what kube-proxy would program on each node is the
+// expect package's (pkg/proxy/topology.go's role); node_datapath.go compares
+// a node's datapath with it, whichever backend programmed it, and
 // node_iptables.go, node_nftables.go, node_ipvs.go and node_ebpf.go turn each
-// backend's observation into that backend-neutral form.
+// backend's observation into that backend-neutral form. report holds the
+// result model and the catalog, netpol the NetworkPolicy evaluation.
 package trace

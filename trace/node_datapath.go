@@ -10,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -148,7 +151,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		}
 		pp := findProgrammed(ports, pe)
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		nj.comparePort(node, obs, mode, pe, pp)
 	}
@@ -161,8 +164,8 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 // checks, the probes and the endpoint matrix, so they agree.
 type nodeExpectation struct {
 	zone    string
-	expect  []PortExpectation
-	choices *expectationChoices
+	expect  []expect.PortExpectation
+	choices *expect.Choices
 }
 
 // expectation returns the node's expectation, computing it the first time.
@@ -173,19 +176,79 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 	svc := nj.in.Service
 	zone, zoneKnown := nodeZone(nj.in, node)
 	ne := &nodeExpectation{zone: zone,
-		expect: ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
+		expect: expect.ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
 	// Judging against an empty zone would expect every endpoint where
 	// kube-proxy, knowing its zone, programs only that zone's; judging one
 	// slice order would call kube-proxy's pick of a duplicate wrong.
 	if nj.readOrders == nil {
-		nj.readOrders = newReadOrders(nj.in.Slices)
+		nj.readOrders = expect.NewReadOrders(nj.in.Slices)
 	}
-	ne.choices = choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne.choices = expect.ChoicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
 	if nj.expectations == nil {
 		nj.expectations = map[string]*nodeExpectation{}
 	}
 	nj.expectations[node] = ne
 	return ne
+}
+
+// nodeZone is the zone kube-proxy on node matches zone hints against: its
+// Node's topology.kubernetes.io/zone label (NodeTopologyConfig feeds the
+// proxier the node's labels). When the Node was not read, the EndpointSlice
+// controller's copy of that label on the node's own endpoints (endpoint
+// zone) stands in, if they agree. known is false when neither says.
+func nodeZone(in *Input, node string) (zone string, known bool) {
+	if n := in.Nodes[node]; n != nil {
+		return n.Labels[corev1.LabelTopologyZone], true
+	}
+	zones := map[string]bool{}
+	for _, sls := range [][]discoveryv1.EndpointSlice{in.Slices, in.DNSSlices} {
+		for i := range sls {
+			for _, e := range sls[i].Endpoints {
+				if e.NodeName != nil && *e.NodeName == node && e.Zone != nil && *e.Zone != "" {
+					zones[*e.Zone] = true
+				}
+			}
+		}
+	}
+	if len(zones) == 1 {
+		for z := range zones {
+			return z, true
+		}
+	}
+	return "", false
+}
+
+// fit picks, for the i-th port expectation, the choice the programmed
+// endpoints match best: kube-proxy programs one of them, so rules that
+// match one are healthy and rules that match none are a real fault. Ties go
+// to the first (the slices as listed, no zone filtering).
+func fit(c *expect.Choices, i int, pp *programmedPort) expect.PortExpectation {
+	var best expect.PortExpectation
+	bestScore := -1
+	for _, set := range c.Sets {
+		cand := set[i]
+		want := map[string]bool{}
+		for _, e := range cand.Internal {
+			want[e.String()] = true
+		}
+		score := 0
+		if pp != nil {
+			for _, e := range pp.Endpoints {
+				if want[e.Endpoint] {
+					delete(want, e.Endpoint)
+				} else {
+					score++
+				}
+			}
+		}
+		score += len(want)
+		if bestScore < 0 || score < bestScore {
+			best, bestScore = cand, score
+		}
+	}
+	best.ZoneAssumed = c.ZoneAssumed
+	best.OrderDependent = c.OrderDependent
+	return best
 }
 
 // nodeProgrammed is what a node's datapath programmed for the Service, read
@@ -224,7 +287,7 @@ func (nj *nodeJudge) portSelected(name string, port int32) bool {
 	return p == "" || p == name || p == strconv.Itoa(int(port))
 }
 
-func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe PortExpectation, pp *programmedPort) {
+func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe expect.PortExpectation, pp *programmedPort) {
 	svc := nj.in.Service
 	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	datapath := string(mode)
@@ -320,12 +383,12 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	sort.Strings(stale)
 	if len(missing) > 0 {
 		nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
 		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
-			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {
@@ -397,7 +460,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if problems == 0 {
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			append([]report.Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("endpoints", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
 	}
 }
 
@@ -406,7 +469,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
 // (Local). Where that is the chain the ClusterIP already uses, its
 // endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
+func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.externalRead {
 		return 0
 	}
@@ -457,13 +520,13 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
 	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(pe.External)))
+		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(pe.External)))
 	return 1
 }
 
 // zoneFields says which zone the topology hints were judged against when
 // the node's zone was not known.
-func zoneFields(pe PortExpectation) []report.Field {
+func zoneFields(pe expect.PortExpectation) []report.Field {
 	var out []report.Field
 	if pe.ZoneAssumed {
 		z := "none (no hint for the node's zone: hints ignored)"
@@ -479,7 +542,7 @@ func zoneFields(pe PortExpectation) []report.Field {
 	return out
 }
 
-func servicePortLabel(ns, name string, pe PortExpectation) string {
+func servicePortLabel(ns, name string, pe expect.PortExpectation) string {
 	spn := ns + "/" + name
 	if pe.PortName != "" {
 		spn += ":" + pe.PortName
@@ -690,7 +753,7 @@ func captureScore(ports []programmedPort) int {
 	return n
 }
 
-func findProgrammed(ports []programmedPort, pe PortExpectation) *programmedPort {
+func findProgrammed(ports []programmedPort, pe expect.PortExpectation) *programmedPort {
 	for i := range ports {
 		p := &ports[i]
 		if p.PortName == pe.PortName && strings.EqualFold(p.Protocol, pe.Protocol) && p.Port == pe.Port &&

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 
 	corev1 "k8s.io/api/core/v1"
@@ -225,7 +227,7 @@ func maglevUnmatched(mg *collectorapi.CiliumMaglev, found []collectorapi.CiliumB
 
 // ciliumPort is the ClusterIP frontend of one Service port as Cilium
 // programmed it, in the shape every datapath is compared in.
-func (nj *nodeJudge) ciliumPort(node string, pe PortExpectation, fe *collectorapi.CiliumFrontend) *programmedPort {
+func (nj *nodeJudge) ciliumPort(node string, pe expect.PortExpectation, fe *collectorapi.CiliumFrontend) *programmedPort {
 	pp := &programmedPort{Datapath: "cilium", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
 	if !fe.Found {
 		return pp
@@ -248,7 +250,7 @@ func (nj *nodeJudge) ciliumPort(node string, pe PortExpectation, fe *collectorap
 // missing: those its health checker quarantined on this frontend (slots
 // past count, or state quarantined) and those put in maintenance through
 // its service API (no slot at all, found in the backends map).
-func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collectorapi.CiliumFrontend, c *collectorapi.CiliumObservation) PortExpectation {
+func (nj *nodeJudge) withoutInactive(node string, pe expect.PortExpectation, fe *collectorapi.CiliumFrontend, c *collectorapi.CiliumObservation) expect.PortExpectation {
 	if fe == nil || !fe.Found {
 		return pe
 	}
@@ -264,7 +266,7 @@ func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collec
 			maintenance[ciliumEndpoint(b)] = true
 		}
 	}
-	var keep []ExpectedEndpoint
+	var keep []expect.ExpectedEndpoint
 	var q, m []string
 	for _, e := range pe.Internal {
 		switch {
@@ -287,7 +289,7 @@ func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collec
 	}
 	if len(q)+len(m) > 0 {
 		pe.Internal = keep
-		var ext []ExpectedEndpoint
+		var ext []expect.ExpectedEndpoint
 		for _, e := range pe.External {
 			if !quarantined[e.String()] && !maintenance[e.String()] {
 				ext = append(ext, e)
@@ -305,7 +307,7 @@ func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collec
 // uses (this node's own under externalTrafficPolicy Local); when the two
 // policies differ the agent adds an internal scope, for traffic from the
 // node itself, holding internalTrafficPolicy's backends.
-func (nj *nodeJudge) compareCiliumExternal(node string, pe PortExpectation, c *collectorapi.CiliumObservation) {
+func (nj *nodeJudge) compareCiliumExternal(node string, pe expect.PortExpectation, c *collectorapi.CiliumObservation) {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints {
 		return
 	}
@@ -371,7 +373,7 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe PortExpectation, c *c
 
 // compareCiliumScope compares one frontend scope's selectable backends
 // with the endpoints its traffic policy should leave.
-func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.CiliumFrontend, want []ExpectedEndpoint, policy string) {
+func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.CiliumFrontend, want []expect.ExpectedEndpoint, policy string) {
 	selected, _ := ciliumSlots(fe)
 	got := map[string]bool{}
 	for _, b := range selected {
@@ -384,7 +386,7 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.Cili
 
 // ciliumNodePort finds the NodePort surrogate frontend of a port: the
 // external scope, or nil when the collector did not read it.
-func ciliumNodePort(c *collectorapi.CiliumObservation, pe PortExpectation) *collectorapi.CiliumFrontend {
+func ciliumNodePort(c *collectorapi.CiliumObservation, pe expect.PortExpectation) *collectorapi.CiliumFrontend {
 	if pe.NodePort == 0 {
 		return nil
 	}
@@ -403,7 +405,7 @@ const (
 // LocalCount ordinals (the node's own backends, which Felix writes first),
 // otherwise all Count. That reading of Felix's layout is from Calico's
 // source, not checked against a running Felix.
-func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, expect []expect.PortExpectation, choices *expect.Choices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil || e.Data.Calico == nil || !e.Data.Calico.Detected {
 		return
@@ -456,7 +458,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 			}
 		}
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		nj.comparePort(node, obs, collectorapi.ModeCalico, pe, pp)
 		nj.compareCalicoExternal(node, port, pe, c)
@@ -531,7 +533,7 @@ func calicoFrontendName(fe *collectorapi.CalicoFrontend) string {
 
 // compareCalicoExternal checks the NodePort entries (one per node address
 // and Felix's 255.255.255.255 wildcard), externalIPs and load-balancer IPs.
-func (nj *nodeJudge) compareCalicoExternal(node, port string, pe PortExpectation, c *collectorapi.CalicoObservation) {
+func (nj *nodeJudge) compareCalicoExternal(node, port string, pe expect.PortExpectation, c *collectorapi.CalicoObservation) {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints {
 		return
 	}
@@ -575,7 +577,7 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe PortExpectation
 
 // compareEndpointSets reports the difference between the endpoints an
 // external frontend selects and those its traffic policy should leave.
-func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, got map[string]bool, want []ExpectedEndpoint, policy string, evidence []string) {
+func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, got map[string]bool, want []expect.ExpectedEndpoint, policy string, evidence []string) {
 	wantSet := map[string]bool{}
 	for _, e := range want {
 		wantSet[e.String()] = true
@@ -599,7 +601,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 	nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": datapath, "frontend": frontend, "port": port,
 		"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 			policy, listOrNone(missing), listOrNone(stale))}, evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
+		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(want)))
 }
 
 // judgeCilium compares Cilium's backends for each ClusterIP frontend with the
@@ -612,7 +614,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 // own (compareCiliumExternal). Maps the collector could not decode (another
 // Cilium version's layout, no permission) leave the port unknown, not
 // failed: kube-proxy's reasons do not apply here.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []expect.PortExpectation, choices *expect.Choices) {
 	e := obs.Sections.EBPF
 	if e == nil || e.Data == nil {
 		return
@@ -642,7 +644,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			pp.NodePortFound = np == nil || np.Found
 		}
 		if choices != nil {
-			pe = choices.fit(i, pp)
+			pe = fit(choices, i, pp)
 		}
 		pe = nj.withoutInactive(node, pe, fe, c)
 		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -52,7 +54,7 @@ type ipvsDetail struct {
 
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
 // how many problems it reported.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -107,7 +109,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		}
 		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
 			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
-			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", endpointStrings(wantExt)))
+			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt)))
 		problems++
 	}
 	if len(draining) > 0 {
@@ -161,7 +163,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 // ipvsSetFindings splits the missing entries of this port into those that
 // make KUBE-IPVS-FILTER reject the Service and those that only change
 // masquerading or hairpin traffic.
-func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe PortExpectation) (rejected, degraded []string) {
+func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe expect.PortExpectation) (rejected, degraded []string) {
 	portSuffix := fmt.Sprintf(",%s:%d", strings.ToLower(pe.Protocol), pe.Port)
 	nodePort := strconv.Itoa(int(pe.NodePort))
 	local := map[string]bool{}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -60,7 +62,7 @@ type nodeJudge struct {
 	fqdn       string
 	eps        *endpointIndex
 	sockets    *socketIndex
-	readOrders *readOrders
+	readOrders *expect.ReadOrders
 	// expectations and programmedPorts hold each node's expectation and
 	// programmed ports, computed once (expectation, programmed).
 	expectations    map[string]*nodeExpectation

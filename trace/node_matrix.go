@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -22,7 +24,7 @@ var maxMatrixCells = 20000
 func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	in := nj.in
 	svc := in.Service
-	if svc == nil || skippedByKubeProxy(svc) || len(views) == 0 {
+	if svc == nil || expect.SkippedByKubeProxy(svc) || len(views) == 0 {
 		return nil
 	}
 	views = append([]NodeView(nil), views...)
@@ -46,7 +48,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	}
 	// Every endpoint of the slices is a column, whichever node should
 	// program it.
-	zeroExpect := ExpectForNode(svc, in.Slices, "", nil)
+	zeroExpect := expect.ExpectForNode(svc, in.Slices, "", nil)
 	for _, pe := range zeroExpect {
 		if !nj.portSelected(pe.PortName, pe.Port) {
 			continue
@@ -82,7 +84,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			}
 			pp := findProgrammed(ports, pe)
 			if choices != nil {
-				pe = choices.fit(i, pp)
+				pe = fit(choices, i, pp)
 			}
 			g := grid(servicePortLabel(in.Namespace, in.Name, pe))
 			row := matrixRowCells{node: v.Node, readable: readable, reason: reason, probes: probes,
@@ -139,9 +141,9 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 }
 
 // allEndpointsOf is every endpoint the expectation names, for any policy.
-func allEndpointsOf(pe PortExpectation) []string {
+func allEndpointsOf(pe expect.PortExpectation) []string {
 	var out []string
-	for _, l := range [][]ExpectedEndpoint{pe.Cluster, pe.Local, pe.Internal, pe.External} {
+	for _, l := range [][]expect.ExpectedEndpoint{pe.Cluster, pe.Local, pe.Internal, pe.External} {
 		for _, e := range l {
 			out = append(out, e.String())
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -63,9 +65,9 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 		droppedByDesign: map[probePort]bool{},
 		blocked:         map[string]policyBlock{},
 	}
-	expect := nj.expectation(node).expect
-	sc.known = expect != nil
-	add := func(m map[probePort]map[string]bool, k probePort, eps []ExpectedEndpoint, proto string) {
+	ports := nj.expectation(node).expect
+	sc.known = ports != nil
+	add := func(m map[probePort]map[string]bool, k probePort, eps []expect.ExpectedEndpoint, proto string) {
 		if m[k] == nil {
 			m[k] = map[string]bool{}
 		}
@@ -73,7 +75,7 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 			m[k][e.String()+"/"+proto] = true
 		}
 	}
-	for _, pe := range expect {
+	for _, pe := range ports {
 		k := probePortOf(pe.PortName, pe.Protocol)
 		add(sc.internal, k, pe.Internal, k.protocol)
 		add(sc.external, k, pe.External, k.protocol)

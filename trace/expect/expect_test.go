@@ -1,4 +1,4 @@
-package trace
+package expect
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 type epSpec struct {
 	ip, node                    string
@@ -98,10 +100,10 @@ func TestExpectForNode(t *testing.T) {
 				t.Fatalf("got %d port expectations", len(got))
 			}
 			pe := got[0]
-			if s := fmt.Sprint(endpointStrings(pe.Internal)); s != tt.internal {
+			if s := fmt.Sprint(EndpointStrings(pe.Internal)); s != tt.internal {
 				t.Errorf("internal = %s, want %s", s, tt.internal)
 			}
-			if s := fmt.Sprint(endpointStrings(pe.External)); s != tt.external {
+			if s := fmt.Sprint(EndpointStrings(pe.External)); s != tt.external {
 				t.Errorf("external = %s, want %s", s, tt.external)
 			}
 			if pe.HasAnyEndpoints != tt.hasAny || pe.FallbackTerminating != tt.fallback || pe.TopologyMode != tt.topology {
@@ -161,7 +163,7 @@ func TestEndpointsForMatchesKubeProxyPortKey(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("got %d port expectations", len(got))
 			}
-			if s := fmt.Sprint(endpointStrings(got[0].Internal)); s != tt.want {
+			if s := fmt.Sprint(EndpointStrings(got[0].Internal)); s != tt.want {
 				t.Errorf("internal = %s, want %s", s, tt.want)
 			}
 		})
@@ -199,7 +201,7 @@ func TestDuplicateEndpointsPickedAsKubeProxyDoes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sl := expectSlice("http", 8080, tt.eps...)
 			got := ExpectForNode(expectService(nil), []discoveryv1.EndpointSlice{sl}, "n1", nil)
-			if s := fmt.Sprint(endpointStrings(got[0].Internal)); s != tt.want {
+			if s := fmt.Sprint(EndpointStrings(got[0].Internal)); s != tt.want {
 				t.Errorf("internal = %s, want %s", s, tt.want)
 			}
 		})

@@ -1,0 +1,113 @@
+package expect
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// categorize is CategorizeEndpoints for one Service port and family on
+// node, with the policy flags newBaseServiceInfo derives from the Service
+// (internalPolicyLocal, externalPolicyLocal, ExternallyAccessible).
+func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string) PortExpectation {
+	pe := PortExpectation{
+		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
+		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || HasVIPIngress(svc),
+	}
+	if pe.Protocol == "" {
+		pe.Protocol = string(corev1.ProtocolTCP)
+	}
+	pe.ExternalPolicyLocal = pe.ExternallyAccessible && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	usesCluster := !pe.InternalPolicyLocal || pe.ExternallyAccessible
+	usesLocal := pe.InternalPolicyLocal || pe.ExternalPolicyLocal
+
+	if len(eps) > 0 && usesCluster {
+		pe.TopologyMode = topologyMode(eps, node, zone)
+		for _, ep := range eps {
+			if ep.Ready && availableForTopology(ep, pe.TopologyMode, node, zone) {
+				pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+			}
+		}
+		if len(pe.Cluster) == 0 {
+			for _, ep := range eps {
+				if ep.Serving && ep.Terminating {
+					pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+					pe.FallbackTerminating = true
+				}
+			}
+		}
+		pe.HasAnyEndpoints = len(pe.Cluster) > 0
+	}
+	if usesLocal {
+		var localReady, localST bool
+		for _, ep := range eps {
+			if ep.Ready {
+				pe.HasAnyEndpoints = true
+				localReady = localReady || ep.local
+			} else if ep.Serving && ep.Terminating {
+				pe.HasAnyEndpoints = true
+				localST = localST || ep.local
+			}
+		}
+		for _, ep := range eps {
+			switch {
+			case localReady && ep.local && ep.Ready:
+				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
+			case !localReady && localST && ep.local && ep.Serving && ep.Terminating:
+				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
+				pe.FallbackTerminating = true
+			}
+		}
+	}
+	pe.Internal = pe.Cluster
+	if pe.InternalPolicyLocal {
+		pe.Internal = pe.Local
+	}
+	pe.External = pe.Cluster
+	if pe.ExternalPolicyLocal {
+		pe.External = pe.Local
+	}
+	return pe
+}
+
+// topologyMode is kube-proxy's topologyModeFromHints with
+// PreferSameTrafficDistribution on (GA and locked in v1.37).
+func topologyMode(eps []EndpointInfo, node, zone string) string {
+	hasReady, forNode, allNode, forZone, allZone := false, false, true, false, true
+	for _, ep := range eps {
+		if !ep.Ready {
+			continue
+		}
+		hasReady = true
+		if len(ep.nodeHints) == 0 {
+			allNode = false
+		} else if ep.nodeHints[node] {
+			forNode = true
+		}
+		if len(ep.zoneHints) == 0 {
+			allZone = false
+		} else if ep.zoneHints[zone] {
+			forZone = true
+		}
+	}
+	switch {
+	case !hasReady:
+		return ""
+	case allNode && forNode:
+		return corev1.ServiceTrafficDistributionPreferSameNode
+	case allZone && forZone:
+		return corev1.ServiceTrafficDistributionPreferSameZone
+	}
+	return ""
+}
+
+func availableForTopology(ep EndpointInfo, mode, node, zone string) bool {
+	switch mode {
+	case "":
+		return true
+	case corev1.ServiceTrafficDistributionPreferSameNode:
+		return ep.nodeHints[node]
+	case corev1.ServiceTrafficDistributionPreferSameZone:
+		return ep.zoneHints[zone]
+	}
+	return false
+}
