@@ -57,12 +57,12 @@ func hexBytes(t *testing.T, in []string) []byte {
 
 // recordedMap is one map of one step: its geometry (maps.json) and entries.
 type recordedMap struct {
-	Type       string `json:"type"`
-	KeySize    uint32 `json:"bytes_key"`
-	ValueSize  uint32 `json:"bytes_value"`
-	MaxEntries uint32 `json:"max_entries"`
-	Flags      uint32 `json:"flags"`
-	Pinned     string `json:"pinned"`
+	Type       string            `json:"type"`
+	KeySize    uint32            `json:"bytes_key"`
+	ValueSize  uint32            `json:"bytes_value"`
+	MaxEntries uint32            `json:"max_entries"`
+	Flags      uint32            `json:"flags"`
+	Pinned     string            `json:"pinned"`
 	entries    map[string][]byte // key bytes (as string) -> value
 	keys       [][]byte
 }
