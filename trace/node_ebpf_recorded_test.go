@@ -336,6 +336,15 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 				if !c.Detected || c.Layout != ebpfreader.LayoutServicesV2BackendsV3 || c.Error != "" {
 					t.Fatalf("cilium detected %v layout %q error %q", c.Detected, c.Layout, c.Error)
 				}
+				listed := map[string]collectorapi.PinnedMap{}
+				for _, m := range c.Maps {
+					listed[m.Name] = m
+				}
+				for name, rm := range maps {
+					if m, ok := listed[name]; !ok || m.KeySize != rm.KeySize || m.ValueSize != rm.ValueSize || m.MaxEntries != rm.MaxEntries {
+						t.Errorf("map %s listed as %+v, recorded %d/%d/%d", name, m, rm.KeySize, rm.ValueSize, rm.MaxEntries)
+					}
+				}
 				// Every frontend the reader found is what the dump holds.
 				seen := map[string]bool{}
 				for _, f := range c.Frontends {

@@ -45,6 +45,8 @@ const (
 	CiliumBackends6 = "cilium_lb6_backends_v3"
 	CiliumMaglev4   = "cilium_lb4_maglev"
 	CiliumMaglev6   = "cilium_lb6_maglev"
+	// CiliumAffinityMatch holds the backends of ClientIP-affinity Services.
+	CiliumAffinityMatch = "cilium_lb_affinity_match"
 )
 
 // Read inspects the bpffs mounted at root (empty: /sys/fs/bpf).
@@ -108,6 +110,8 @@ const serviceValueSize = 12
 func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObservation {
 	c := &collectorapi.CiliumObservation{LayoutNote: LayoutNote}
 	c.Maps = append(glob(dir, "cilium_lb4_*"), glob(dir, "cilium_lb6_*")...)
+	// Session affinity's per-family-less map: {backend_id u32, rev_nat_id be16, pad} -> u8.
+	c.Maps = append(c.Maps, glob(dir, CiliumAffinityMatch)...)
 	for _, m := range c.Maps {
 		if m.Name == CiliumServices4 || m.Name == CiliumServices6 || strings.HasPrefix(m.Name, "cilium_lb4_services") || strings.HasPrefix(m.Name, "cilium_lb6_services") {
 			c.Detected = true
