@@ -21,12 +21,15 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -248,6 +251,7 @@ func traceOnNode(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
+	keepReady(t, client)
 	names := []string{"e2e-web", "e2e-np"}
 	types := []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort}
 	ips := [][]string{{"10.78.1.50", "10.78.1.51"}, {"10.78.1.52"}}
@@ -325,6 +329,18 @@ func traceOnNode(t *testing.T) {
 		if s := tr.Layer(trace.LayerDatapath).Status; s != trace.StatusFail {
 			t.Errorf("%s: datapath layer %s with stale backends", name, s)
 		}
+		if np := frontends[name+"/nodeport"]; np != "" {
+			// The agent writes the NodePort at the node's address too: it is read and judged.
+			var dp044 []string
+			for _, c := range tr.Layer(trace.LayerDatapath).Checks {
+				if c.Code == "DP044" {
+					dp044 = append(dp044, c.Message)
+				}
+			}
+			if m := strings.Join(dp044, "\n"); !strings.Contains(m, "nodePort "+np+"/TCP") || !strings.Contains(m, "stale: "+stale[name]) {
+				t.Errorf("%s: DP044 does not name the stale backend of %s: %s", name, np, m)
+			}
+		}
 	}
 
 	// The agent starts again and follows the slices: the finding goes.
@@ -337,6 +353,59 @@ func traceOnNode(t *testing.T) {
 			t.Errorf("%s: DP008 after the agent restarted: %s", name, c.Message)
 		}
 	}
+}
+
+// keepReady marks the Node (made by node.sh up, no kubelet) Ready and renews
+// its Lease every 10 s until the test ends, so that the node lifecycle
+// controller keeps it Ready and the planner inspects it.
+func keepReady(t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	nodes := client.CoreV1().Nodes()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "no kubelet: user-mode Linux node running the Cilium agent, kept Ready by the e2e", LastHeartbeatTime: now, LastTransitionTime: now}}
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("node status: %v", err)
+	}
+	leases := client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	renew := func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := leases.Get(c, nodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, _ = leases.Create(c, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nodeName},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(nodeName), LeaseDurationSeconds: ptr.To(int32(40)),
+					RenewTime: &metav1.MicroTime{Time: time.Now()}}}, metav1.CreateOptions{})
+			return
+		}
+		if err == nil {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, _ = leases.Update(c, l, metav1.UpdateOptions{})
+		}
+	}
+	renew()
+	done := make(chan struct{})
+	go func() {
+		tk := time.NewTicker(10 * time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				renew()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done) })
 }
 
 func keys(m map[string]trace.Check) []string {
