@@ -393,6 +393,9 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 				}
 				requireNoNodeCheck(t, tr, recordedNode, CodeDPNoRules, CodeDPNodePortMissing, CodeDPProxyUnreachable,
 					CodeDPEBPFLayoutUnknown, CodeDPEBPFUnreadable, CodeDPUnequalShares, CodeDPEBPFBrokenSlot, CodeDPAffinityTimeout, CodeDPAffinityMissing)
+				if _, ok := got[CodeDPAffinityOK]; ok != (svc == "sticky") {
+					t.Errorf("affinity judged %v for %s: %v", ok, svc, codesOf(got))
+				}
 				stale, isStale := got[CodeDPStaleEndpoints]
 				if step == "stale" && (svc == "web" || svc == "dns") {
 					// The agent was stopped: the maps hold the scaled backends, the API the new ones.
