@@ -25,6 +25,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // APIVersion and Kind identify a bundle's manifest.
@@ -50,8 +51,8 @@ type Manifest struct {
 	// SvctraceVersion is the svctrace that took the trace.
 	SvctraceVersion string `json:"svctraceVersion"`
 	// Service is the traced Service.
-	Service trace.ObjectRef `json:"service"`
-	Options Options         `json:"options"`
+	Service report.ObjectRef `json:"service"`
+	Options Options          `json:"options"`
 	// Files lists the bundle's other files; NodesFile is absent when the
 	// node layers were not inspected.
 	Files []string `json:"files"`
@@ -63,22 +64,22 @@ type Manifest struct {
 type Options struct {
 	// Time is when the trace was taken; a re-judgement uses it as "now",
 	// so ages (a restart five minutes ago) read as they did then.
-	Time          time.Time           `json:"time"`
-	Port          string              `json:"port,omitempty"`
-	ClusterDomain string              `json:"clusterDomain"`
-	Context       string              `json:"context,omitempty"`
-	NoNode        bool                `json:"noNode,omitempty"`
-	Nodes         []string            `json:"nodes,omitempty"`
-	AllNodes      bool                `json:"allNodes,omitempty"`
-	From          *trace.PolicyClient `json:"from,omitempty"`
+	Time          time.Time            `json:"time"`
+	Port          string               `json:"port,omitempty"`
+	ClusterDomain string               `json:"clusterDomain"`
+	Context       string               `json:"context,omitempty"`
+	NoNode        bool                 `json:"noNode,omitempty"`
+	Nodes         []string             `json:"nodes,omitempty"`
+	AllNodes      bool                 `json:"allNodes,omitempty"`
+	From          *report.PolicyClient `json:"from,omitempty"`
 }
 
 // NodeReport is nodes.json: trace.NodeReport with its own stable field
 // names. Each node's observation is the collector's NodeObservation
 // document, unchanged.
 type NodeReport struct {
-	Collector *trace.CollectorRun `json:"collector,omitempty"`
-	Nodes     []NodeView          `json:"nodes,omitempty"`
+	Collector *report.CollectorRun `json:"collector,omitempty"`
+	Nodes     []NodeView           `json:"nodes,omitempty"`
 	// Failure says why no node could be inspected at all.
 	Failure string `json:"failure,omitempty"`
 }
@@ -99,13 +100,13 @@ type Bundle struct {
 	// Report is nil when the node layers were not inspected.
 	Report *trace.NodeReport
 	// Result is the ServiceTrace the trace printed when it was taken.
-	Result *trace.ServiceTrace
+	Result *report.ServiceTrace
 }
 
 // New builds the bundle of a trace from what trace.Collect returned, the
 // options it was judged with and the result. The input is copied and
 // redacted (see Redact); the caller's values are not changed.
-func New(in *trace.Input, report *trace.NodeReport, opts trace.Options, result *trace.ServiceTrace) (*Bundle, error) {
+func New(in *trace.Input, nodes *trace.NodeReport, opts trace.Options, result *report.ServiceTrace) (*Bundle, error) {
 	saved, err := Redact(in)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func New(in *trace.Input, report *trace.NodeReport, opts trace.Options, result *
 		AllNodes:      opts.Nodes.AllNodes,
 	}
 	if opts.From != nil {
-		var from trace.PolicyClient
+		var from report.PolicyClient
 		if err := copyJSON(opts.From, &from); err != nil {
 			return nil, err
 		}
@@ -134,7 +135,7 @@ func New(in *trace.Input, report *trace.NodeReport, opts trace.Options, result *
 		o.From = &from
 	}
 	files := []string{InputFile, ResultFile}
-	if report != nil {
+	if nodes != nil {
 		files = []string{InputFile, NodesFile, ResultFile}
 	}
 	return &Bundle{
@@ -142,12 +143,12 @@ func New(in *trace.Input, report *trace.NodeReport, opts trace.Options, result *
 			APIVersion:      APIVersion,
 			Kind:            Kind,
 			SvctraceVersion: result.Metadata.SvctraceVersion,
-			Service:         trace.ObjectRef{Namespace: in.Namespace, Name: in.Name},
+			Service:         report.ObjectRef{Namespace: in.Namespace, Name: in.Name},
 			Options:         o,
 			Files:           files,
 		},
 		Input:  saved,
-		Report: report,
+		Report: nodes,
 		Result: result,
 	}, nil
 }
@@ -171,7 +172,7 @@ func (b *Bundle) TraceOptions(version string) trace.Options {
 
 // Analyze judges the bundle again with this build's catalog (version names
 // this build in the result's metadata). It reads no cluster.
-func (b *Bundle) Analyze(version string) *trace.ServiceTrace {
+func (b *Bundle) Analyze(version string) *report.ServiceTrace {
 	return trace.Assemble(b.Input, b.Report, b.TraceOptions(version))
 }
 
@@ -233,7 +234,7 @@ func Read(dir string) (*Bundle, error) {
 		}
 		b.Report = fromWire(&wire)
 	}
-	b.Result = &trace.ServiceTrace{}
+	b.Result = &report.ServiceTrace{}
 	if err := readJSON(filepath.Join(dir, ResultFile), b.Result); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 const secretValue = "s3cr3t-db-password"
@@ -62,11 +63,11 @@ func objects(ready bool) []runtime.Object {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
 }
 
-// report is what a node side could return: one node observed, one not.
-func report() *trace.NodeReport {
+// nodeReport is what a node side could return: one node observed, one not.
+func nodeReport() *trace.NodeReport {
 	return &trace.NodeReport{
-		Collector: &trace.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin",
-			Nodes: []trace.CollectorNode{{Node: "node-a", Roles: []string{trace.RoleEndpoints}, Inspected: true}}},
+		Collector: &report.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin",
+			Nodes: []report.CollectorNode{{Node: "node-a", Roles: []string{trace.RoleEndpoints}, Inspected: true}}},
 		Nodes: []trace.NodeView{
 			{Node: "node-a", Roles: []string{trace.RoleEndpoints}, Profile: "netadmin", Observation: &collectorapi.Observation{
 				APIVersion: collectorapi.ObservationAPIVersion, Kind: collectorapi.ObservationKind, NodeName: "node-a",
@@ -105,7 +106,7 @@ func TestSavedTraceJudgesTheSame(t *testing.T) {
 		report *trace.NodeReport
 	}{
 		{name: "no ready endpoint, no node", ready: false, noNode: true},
-		{name: "healthy with a node report", ready: true, report: report()},
+		{name: "healthy with a node report", ready: true, report: nodeReport()},
 		{name: "node report failed", ready: true, report: &trace.NodeReport{Failure: "pods is forbidden"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,7 +140,7 @@ func TestSavedTraceJudgesTheSame(t *testing.T) {
 			}
 			m := got.Manifest
 			if m.Options.Port != "http" || m.Options.Context != "prod" || !m.Options.Time.Equal(at) || m.SvctraceVersion != "v9" ||
-				m.Service != (trace.ObjectRef{Namespace: "default", Name: "web"}) || !slices.Equal(m.Options.Nodes, []string{"node-b"}) {
+				m.Service != (report.ObjectRef{Namespace: "default", Name: "web"}) || !slices.Equal(m.Options.Nodes, []string{"node-b"}) {
 				t.Errorf("manifest %+v", m)
 			}
 			if a := got.Analyze("v10"); a.Metadata.SvctraceVersion != "v10" || !a.Metadata.Time.Equal(at) {
@@ -158,7 +159,7 @@ func TestBundleHoldsNoSecret(t *testing.T) {
 	if !strings.Contains(jsonOf(t, in), secretValue) {
 		t.Fatal("the fixture plants no secret in the input: the test proves nothing")
 	}
-	from := &trace.PolicyClient{Pod: in.Pods[0].DeepCopy()}
+	from := &report.PolicyClient{Pod: in.Pods[0].DeepCopy()}
 	opts.From = from
 	b, err := New(in, nil, opts, trace.Assemble(in, nil, opts))
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultCollectorNamespace is where collector Pods run unless
@@ -123,7 +124,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		RunID:           "r" + rand.String(8),
 		Service:         plan.Service,
 	}
-	report := &trace.NodeReport{Collector: &trace.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
+	nr := &trace.NodeReport{Collector: &report.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
 		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
 	views := slices.Clone(plan.NotInspected)
 	if len(plan.Nodes) > 0 {
@@ -131,7 +132,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			report.Failure = err.Error()
+			nr.Failure = err.Error()
 			for _, n := range plan.Nodes {
 				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
 			}
@@ -147,15 +148,15 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		}
 	}
 	for _, v := range views {
-		cn := trace.CollectorNode{Node: v.Node, Roles: v.Roles,
+		cn := report.CollectorNode{Node: v.Node, Roles: v.Roles,
 			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
 		if v.Profile != "" && v.Profile != string(profile) {
 			cn.Profile = v.Profile
 		}
-		report.Collector.Nodes = append(report.Collector.Nodes, cn)
+		nr.Collector.Nodes = append(nr.Collector.Nodes, cn)
 	}
-	report.Nodes = views
-	return report, nil
+	nr.Nodes = views
+	return nr, nil
 }
 
 // rereadEBPF runs the collector again, with ProfileBPF, on the nodes whose
@@ -285,14 +286,14 @@ func failureText(err error) string {
 
 // ResolveFrom reads the --from client: pod/NAME (in namespace),
 // pod/NAMESPACE/NAME or node/NAME.
-func ResolveFrom(ctx context.Context, c kubernetes.Interface, namespace, from string) (*trace.PolicyClient, error) {
+func ResolveFrom(ctx context.Context, c kubernetes.Interface, namespace, from string) (*report.PolicyClient, error) {
 	if from == "" {
 		return nil, nil
 	}
 	kind, rest, _ := strings.Cut(from, "/")
 	switch kind {
 	case "node", "nodes", "no":
-		pc := &trace.PolicyClient{NodeName: rest}
+		pc := &report.PolicyClient{NodeName: rest}
 		if n, err := c.CoreV1().Nodes().Get(ctx, rest, metav1.GetOptions{}); err == nil {
 			pc.Node = n
 		} else if apierrors.IsNotFound(err) {
@@ -314,7 +315,7 @@ func ResolveFrom(ctx context.Context, c kubernetes.Interface, namespace, from st
 	if pod.Spec.NodeName == "" {
 		return nil, fmt.Errorf("--from: pod %s/%s is not scheduled on a node yet", ns, name)
 	}
-	return trace.PolicyClientFromPod(pod), nil
+	return report.PolicyClientFromPod(pod), nil
 }
 
 // progress draws one live line on a terminal: per node, the collector's stage.

@@ -22,6 +22,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func readyNode(name string, ready bool) *corev1.Node {
@@ -50,16 +51,16 @@ func input() *trace.Input {
 // inspectTrace plans the trace's nodes as trace.Run does (reading the
 // nodes the plan needs through the inspector's client), runs the inspector
 // and assembles the result.
-func inspectTrace(t *testing.T, in *Inspector, inp *trace.Input) *trace.ServiceTrace {
+func inspectTrace(t *testing.T, in *Inspector, inp *trace.Input) *report.ServiceTrace {
 	t.Helper()
 	ctx := context.Background()
 	sel := in.Flags.Selection()
 	_ = inp.ReadPlanNodes(ctx, in.Client, sel, nil)
-	report, err := in.Inspect(ctx, trace.PlanNodes(inp, sel, nil, ""))
+	nr, err := in.Inspect(ctx, trace.PlanNodes(inp, sel, nil, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return trace.Assemble(inp, report, trace.Options{Inspector: in})
+	return trace.Assemble(inp, nr, trace.Options{Inspector: in})
 }
 
 func privilegedNS() *corev1.Namespace {
@@ -94,14 +95,14 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 	if len(requests) == 1 && (requests[0].NodeName != "n1" || len(requests[0].Endpoints) != 2 || requests[0].Service.Name != "web") {
 		t.Errorf("request = %+v", requests[0])
 	}
-	var n3 *trace.Check
-	for i, c := range tr.Layer(trace.LayerDatapath).Checks {
-		if c.Code == trace.CodeNodeCollectorFailed && c.Node == "n3" {
-			n3 = &tr.Layer(trace.LayerDatapath).Checks[i]
+	var n3 *report.Check
+	for i, c := range tr.Layer(report.LayerDatapath).Checks {
+		if c.Code == report.CodeNodeCollectorFailed && c.Node == "n3" {
+			n3 = &tr.Layer(report.LayerDatapath).Checks[i]
 		}
 	}
 	if n3 == nil || !strings.Contains(n3.Message, "NotReady") {
-		t.Errorf("n3 not reported as NotReady: %+v", tr.Layer(trace.LayerDatapath).Checks)
+		t.Errorf("n3 not reported as NotReady: %+v", tr.Layer(report.LayerDatapath).Checks)
 	}
 	if c := tr.Metadata.Collector; c == nil || c.Profile != "netadmin" || len(c.Nodes) != 2 {
 		t.Errorf("collector metadata = %+v", c)
@@ -132,8 +133,8 @@ func TestInspectFlagsSelectNodes(t *testing.T) {
 		if got := strings.Join(ran, ","); got != tt.want {
 			t.Errorf("ran on %s, want %s", got, tt.want)
 		}
-		for _, c := range tr.Layer(trace.LayerDatapath).Checks {
-			if c.Code == trace.CodeNodeCollectorFailed && !strings.Contains(c.Message, "could not pull its image") && c.Node != "n3" {
+		for _, c := range tr.Layer(report.LayerDatapath).Checks {
+			if c.Code == report.CodeNodeCollectorFailed && !strings.Contains(c.Message, "could not pull its image") && c.Node != "n3" {
 				t.Errorf("image failure not specific: %s", c.Message)
 			}
 		}
@@ -147,12 +148,12 @@ func TestInspectPreflightFailureIsReported(t *testing.T) {
 	ns.Labels[PodSecurityEnforceLabel] = "restricted"
 	in := &Inspector{Client: fake.NewClientset(ns), Flags: *NewFlags("img")}
 	tr := inspectTrace(t, in, input())
-	for _, l := range trace.NodeLayers {
-		if got := tr.Layer(l); got.Status != trace.StatusUnknown || !strings.Contains(got.Reason, "restricted") {
+	for _, l := range report.NodeLayers {
+		if got := tr.Layer(l); got.Status != report.StatusUnknown || !strings.Contains(got.Reason, "restricted") {
 			t.Errorf("layer %s: %s %q, want unknown naming the PSA level", l, got.Status, got.Reason)
 		}
 	}
-	if got := tr.Layer(trace.LayerService); got.Status == trace.StatusUnknown || got.Status == trace.StatusSkipped {
+	if got := tr.Layer(report.LayerService); got.Status == report.StatusUnknown || got.Status == report.StatusSkipped {
 		t.Errorf("service layer %s: the API layers must still be judged", got.Status)
 	}
 }
@@ -167,7 +168,7 @@ func TestInspectForbiddenNamesTheRule(t *testing.T) {
 	in := &Inspector{Client: client, Flags: *NewFlags("img")}
 	tr := inspectTrace(t, in, input())
 	want := "missing permission: verb create on resource pods (API group \"\") in namespace svctrace-system"
-	if got := tr.Layer(trace.LayerDatapath).Reason; !strings.Contains(got, want) {
+	if got := tr.Layer(report.LayerDatapath).Reason; !strings.Contains(got, want) {
 		t.Fatalf("datapath reason %q, want it to contain %q", got, want)
 	}
 }
@@ -290,23 +291,23 @@ func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
 	if plan.EBPFHint {
 		t.Fatal("no node carries Cilium annotations, yet the plan hints eBPF")
 	}
-	report, err := in.Inspect(context.Background(), plan)
+	nr, err := in.Inspect(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(profiles) != 2 || profiles[0] != ProfileNetAdmin || profiles[1] != ProfileBPF {
 		t.Fatalf("collector profiles %v, want netadmin then netadmin+bpf", profiles)
 	}
-	var n1 *trace.CollectorNode
-	for i := range report.Collector.Nodes {
-		if report.Collector.Nodes[i].Node == "n1" {
-			n1 = &report.Collector.Nodes[i]
+	var n1 *report.CollectorNode
+	for i := range nr.Collector.Nodes {
+		if nr.Collector.Nodes[i].Node == "n1" {
+			n1 = &nr.Collector.Nodes[i]
 		}
 	}
 	if n1 == nil || n1.Profile != string(ProfileBPF) || !n1.Inspected {
 		t.Fatalf("n1 in the report: %+v", n1)
 	}
-	for _, v := range report.Nodes {
+	for _, v := range nr.Nodes {
 		if v.Node == "n1" && (v.Observation == nil || v.Observation.Sections.EBPF.Data.Cilium.Error != "") {
 			t.Fatalf("n1 kept the refused read: %+v", v)
 		}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Bounds of the concise view; -o wide shows DefaultMaxEndpoints endpoints
@@ -15,7 +15,7 @@ const (
 	conciseNodes     = 6
 )
 
-func gridRowsCount(m *trace.EndpointMatrix) int {
+func gridRowsCount(m *report.EndpointMatrix) int {
 	n := 0
 	for _, p := range m.Ports {
 		n = max(n, len(p.Nodes))
@@ -55,7 +55,7 @@ func writeWrapped(w io.Writer, head string, headW int, text string, indent int) 
 // writeServiceConcise is the Service on one or two lines: type, address, ports,
 // selector, and the spec fields that change where traffic goes when they
 // are not the defaults.
-func writeServiceConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writeServiceConcise(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	svc := &t.Service
 	parts := []string{svc.Type}
 	if svc.Headless {
@@ -115,7 +115,7 @@ func writeServiceConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 
 // writeEndpointsConcise is the counts and one short line per endpoint, not
 // ready ones first, up to conciseEndpoints.
-func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writeEndpointsConcise(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	e := &t.Endpoints
 	if len(e.Slices) == 0 && e.Total == 0 {
 		return
@@ -123,7 +123,7 @@ func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	fmt.Fprintf(w, "%s %d/%d ready, %d serving, %d terminating, in %s\n", s.bold.Render("Endpoints"),
 		e.Ready, e.Total, e.Serving, e.Terminating, plural(len(e.Slices), "EndpointSlice"))
 	type line struct {
-		st   trace.Status
+		st   report.Status
 		text string
 	}
 	var bad, good []line
@@ -137,7 +137,7 @@ func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 			parts = append(parts, "on "+esc(ep.Node))
 		}
 		l := line{st, strings.Join(parts, " ")}
-		if st == trace.StatusPass {
+		if st == report.StatusPass {
 			good = append(good, l)
 		} else {
 			bad = append(bad, l)
@@ -154,23 +154,23 @@ func writeEndpointsConcise(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 }
 
 // endpointCondition is an endpoint's mark and its conditions in a word.
-func endpointCondition(ep trace.EndpointSummary) (trace.Status, string) {
+func endpointCondition(ep report.EndpointSummary) (report.Status, string) {
 	switch {
 	case ep.Ready && ep.Terminating:
-		return trace.StatusWarn, "ready,terminating"
+		return report.StatusWarn, "ready,terminating"
 	case ep.Ready:
-		return trace.StatusPass, "ready"
+		return report.StatusPass, "ready"
 	case ep.Serving && ep.Terminating:
-		return trace.StatusWarn, "serving,terminating"
+		return report.StatusWarn, "serving,terminating"
 	case ep.Terminating:
-		return trace.StatusFail, "terminating"
+		return report.StatusFail, "terminating"
 	}
-	return trace.StatusFail, "not ready"
+	return report.StatusFail, "not ready"
 }
 
 // checkCounts says which checks ran and how often, in order: "DNS001
 // DNS007" or, for node checks, "DP001×2".
-func (s *textStyle) checkCounts(checks []trace.Check) string {
+func (s *textStyle) checkCounts(checks []report.Check) string {
 	var order []string
 	count := map[string]int{}
 	for _, c := range checks {
@@ -194,7 +194,7 @@ func (s *textStyle) checkCounts(checks []trace.Check) string {
 }
 
 // layerHead is a layer's first line prefix: mark and padded name.
-func (s *textStyle) layerHead(l *trace.Layer) (string, int) {
+func (s *textStyle) layerHead(l *report.Layer) (string, int) {
 	head := fmt.Sprintf("%s %s", s.mark(l.Status), s.bold.Render(fmt.Sprintf("%-10s", l.Name)))
 	w := 1 + 1 + 10
 	if s.opts.ASCII {
@@ -207,14 +207,14 @@ func (s *textStyle) layerHead(l *trace.Layer) (string, int) {
 // checked and how often, on how many nodes), and a layer that did not pass
 // with its nodes that did not pass and its checks that did not pass in
 // full, folded across nodes that report the same finding.
-func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
+func writeLayerConcise(w io.Writer, s *textStyle, l *report.Layer) {
 	head, headW := s.layerHead(l)
-	var passed, skipped, other []trace.Check
+	var passed, skipped, other []report.Check
 	for _, c := range l.Checks {
 		switch c.Status {
-		case trace.StatusPass:
+		case report.StatusPass:
 			passed = append(passed, c)
-		case trace.StatusSkipped:
+		case report.StatusSkipped:
 			skipped = append(skipped, c)
 		default:
 			other = append(other, c)
@@ -235,10 +235,10 @@ func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
 		return strings.Join(parts, "; ")
 	}
 	switch l.Status {
-	case trace.StatusPass:
+	case report.StatusPass:
 		writeWrapped(w, head, headW, summary(), headW+1)
 		return
-	case trace.StatusSkipped:
+	case report.StatusSkipped:
 		writeWrapped(w, head+" "+s.word(l.Status, "skipped")+":", headW+len(" skipped:"), esc(orDash(l.Reason)), headW+1)
 		return
 	}
@@ -250,7 +250,7 @@ func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
 	var okNodes int
 	shownNodes := 0
 	for _, n := range l.Nodes {
-		if n.Status == trace.StatusPass {
+		if n.Status == report.StatusPass {
 			okNodes++
 			continue
 		}
@@ -268,7 +268,7 @@ func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
 		fmt.Fprintf(w, "    %s\n", s.faint.Render(fmt.Sprintf("%s %d more nodes did not pass (-o wide lists them)", s.ellipsis(), hidden)))
 	}
 	if okNodes > 0 && okNodes < len(l.Nodes) {
-		fmt.Fprintf(w, "    %s %s\n", s.mark(trace.StatusPass), s.faint.Render(plural(okNodes, "other node")+" passed"))
+		fmt.Fprintf(w, "    %s %s\n", s.mark(report.StatusPass), s.faint.Render(plural(okNodes, "other node")+" passed"))
 	}
 	for _, f := range foldChecks(other) {
 		writeCheck(w, s, f.check, f.nodes)
@@ -280,13 +280,13 @@ func writeLayerConcise(w io.Writer, s *textStyle, l *trace.Layer) {
 
 // foldedCheck is one finding and the nodes that reported it.
 type foldedCheck struct {
-	check trace.Check
+	check report.Check
 	nodes []string
 }
 
 // foldChecks merges checks that differ only in their node, so a fault seen
 // by 100 nodes prints once with its evidence.
-func foldChecks(checks []trace.Check) []foldedCheck {
+func foldChecks(checks []report.Check) []foldedCheck {
 	var out []foldedCheck
 	idx := map[string]int{}
 	for _, c := range checks {
@@ -310,7 +310,7 @@ func foldChecks(checks []trace.Check) []foldedCheck {
 
 // writeCheck prints one check with its evidence and next step, as the
 // detailed view does; a folded check names every node that reported it.
-func writeCheck(w io.Writer, s *textStyle, c trace.Check, nodes []string) {
+func writeCheck(w io.Writer, s *textStyle, c report.Check, nodes []string) {
 	line := fmt.Sprintf("    %s %s %s", s.mark(c.Status), s.bold.Render(c.Code), esc(c.Message))
 	switch {
 	case len(nodes) > 1:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
@@ -120,9 +120,9 @@ func TestSparseGridReadsLikeFull(t *testing.T) {
 	p := &sparse.Matrix.Ports[0]
 	p.Sparse = true
 	for i := range p.Nodes {
-		var kept []trace.MatrixCell
+		var kept []report.MatrixCell
 		for _, c := range p.Nodes[i].Cells {
-			if c.Status != trace.StatusPass && c.Status != trace.StatusSkipped {
+			if c.Status != report.StatusPass && c.Status != report.StatusSkipped {
 				kept = append(kept, c)
 			}
 		}

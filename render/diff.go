@@ -9,12 +9,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // PrintDiff renders a comparison of two traces in format ("" text, "json",
 // "yaml"). JSON and YAML are the trace.TraceDiff document.
-func PrintDiff(w io.Writer, d *trace.TraceDiff, format string, opts TextOptions) error {
+func PrintDiff(w io.Writer, d *report.TraceDiff, format string, opts TextOptions) error {
 	switch format {
 	case FormatText:
 		return DiffText(w, d, opts)
@@ -36,7 +36,7 @@ func PrintDiff(w io.Writer, d *trace.TraceDiff, format string, opts TextOptions)
 // DiffText writes the human view of a comparison: one line per side with
 // its verdict, the layers whose status moved, then the findings added (+),
 // gone (-) and changed (~), each with its layer, code and node.
-func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
+func DiffText(w io.Writer, d *report.TraceDiff, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	s := newTextStyle(w, opts)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
@@ -52,7 +52,7 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 	}
 	for _, sd := range []struct {
 		label string
-		side  trace.DiffSide
+		side  report.DiffSide
 	}{{"before", d.Before}, {"after ", d.After}} {
 		v := sd.side.Verdict
 		line := fmt.Sprintf("  %s %s %s %s", s.faint.Render(sd.label), s.faint.Render(sd.side.Time.UTC().Format("2006-01-02T15:04:05Z")),
@@ -69,7 +69,7 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 		p("%s\n", line)
 	}
 	if d.Before.Service.UID != "" && d.After.Service.UID != "" && d.Before.Service.UID != d.After.Service.UID {
-		p("  %s\n", s.word(trace.StatusWarn, "the Service was recreated in between (uid "+esc(d.Before.Service.UID)+" "+s.arrow()+" "+esc(d.After.Service.UID)+")"))
+		p("  %s\n", s.word(report.StatusWarn, "the Service was recreated in between (uid "+esc(d.Before.Service.UID)+" "+s.arrow()+" "+esc(d.After.Service.UID)+")"))
 	}
 	if len(d.Layers) > 0 {
 		p("\n%s\n", s.bold.Render("Layers"))
@@ -84,7 +84,7 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 			p("  %-10s %-12s %s %s %s\n", n.Layer, esc(n.Node), statusCell(s, n.Before), s.arrow(), statusCell(s, n.After))
 		}
 	}
-	section := func(title, sign string, fs []trace.Finding) {
+	section := func(title, sign string, fs []report.Finding) {
 		if len(fs) == 0 {
 			return
 		}
@@ -113,7 +113,7 @@ func DiffText(w io.Writer, d *trace.TraceDiff, opts TextOptions) error {
 	return bw.Flush()
 }
 
-func findingHead(s *textStyle, layer trace.LayerName, code, node, title string) string {
+func findingHead(s *textStyle, layer report.LayerName, code, node, title string) string {
 	head := s.key.Render(string(layer)) + " " + s.bold.Render(esc(code))
 	if node != "" {
 		head += " " + s.faint.Render("on") + " " + esc(node)
@@ -126,7 +126,7 @@ func findingHead(s *textStyle, layer trace.LayerName, code, node, title string) 
 
 // statusCell is a status with its mark, or "(none)" for a node or layer
 // absent from that trace.
-func statusCell(s *textStyle, st trace.Status) string {
+func statusCell(s *textStyle, st report.Status) string {
 	if st == "" {
 		return s.faint.Render("(none)")
 	}

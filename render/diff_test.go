@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
-func scenarioTrace(t *testing.T, name string) *trace.ServiceTrace {
+func scenarioTrace(t *testing.T, name string) *report.ServiceTrace {
 	t.Helper()
 	for _, sc := range scenarios {
 		if sc.name == name {
@@ -35,7 +35,7 @@ func TestDiffGolden(t *testing.T) {
 	for _, pair := range diffPairs {
 		before, after := scenarioTrace(t, pair.before), scenarioTrace(t, pair.after)
 		after.Metadata.Time = before.Metadata.Time.Add(10 * time.Minute)
-		d := trace.Diff(before, after)
+		d := report.Diff(before, after)
 		d.Before.Source, d.After.Source = pair.before+".json", pair.after+".json"
 		for _, v := range variants {
 			if v.opts.Details {
@@ -57,8 +57,8 @@ func TestDiffGolden(t *testing.T) {
 			if err := PrintDiff(&buf, d, FormatJSON, TextOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			var back trace.TraceDiff
-			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Kind != trace.DiffKind {
+			var back report.TraceDiff
+			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Kind != report.DiffKind {
 				t.Fatalf("JSON does not parse back: %v %+v", err, back.Kind)
 			}
 			golden(t, pair.name+".json", buf.Bytes())
@@ -77,12 +77,12 @@ func TestWatchGolden(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WatchText(&buf, at, time.Time{}, trace.Diff(before, after), trace.EndpointChanges(before, after), v.opts); err != nil {
+			if err := WatchText(&buf, at, time.Time{}, report.Diff(before, after), report.EndpointChanges(before, after), v.opts); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, "diff/watch."+v.name+".txt", buf.Bytes())
 			buf.Reset()
-			if err := WatchText(&buf, at, time.Time{}, trace.Diff(after, after), trace.EndpointChanges(after, after), v.opts); err != nil || buf.Len() != 0 {
+			if err := WatchText(&buf, at, time.Time{}, report.Diff(after, after), report.EndpointChanges(after, after), v.opts); err != nil || buf.Len() != 0 {
 				t.Errorf("an unchanged trace printed %q (%v)", buf.String(), err)
 			}
 		})
@@ -100,7 +100,7 @@ func TestWatchGoldenNodesAsRead(t *testing.T) {
 		}
 		t.Run(v.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WatchText(&buf, at, before.Metadata.Time, trace.Diff(before, after), trace.EndpointChanges(before, after), v.opts); err != nil {
+			if err := WatchText(&buf, at, before.Metadata.Time, report.Diff(before, after), report.EndpointChanges(before, after), v.opts); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(buf.String(), "(node as read at "+before.Metadata.Time.UTC().Format("15:04:05")+")") {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestTextBoundsLargeEvidence: the terminal view (-o wide, which shows a
@@ -18,9 +18,9 @@ func TestTextBoundsLargeEvidence(t *testing.T) {
 	for i := range 5000 {
 		items = append(items, fmt.Sprintf("10.252.%d.%d:8080", i/256, i%256))
 	}
-	l := tr.Layer(trace.LayerEndpoints)
-	l.Checks[0].Evidence = &trace.Evidence{
-		Fields: []trace.Field{{Key: "endpoints", Items: items}},
+	l := tr.Layer(report.LayerEndpoints)
+	l.Checks[0].Evidence = &report.Evidence{
+		Fields: []report.Field{{Key: "endpoints", Items: items}},
 		Raw:    []string{"map { " + strings.Repeat("0 : 10.252.0.1:8080, ", 300) + "}"},
 	}
 	var buf bytes.Buffer

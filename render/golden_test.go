@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -85,7 +85,7 @@ func TestStructuredGolden(t *testing.T) {
 			golden(t, sc.name+".json", j.Bytes())
 			golden(t, sc.name+".yaml", y.Bytes())
 			// JSON and YAML carry the same document.
-			var fromJSON, fromYAML trace.ServiceTrace
+			var fromJSON, fromYAML report.ServiceTrace
 			if err := json.Unmarshal(j.Bytes(), &fromJSON); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Grid bounds: rows identical to at least foldRows others fold into one;
@@ -24,9 +24,9 @@ const (
 // gridRow is one printed row: one node or a fold of identical ones.
 type gridRow struct {
 	nodes  []string
-	status trace.Status
+	status report.Status
 	cells  []string // plain text, mark first
-	cellSt []trace.Status
+	cellSt []report.Status
 	note   string
 }
 
@@ -35,7 +35,7 @@ type gridRow struct {
 // the node's direct probe. Identical rows fold into one, the others are
 // listed as outliers; with more endpoints than fit the width, the columns
 // become per-node counts and each row names its odd endpoints.
-func writeGrid(w io.Writer, s *textStyle, m *trace.EndpointMatrix) {
+func writeGrid(w io.Writer, s *textStyle, m *report.EndpointMatrix) {
 	for pi, p := range m.Ports {
 		if pi > 0 {
 			fmt.Fprintln(w)
@@ -87,7 +87,7 @@ func (r gridRow) label() string {
 
 // gridRows builds the printed rows: folds of identical rows first (the
 // largest first), then the outliers, worst first.
-func gridRows(s *textStyle, p *trace.MatrixPort) []gridRow {
+func gridRows(s *textStyle, p *report.MatrixPort) []gridRow {
 	type group struct {
 		row gridRow
 		key string
@@ -100,7 +100,7 @@ func gridRows(s *textStyle, p *trace.MatrixPort) []gridRow {
 			r.cells = append(r.cells, cellText(s, c))
 			r.cellSt = append(r.cellSt, c.Status)
 		}
-		if n.Status == trace.StatusUnknown && n.Reason != "" {
+		if n.Status == report.StatusUnknown && n.Reason != "" {
 			r.note = n.Reason
 		}
 		// The counts matter when a sparse row lists only its odd cells.
@@ -134,7 +134,7 @@ func gridRows(s *textStyle, p *trace.MatrixPort) []gridRow {
 }
 
 // cellText is a cell's mark, share and probe, e.g. "✔ 50% ok".
-func cellText(s *textStyle, c trace.MatrixCell) string {
+func cellText(s *textStyle, c report.MatrixCell) string {
 	m := s.pathMark(c.Status)
 	parts := []string{m}
 	switch c.Problem {
@@ -143,7 +143,7 @@ func cellText(s *textStyle, c trace.MatrixCell) string {
 	case "stale":
 		parts = append(parts, "stale")
 	}
-	if c.Status == trace.StatusSkipped || c.Status == trace.StatusUnknown {
+	if c.Status == report.StatusSkipped || c.Status == report.StatusUnknown {
 		return m
 	}
 	if c.Programmed {
@@ -163,7 +163,7 @@ func percent(f float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 }
 
-func writeGridColumns(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gridRow, nodeW int, colW []int) {
+func writeGridColumns(w io.Writer, s *textStyle, p *report.MatrixPort, rows []gridRow, nodeW int, colW []int) {
 	var head strings.Builder
 	head.WriteString("  " + pad("node", nodeW))
 	for j, e := range p.Endpoints {
@@ -182,15 +182,15 @@ func writeGridColumns(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gri
 // writeGridSummary replaces the endpoint columns by counts when they do not
 // fit: how many endpoints the node programmed of those it should, whether the
 // shares are fair, the probe outcomes, and the endpoints that are off.
-func writeGridSummary(w io.Writer, s *textStyle, p *trace.MatrixPort, rows []gridRow, nodeW int) {
-	byNode := map[string]trace.MatrixRow{}
+func writeGridSummary(w io.Writer, s *textStyle, p *report.MatrixPort, rows []gridRow, nodeW int) {
+	byNode := map[string]report.MatrixRow{}
 	for _, n := range p.Nodes {
 		byNode[n.Node] = n
 	}
 	fmt.Fprintln(w, s.faint.Render(fmt.Sprintf("  %s  %s", pad("node", nodeW), fmt.Sprintf("%d endpoints: programmed/expected, probes, odd ones", len(p.Endpoints)))))
 	writeRows(w, s, rows, nodeW, func(r gridRow) string {
 		n := byNode[r.nodes[0]]
-		if n.Status == trace.StatusUnknown {
+		if n.Status == report.StatusUnknown {
 			return ""
 		}
 		sum := summarizeRow(n)
@@ -232,7 +232,7 @@ type rowSummary struct {
 	odd                  []string
 }
 
-func summarizeRow(n trace.MatrixRow) rowSummary {
+func summarizeRow(n report.MatrixRow) rowSummary {
 	sum := rowSummary{expected: n.Expected, programmed: n.Programmed}
 	var programmedOdd, failed, warned []string
 	for _, c := range n.Cells {
@@ -240,7 +240,7 @@ func summarizeRow(n trace.MatrixRow) rowSummary {
 		case c.Problem == "":
 		case c.Problem == "missing" || c.Problem == "stale":
 			programmedOdd = append(programmedOdd, c.Endpoint+" "+c.Problem)
-		case c.Status == trace.StatusFail:
+		case c.Status == report.StatusFail:
 			failed = append(failed, c.Endpoint+" "+c.Problem)
 		default:
 			warned = append(warned, c.Endpoint+" "+c.Problem)
@@ -293,7 +293,7 @@ func nodeRange(nodes []string, ellipsis string) string {
 	return fmt.Sprintf("%s, %s %d more", strings.Join(nodes[:listed], ", "), ellipsis, len(nodes)-listed)
 }
 
-func colorMark(s *textStyle, cell string, st trace.Status) string {
+func colorMark(s *textStyle, cell string, st report.Status) string {
 	m := s.pathMark(st)
 	if !strings.HasPrefix(cell, m) {
 		return cell

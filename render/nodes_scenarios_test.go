@@ -10,6 +10,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Node scenarios: the collectors' observations of kube-proxy in iptables
@@ -72,11 +73,11 @@ func bothReached() map[string]string {
 	return map[string]string{"10.244.1.5:8080": "ok", "10.244.2.5:8080": "ok"}
 }
 
-func nodeRun(views []trace.NodeView) *trace.CollectorRun {
-	run := &trace.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
+func nodeRun(views []trace.NodeView) *report.CollectorRun {
+	run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 		Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}}
 	for _, v := range views {
-		run.Nodes = append(run.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles, Inspected: v.Observation != nil, Failure: v.Failure})
+		run.Nodes = append(run.Nodes, report.CollectorNode{Node: v.Node, Roles: v.Roles, Inspected: v.Observation != nil, Failure: v.Failure})
 	}
 	return run
 }
@@ -96,7 +97,7 @@ func manyNodes(in *trace.Input, n int) []string {
 
 func init() {
 	scenarios = append(scenarios,
-		scenario{name: "nodes-healthy", in: baseInput, views: func() (*trace.CollectorRun, []trace.NodeView) {
+		scenario{name: "nodes-healthy", in: baseInput, views: func() (*report.CollectorRun, []trace.NodeView) {
 			views := []trace.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-a", twoEndpoints, bothReached())},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b", twoEndpoints, bothReached())},
@@ -110,7 +111,7 @@ func init() {
 			in := baseInput()
 			in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5", "10.244.2.5")}
 			return in
-		}, views: func() (*trace.CollectorRun, []trace.NodeView) {
+		}, views: func() (*report.CollectorRun, []trace.NodeView) {
 			refused := bothReached()
 			refused["10.244.2.5:8080"] = "refused"
 			views := []trace.NodeView{
@@ -126,7 +127,7 @@ func init() {
 			in := baseInput()
 			manyNodes(in, 100)
 			return in
-		}, views: func() (*trace.CollectorRun, []trace.NodeView) {
+		}, views: func() (*report.CollectorRun, []trace.NodeView) {
 			var views []trace.NodeView
 			for i := 1; i <= 100; i++ {
 				name := fmt.Sprintf("node-%03d", i)
@@ -178,7 +179,7 @@ func init() {
 		manyNodes(in, 0)
 		in.Nodes["node-c"] = in.Nodes["node-a"]
 		return in
-	}, views: func() (*trace.CollectorRun, []trace.NodeView) {
+	}, views: func() (*report.CollectorRun, []trace.NodeView) {
 		all, probes := map[string]float64{}, map[string]string{}
 		for i := 1; i <= 12; i++ {
 			ep := fmt.Sprintf("10.244.1.%d:8080", i)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // lineWidth is the width the text view's pictures (path, grid) stay inside.
@@ -18,7 +18,7 @@ const lineWidth = 80
 // shortest form; the path uses the longest that fits the line.
 type hop struct {
 	name    string
-	status  trace.Status // "" for the client, which is not judged
+	status  report.Status // "" for the client, which is not judged
 	details []string
 	// nodes are the per-node marks fanned out under the node hop.
 	nodes []nodeHop
@@ -26,19 +26,19 @@ type hop struct {
 
 type nodeHop struct {
 	node   string
-	status trace.Status
+	status report.Status
 	reason string
 }
 
 // pathHops turns the result into the hops: client, DNS, Service, the node
 // datapath, NetworkPolicy, endpoints. A hop's status is its layer's; the node
 // hop's is the worst of the node layers (datapath, conntrack, route).
-func pathHops(t *trace.ServiceTrace) []hop {
-	layerStatus := func(n trace.LayerName) trace.Status {
+func pathHops(t *report.ServiceTrace) []hop {
+	layerStatus := func(n report.LayerName) report.Status {
 		if l := t.Layer(n); l != nil {
 			return l.Status
 		}
-		return trace.StatusSkipped
+		return report.StatusSkipped
 	}
 	svc := &t.Service
 	client := "any Pod"
@@ -52,20 +52,20 @@ func pathHops(t *trace.ServiceTrace) []hop {
 		client = kind + " " + rest
 	}
 	hops := []hop{{name: client}}
-	hops = append(hops, hop{name: "DNS", status: layerStatus(trace.LayerDNS), details: dnsDetails(t)})
-	hops = append(hops, hop{name: "Service", status: layerStatus(trace.LayerService), details: serviceDetails(svc)})
+	hops = append(hops, hop{name: "DNS", status: layerStatus(report.LayerDNS), details: dnsDetails(t)})
+	hops = append(hops, hop{name: "Service", status: layerStatus(report.LayerService), details: serviceDetails(svc)})
 	hops = append(hops, nodeHopOf(t))
-	hops = append(hops, hop{name: "policy", status: layerStatus(trace.LayerPolicy)})
+	hops = append(hops, hop{name: "policy", status: layerStatus(report.LayerPolicy)})
 	e := &t.Endpoints
 	var epDetails []string
 	if t.Service.Found && (e.Total > 0 || len(e.Slices) > 0) {
 		epDetails = []string{fmt.Sprintf("%d/%d ready", e.Ready, e.Total), fmt.Sprintf("%d/%d", e.Ready, e.Total)}
 	}
-	hops = append(hops, hop{name: "endpoints", status: layerStatus(trace.LayerEndpoints), details: epDetails})
+	hops = append(hops, hop{name: "endpoints", status: layerStatus(report.LayerEndpoints), details: epDetails})
 	return hops
 }
 
-func dnsDetails(t *trace.ServiceTrace) []string {
+func dnsDetails(t *report.ServiceTrace) []string {
 	if !t.Service.Found {
 		return nil
 	}
@@ -78,7 +78,7 @@ func dnsDetails(t *trace.ServiceTrace) []string {
 	return []string{"A record", "A"}
 }
 
-func serviceDetails(svc *trace.ServiceSummary) []string {
+func serviceDetails(svc *report.ServiceSummary) []string {
 	switch {
 	case !svc.Found:
 		return []string{"not found"}
@@ -113,15 +113,15 @@ func serviceDetails(svc *trace.ServiceSummary) []string {
 }
 
 // nodeHopOf is the node datapath hop: one mark per inspected node.
-func nodeHopOf(t *trace.ServiceTrace) hop {
+func nodeHopOf(t *report.ServiceTrace) hop {
 	h := hop{name: "datapath"}
 	byNode := map[string]*nodeHop{}
 	var order []string
-	worst := trace.Status("")
+	worst := report.Status("")
 	allSkipped := true
-	for _, name := range trace.NodeLayers {
+	for _, name := range report.NodeLayers {
 		l := t.Layer(name)
-		if l == nil || l.Status == trace.StatusSkipped {
+		if l == nil || l.Status == report.StatusSkipped {
 			continue
 		}
 		allSkipped = false
@@ -131,7 +131,7 @@ func nodeHopOf(t *trace.ServiceTrace) hop {
 		for _, n := range l.Nodes {
 			nh := byNode[n.Node]
 			if nh == nil {
-				nh = &nodeHop{node: n.Node, status: trace.StatusPass}
+				nh = &nodeHop{node: n.Node, status: report.StatusPass}
 				byNode[n.Node] = nh
 				order = append(order, n.Node)
 			}
@@ -141,9 +141,9 @@ func nodeHopOf(t *trace.ServiceTrace) hop {
 		}
 	}
 	if allSkipped {
-		h.status = trace.StatusSkipped
+		h.status = report.StatusSkipped
 		h.details = []string{"does not apply", "n/a"}
-		if l := t.Layer(trace.LayerDatapath); l != nil && (l.Reason == trace.ReasonNoNode || l.Reason == trace.ReasonNoCollector) {
+		if l := t.Layer(report.LayerDatapath); l != nil && (l.Reason == report.ReasonNoNode || l.Reason == report.ReasonNoCollector) {
 			h.details = []string{"not inspected", "skipped"}
 		}
 		return h
@@ -154,7 +154,7 @@ func nodeHopOf(t *trace.ServiceTrace) hop {
 	}
 	ok := 0
 	for _, n := range h.nodes {
-		if n.status == trace.StatusPass {
+		if n.status == report.StatusPass {
 			ok++
 		}
 	}
@@ -169,25 +169,25 @@ func nodeHopOf(t *trace.ServiceTrace) hop {
 }
 
 // rank orders statuses from best to worst for the picture (skipped below pass).
-func rank(s trace.Status) int {
+func rank(s report.Status) int {
 	switch s {
-	case trace.StatusPass:
+	case report.StatusPass:
 		return 1
-	case trace.StatusWarn:
+	case report.StatusWarn:
 		return 2
-	case trace.StatusUnknown:
+	case report.StatusUnknown:
 		return 3
-	case trace.StatusFail:
+	case report.StatusFail:
 		return 4
 	}
 	return 0
 }
 
 // pathMark is a hop's mark without the ASCII padding the layer list uses.
-func (s *textStyle) pathMark(st trace.Status) string {
+func (s *textStyle) pathMark(st report.Status) string {
 	g, ok := glyphs[st]
 	if !ok {
-		g = glyphs[trace.StatusUnknown]
+		g = glyphs[report.StatusUnknown]
 	}
 	if s.opts.ASCII {
 		return g.ascii
@@ -208,7 +208,7 @@ func width(v string) int { return utf8.RuneCountInString(v) }
 // line, marks and details under them, the failing hop pointed at, then the
 // inspected nodes fanned out under the node hop. It stays inside lineWidth:
 // details shorten first, then the columns wrap onto another row.
-func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writePath(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	hops := pathHops(t)
 	for i := range hops {
 		hops[i].name = esc(hops[i].name)
@@ -322,7 +322,7 @@ func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 			name := h.name
 			switch {
 			case i == failing:
-				name = s.status[trace.StatusFail].Render(name)
+				name = s.status[report.StatusFail].Render(name)
 			case h.status == "":
 				name = s.faint.Render(name)
 			default:
@@ -342,7 +342,7 @@ func writePath(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 				if col+width(p) > lineWidth {
 					p = strings.TrimSuffix(p, " here")
 				}
-				pointer.WriteString(s.status[trace.StatusFail].Render(p))
+				pointer.WriteString(s.status[report.StatusFail].Render(p))
 				pointed = true
 			} else if !pointed {
 				pointer.WriteString(strings.Repeat(" ", cw))
@@ -375,12 +375,12 @@ func writeNodeFan(w io.Writer, s *textStyle, hops []hop, col int) {
 	// Nodes that are not passing first, then passing ones, up to the bound.
 	var shown []nodeHop
 	for _, n := range h.nodes {
-		if n.status != trace.StatusPass {
+		if n.status != report.StatusPass {
 			shown = append(shown, n)
 		}
 	}
 	for _, n := range h.nodes {
-		if n.status == trace.StatusPass {
+		if n.status == report.StatusPass {
 			shown = append(shown, n)
 		}
 	}
@@ -401,7 +401,7 @@ func writeNodeFan(w io.Writer, s *textStyle, hops []hop, col int) {
 			b = last
 		}
 		line := strings.Repeat(" ", col) + b + s.pathMark(n.status) + " " + esc(n.node)
-		if n.status != trace.StatusPass && n.reason != "" {
+		if n.status != report.StatusPass && n.reason != "" {
 			line += "  " + esc(n.reason)
 		}
 		line = clipWidth(line, lineWidth, s)
@@ -412,11 +412,11 @@ func writeNodeFan(w io.Writer, s *textStyle, hops []hop, col int) {
 	if rest > 0 {
 		notPassing := 0
 		for _, n := range hidden {
-			if n.status != trace.StatusPass {
+			if n.status != report.StatusPass {
 				notPassing++
 			}
 		}
-		more := fmt.Sprintf("%s %d more nodes pass", s.pathMark(trace.StatusPass), rest)
+		more := fmt.Sprintf("%s %d more nodes pass", s.pathMark(report.StatusPass), rest)
 		if notPassing > 0 {
 			more = fmt.Sprintf("%d more nodes, %d of them not passing (see the layers)", rest, notPassing)
 		}
@@ -435,15 +435,15 @@ func clipWidth(v string, n int, s *textStyle) string {
 }
 
 // hopOfLayer is the index in pathHops of the hop that shows layer.
-func hopOfLayer(l trace.LayerName) int {
+func hopOfLayer(l report.LayerName) int {
 	switch l {
-	case trace.LayerDNS:
+	case report.LayerDNS:
 		return 1
-	case trace.LayerService:
+	case report.LayerService:
 		return 2
-	case trace.LayerPolicy:
+	case report.LayerPolicy:
 		return 4
-	case trace.LayerEndpoints:
+	case report.LayerEndpoints:
 		return 5
 	}
 	return 3 // datapath, conntrack, route: the node hop

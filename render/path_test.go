@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestPathShortensThenWraps: long hop details (an IPv6 ClusterIP with a
@@ -15,7 +15,7 @@ func TestPathShortensThenWraps(t *testing.T) {
 	tr := findScenario(t, "nodes-healthy").trace()
 	tr.Service.Type = "NodePort"
 	tr.Service.ClusterIPs = []string{"fd00:10:96:ffff:ffff:ffff:ffff:1234"}
-	tr.Service.Ports = []trace.ServicePortSummary{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "https", Protocol: "TCP", Port: 443, NodePort: 30443}}
+	tr.Service.Ports = []report.ServicePortSummary{{Name: "http", Protocol: "TCP", Port: 80, NodePort: 30080}, {Name: "https", Protocol: "TCP", Port: 443, NodePort: 30443}}
 	for _, opts := range []TextOptions{{}, {ASCII: true}} {
 		var buf bytes.Buffer
 		writePath(&buf, newTextStyle(&buf, opts), tr)

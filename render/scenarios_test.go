@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Scenarios are built from API objects and assembled by trace.Assemble (the function a live trace goes through), so the
@@ -95,7 +96,7 @@ type scenario struct {
 	in   func() *trace.Input
 	opts trace.Options
 	// views, when set, are the node report the scenario's collectors returned.
-	views func() (*trace.CollectorRun, []trace.NodeView)
+	views func() (*report.CollectorRun, []trace.NodeView)
 }
 
 var scenarios = []scenario{
@@ -141,7 +142,7 @@ var scenarios = []scenario{
 		in.Slices = nil
 		in.Nodes = nil
 		in.Gaps = []trace.Gap{
-			{Layer: trace.LayerEndpoints, Verb: "list", Resource: "endpointslices.discovery.k8s.io", Namespace: "default",
+			{Layer: report.LayerEndpoints, Verb: "list", Resource: "endpointslices.discovery.k8s.io", Namespace: "default",
 				Forbidden: true, Impact: "endpoints cannot be judged"},
 			{Verb: "list", Resource: "nodes", Forbidden: true, Impact: "node readiness not checked"},
 		}
@@ -165,8 +166,8 @@ var scenarios = []scenario{
 		return &trace.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
 	{name: "collectors-failed", in: baseInput,
-		views: func() (*trace.CollectorRun, []trace.NodeView) {
-			run := &trace.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
+		views: func() (*report.CollectorRun, []trace.NodeView) {
+			run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}
 			views := []trace.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin",
@@ -174,9 +175,9 @@ var scenarios = []scenario{
 				{Node: "node-b", Roles: []string{"endpoints", "client"}, Failure: "node is NotReady (Ready=Unknown, NodeStatusUnknown: Kubelet stopped posting node status.): not inspected"},
 			}
 			for _, v := range views {
-				run.Nodes = append(run.Nodes, trace.CollectorNode{Node: v.Node, Roles: v.Roles, Failure: v.Failure})
+				run.Nodes = append(run.Nodes, report.CollectorNode{Node: v.Node, Roles: v.Roles, Failure: v.Failure})
 			}
-			run.Nodes = append(run.Nodes, trace.CollectorNode{Node: "node-c", Roles: []string{"all-nodes"}, Inspected: true, Cordoned: true})
+			run.Nodes = append(run.Nodes, report.CollectorNode{Node: "node-c", Roles: []string{"all-nodes"}, Inspected: true, Cordoned: true})
 			return run, views
 		}},
 	{name: "escape", in: func() *trace.Input {
@@ -187,16 +188,16 @@ var scenarios = []scenario{
 	}, opts: trace.Options{NoNode: true}},
 }
 
-func (sc scenario) trace() *trace.ServiceTrace {
+func (sc scenario) trace() *report.ServiceTrace {
 	opts := sc.opts
 	opts.Now = fixedNow
 	opts.Version = "v0.1.0-test"
 	opts.Context = "kind-svctrace"
 	in := sc.in()
-	var report *trace.NodeReport
+	var nr *trace.NodeReport
 	if sc.views != nil {
 		run, views := sc.views()
-		report = &trace.NodeReport{Collector: run, Nodes: views}
+		nr = &trace.NodeReport{Collector: run, Nodes: views}
 	}
-	return trace.Assemble(in, report, opts)
+	return trace.Assemble(in, nr, opts)
 }

@@ -7,18 +7,18 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // JSON writes the trace as indented JSON (the v1alpha1 document).
-func JSON(w io.Writer, t *trace.ServiceTrace) error {
+func JSON(w io.Writer, t *report.ServiceTrace) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(t)
 }
 
 // YAML writes the trace as YAML with the same field names as JSON.
-func YAML(w io.Writer, t *trace.ServiceTrace) error {
+func YAML(w io.Writer, t *report.ServiceTrace) error {
 	b, err := yaml.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("encoding YAML: %w", err)
@@ -28,7 +28,7 @@ func YAML(w io.Writer, t *trace.ServiceTrace) error {
 }
 
 // Print renders t in format ("" text, "wide", "json", "yaml", "svg").
-func Print(w io.Writer, t *trace.ServiceTrace, format string, opts TextOptions) error {
+func Print(w io.Writer, t *report.ServiceTrace, format string, opts TextOptions) error {
 	switch format {
 	case FormatText:
 		return Text(w, t, opts)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // The SVG view is built as typed elements and written by encoding/xml, so
@@ -17,15 +17,15 @@ import (
 // picture back.
 
 // svgColors are the fills per status, readable on white.
-var svgColors = map[trace.Status]string{
-	trace.StatusPass:    "#1a7f37",
-	trace.StatusFail:    "#cf222e",
-	trace.StatusWarn:    "#9a6700",
-	trace.StatusSkipped: "#6e7781",
-	trace.StatusUnknown: "#8250df",
+var svgColors = map[report.Status]string{
+	report.StatusPass:    "#1a7f37",
+	report.StatusFail:    "#cf222e",
+	report.StatusWarn:    "#9a6700",
+	report.StatusSkipped: "#6e7781",
+	report.StatusUnknown: "#8250df",
 }
 
-func svgColor(st trace.Status) string {
+func svgColor(st report.Status) string {
 	if c, ok := svgColors[st]; ok {
 		return c
 	}
@@ -120,7 +120,7 @@ const svgStyle = `text{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,mo
 
 // SVG writes the path and the node × endpoint grid as a self-contained SVG
 // picture, for a postmortem or a ticket.
-func SVG(w io.Writer, t *trace.ServiceTrace) error {
+func SVG(w io.Writer, t *report.ServiceTrace) error {
 	doc := &svgDoc{Xmlns: "http://www.w3.org/2000/svg", Role: "img"}
 	name := t.Service.Namespace + "/" + t.Service.Name
 	doc.Title = "svctrace " + name + ": " + string(t.Verdict.Status)
@@ -167,7 +167,7 @@ func SVG(w io.Writer, t *trace.ServiceTrace) error {
 
 // svgPath draws the hops as boxes joined by arrows, the failing hop
 // outlined, and the inspected nodes listed under the node hop.
-func svgPath(t *trace.ServiceTrace, top int) (svgGroup, int) {
+func svgPath(t *report.ServiceTrace, top int) (svgGroup, int) {
 	hops := pathHops(t)
 	failing := -1
 	if f := t.Verdict.FirstFailingLayer; f != "" {
@@ -201,7 +201,7 @@ func svgPath(t *trace.ServiceTrace, top int) (svgGroup, int) {
 			}
 		}
 		if i == failing {
-			hop.Items = append(hop.Items, svgText{X: x + hopWidth/2, Y: top + hopHeight + 16, Anchor: "middle", Style: "fill:" + svgColor(trace.StatusFail), Class: "hop", Text: "▲ fails here"})
+			hop.Items = append(hop.Items, svgText{X: x + hopWidth/2, Y: top + hopHeight + 16, Anchor: "middle", Style: "fill:" + svgColor(report.StatusFail), Class: "hop", Text: "▲ fails here"})
 		}
 		if i > 0 {
 			ax := x - hopGap
@@ -218,7 +218,7 @@ func svgPath(t *trace.ServiceTrace, top int) (svgGroup, int) {
 			const maxSVGNodes = 6
 			var notPass, pass []nodeHop
 			for _, n := range shown {
-				if n.status == trace.StatusPass {
+				if n.status == report.StatusPass {
 					pass = append(pass, n)
 				} else {
 					notPass = append(notPass, n)
@@ -255,7 +255,7 @@ func svgPath(t *trace.ServiceTrace, top int) (svgGroup, int) {
 
 // svgGrid draws each port's grid with the text view's folding: rows of
 // identical nodes merged, outliers listed.
-func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
+func svgGrid(m *report.EndpointMatrix, top int) ([]any, int) {
 	plain := &textStyle{opts: TextOptions{}}
 	var out []any
 	y := top
@@ -277,7 +277,7 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 		}
 		y += cellHeight
 		rows := gridRows(plain, &p)
-		byNode := map[string]trace.MatrixRow{}
+		byNode := map[string]report.MatrixRow{}
 		for _, n := range p.Nodes {
 			byNode[n.Node] = n
 		}
@@ -293,7 +293,7 @@ func svgGrid(m *trace.EndpointMatrix, top int) ([]any, int) {
 			if len(r.nodes) > 1 {
 				row.Tooltip = &svgTitle{Text: strings.Join(r.nodes, ", ")}
 			}
-			if summary && byNode[r.nodes[0]].Status != trace.StatusUnknown {
+			if summary && byNode[r.nodes[0]].Status != report.StatusUnknown {
 				sum := summarizeRow(byNode[r.nodes[0]])
 				x := svgMargin + nodeColumn
 				text := fmt.Sprintf("%d/%d", sum.programmed, sum.expected)

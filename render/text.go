@@ -13,34 +13,34 @@ import (
 	"github.com/muesli/termenv"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // glyph is a status mark in its Unicode and ASCII forms.
 type glyph struct{ unicode, ascii string }
 
-var glyphs = map[trace.Status]glyph{
-	trace.StatusPass:    {"✔", "[ok]"},
-	trace.StatusFail:    {"✖", "[FAIL]"},
-	trace.StatusWarn:    {"!", "[warn]"},
-	trace.StatusSkipped: {"–", "[skip]"},
-	trace.StatusUnknown: {"?", "[??]"},
+var glyphs = map[report.Status]glyph{
+	report.StatusPass:    {"✔", "[ok]"},
+	report.StatusFail:    {"✖", "[FAIL]"},
+	report.StatusWarn:    {"!", "[warn]"},
+	report.StatusSkipped: {"–", "[skip]"},
+	report.StatusUnknown: {"?", "[??]"},
 }
 
 // ANSI color numbers per status; fixed (not adaptive) so no terminal query
 // is ever made and goldens are stable.
-var statusColors = map[trace.Status]string{
-	trace.StatusPass:    "2",
-	trace.StatusFail:    "1",
-	trace.StatusWarn:    "3",
-	trace.StatusSkipped: "8",
-	trace.StatusUnknown: "5",
+var statusColors = map[report.Status]string{
+	report.StatusPass:    "2",
+	report.StatusFail:    "1",
+	report.StatusWarn:    "3",
+	report.StatusSkipped: "8",
+	report.StatusUnknown: "5",
 }
 
 // textStyle holds the lipgloss styles of one rendering.
 type textStyle struct {
 	opts   TextOptions
-	status map[trace.Status]lipgloss.Style
+	status map[report.Status]lipgloss.Style
 	bold   lipgloss.Style
 	faint  lipgloss.Style
 	key    lipgloss.Style
@@ -54,18 +54,18 @@ func newTextStyle(w io.Writer, opts TextOptions) *textStyle {
 		r.SetColorProfile(termenv.Ascii)
 	}
 	r.SetHasDarkBackground(true)
-	s := &textStyle{opts: opts, status: map[trace.Status]lipgloss.Style{},
+	s := &textStyle{opts: opts, status: map[report.Status]lipgloss.Style{},
 		bold: r.NewStyle().Bold(true), faint: r.NewStyle().Faint(true), key: r.NewStyle().Foreground(lipgloss.Color("6"))}
 	for st, c := range statusColors {
-		s.status[st] = r.NewStyle().Foreground(lipgloss.Color(c)).Bold(st == trace.StatusFail)
+		s.status[st] = r.NewStyle().Foreground(lipgloss.Color(c)).Bold(st == report.StatusFail)
 	}
 	return s
 }
 
-func (s *textStyle) mark(st trace.Status) string {
+func (s *textStyle) mark(st report.Status) string {
 	g, ok := glyphs[st]
 	if !ok {
-		g = glyphs[trace.StatusUnknown]
+		g = glyphs[report.StatusUnknown]
 	}
 	if s.opts.ASCII {
 		// ASCII marks differ in width; pad them so columns line up.
@@ -74,7 +74,7 @@ func (s *textStyle) mark(st trace.Status) string {
 	return s.status[st].Render(g.unicode)
 }
 
-func (s *textStyle) word(st trace.Status, text string) string { return s.status[st].Render(text) }
+func (s *textStyle) word(st report.Status, text string) string { return s.status[st].Render(text) }
 
 func (s *textStyle) arrow() string {
 	if s.opts.ASCII {
@@ -98,7 +98,7 @@ func esc(v string) string { return printers.EscapeTerminal(v) }
 // its endpoints, then the layers. By default a passing layer is one line
 // (what was checked, how often) and only failing, warning and unknown checks
 // show their evidence and next step; Details (-o wide) shows every check's.
-func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
+func Text(w io.Writer, t *report.ServiceTrace, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	s := newTextStyle(w, opts)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
@@ -153,7 +153,7 @@ func Text(w io.Writer, t *trace.ServiceTrace, opts TextOptions) error {
 	return bw.Flush()
 }
 
-func writeService(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writeService(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	svc := &t.Service
 	kind := svc.Type
 	if svc.Headless {
@@ -204,7 +204,7 @@ func writeService(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	kv("serviceProxyName", esc(svc.ServiceProxyName))
 }
 
-func writeEndpoints(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
+func writeEndpoints(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	e := &t.Endpoints
 	if len(e.Slices) == 0 && e.Total == 0 {
 		return
@@ -228,17 +228,17 @@ func writeEndpoints(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 			fmt.Fprintf(w, "  %s\n", s.faint.Render(fmt.Sprintf("%s %d more endpoints (-o json lists all)", s.ellipsis(), len(e.Endpoints)-limit)))
 			break
 		}
-		st, cond := trace.StatusPass, "ready"
+		st, cond := report.StatusPass, "ready"
 		switch {
 		case ep.Ready && ep.Terminating:
-			st, cond = trace.StatusWarn, "ready,terminating"
+			st, cond = report.StatusWarn, "ready,terminating"
 		case ep.Ready:
 		case ep.Serving && ep.Terminating:
-			st, cond = trace.StatusWarn, "serving,terminating"
+			st, cond = report.StatusWarn, "serving,terminating"
 		case ep.Terminating:
-			st, cond = trace.StatusFail, "terminating"
+			st, cond = report.StatusFail, "terminating"
 		default:
-			st, cond = trace.StatusFail, "not ready"
+			st, cond = report.StatusFail, "not ready"
 		}
 		parts := []string{fmt.Sprintf("%-20s", esc(ep.IP)), fmt.Sprintf("%-20s", cond)}
 		if ep.Node != "" {
@@ -265,9 +265,9 @@ func writeEndpoints(w io.Writer, s *textStyle, t *trace.ServiceTrace) {
 	}
 }
 
-func writeLayer(w io.Writer, s *textStyle, l *trace.Layer) {
+func writeLayer(w io.Writer, s *textStyle, l *report.Layer) {
 	head := fmt.Sprintf("%s %s %s", s.mark(l.Status), s.bold.Render(fmt.Sprintf("%-10s", l.Name)), s.word(l.Status, string(l.Status)))
-	if l.Reason != "" && l.Status != trace.StatusPass {
+	if l.Reason != "" && l.Status != report.StatusPass {
 		head += ": " + esc(l.Reason)
 	}
 	fmt.Fprintln(w, head)
@@ -290,7 +290,7 @@ func writeLayer(w io.Writer, s *textStyle, l *trace.Layer) {
 
 // writeEvidence prints a check's evidence fields and raw lines, bounded, and
 // its next step unless it passed.
-func writeEvidence(w io.Writer, s *textStyle, c trace.Check) {
+func writeEvidence(w io.Writer, s *textStyle, c report.Check) {
 	indent := "           "
 	if c.Evidence != nil {
 		for _, f := range c.Evidence.Fields {
@@ -308,7 +308,7 @@ func writeEvidence(w io.Writer, s *textStyle, c trace.Check) {
 			fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(clip(r, s))))
 		}
 	}
-	if c.NextStep != "" && c.Status != trace.StatusPass {
+	if c.NextStep != "" && c.Status != report.StatusPass {
 		fmt.Fprintf(w, "%s%s %s\n", indent, s.arrow(), esc(c.NextStep))
 	}
 }
@@ -353,7 +353,7 @@ func orDash(s string) string {
 // collectorLine says where the node facts came from and with which
 // privileges: which nodes ran a collector (and why they were chosen), which
 // could not, the profile and the image.
-func collectorLine(c *trace.CollectorRun) string {
+func collectorLine(c *report.CollectorRun) string {
 	var ran, not []string
 	for _, n := range c.Nodes {
 		name := esc(n.Node)
@@ -396,7 +396,7 @@ func collectorLine(c *trace.CollectorRun) string {
 const maxCollectorNodes = 6
 
 // collectorRoles are the distinct reasons the inspected nodes were chosen.
-func collectorRoles(c *trace.CollectorRun) []string {
+func collectorRoles(c *report.CollectorRun) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, n := range c.Nodes {

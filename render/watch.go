@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // WatchText writes what changed between two consecutive traces of a watch,
@@ -21,7 +21,7 @@ import (
 // the API state this trace judged: every line about a node then says so,
 // because what it reports about the rules is as of that read (kube-proxy
 // may have caught up since), not an observation at the stamped time.
-func WatchText(w io.Writer, at, nodesAt time.Time, d *trace.TraceDiff, endpoints []trace.EndpointChange, opts TextOptions) error {
+func WatchText(w io.Writer, at, nodesAt time.Time, d *report.TraceDiff, endpoints []report.EndpointChange, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	s := newTextStyle(w, opts)
 	stamp := s.faint.Render(at.UTC().Format("15:04:05"))
@@ -36,12 +36,12 @@ func WatchText(w io.Writer, at, nodesAt time.Time, d *trace.TraceDiff, endpoints
 		if v == "" {
 			return s.faint.Render("(none)")
 		}
-		st := trace.StatusWarn
+		st := report.StatusWarn
 		switch {
 		case v == "ready":
-			st = trace.StatusPass
+			st = report.StatusPass
 		case v == "not ready", v == "terminating":
-			st = trace.StatusFail
+			st = report.StatusFail
 		}
 		return s.word(st, v)
 	}
@@ -83,7 +83,7 @@ func WatchText(w io.Writer, at, nodesAt time.Time, d *trace.TraceDiff, endpoints
 	return bw.Flush()
 }
 
-func verdictCode(v trace.Verdict) string {
+func verdictCode(v report.Verdict) string {
 	out := ""
 	if v.Code != "" {
 		out += " " + v.Code

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestAssembleFromSavedInputAndObservations re-judges a trace from what a
@@ -18,26 +20,26 @@ import (
 // equal the one assembled from the objects in memory.
 func TestAssembleFromSavedInputAndObservations(t *testing.T) {
 	in, obs := realKubeProxyInput(t, "nftables")
-	report := &NodeReport{
-		Collector: &CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin"},
+	nr := &NodeReport{
+		Collector: &report.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin"},
 		Nodes:     []NodeView{{Node: obs.NodeName, Roles: []string{RoleEndpoints}, Observation: &obs}},
 	}
 	opts := Options{Now: fixedNow, Version: "test"}
-	live := Assemble(in, report, opts)
+	live := Assemble(in, nr, opts)
 
 	var savedIn Input
 	var savedReport NodeReport
 	roundTrip(t, in, &savedIn)
-	roundTrip(t, report, &savedReport)
+	roundTrip(t, nr, &savedReport)
 	offline := Assemble(&savedIn, &savedReport, opts)
 
 	if !reflect.DeepEqual(jsonOf(t, live), jsonOf(t, offline)) {
 		t.Fatalf("offline result differs from the live one:\nlive:    %s\noffline: %s", jsonOf(t, live), jsonOf(t, offline))
 	}
-	if s := offline.Layer(LayerDatapath).Status; s != StatusPass {
+	if s := offline.Layer(report.LayerDatapath).Status; s != report.StatusPass {
 		t.Fatalf("datapath %s, want pass: the recorded nftables rules match the slice", s)
 	}
-	requireNodeCheck(t, offline, LayerDatapath, CodeDPRulesMatch, obs.NodeName)
+	requireNodeCheck(t, offline, report.LayerDatapath, report.CodeDPRulesMatch, obs.NodeName)
 	// Assembling twice from the same report leaves it unchanged (no writes
 	// into the judge's input from the judge).
 	before := jsonOf(t, savedReport)
@@ -88,12 +90,12 @@ func TestCollectedInputSurvivesJSON(t *testing.T) {
 				client.PrependReactor(r.verb, r.resource, func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, r.err })
 			}
 			opts := Options{Now: fixedNow, NoNode: true, Version: "test"}
-			in, report, err := Collect(context.Background(), client, "default", "web", opts)
+			in, nr, err := Collect(context.Background(), client, "default", "web", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if report != nil {
-				t.Fatalf("report %+v with --no-node", report)
+			if nr != nil {
+				t.Fatalf("nr %+v with --no-node", nr)
 			}
 			live := jsonOf(t, Assemble(in, nil, opts))
 			var saved Input

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var updateCatalogDoc = flag.Bool("update-catalog", false, "rewrite docs/checks.md from the catalog")
@@ -19,10 +21,10 @@ func TestCatalogDoc(t *testing.T) {
 	b.WriteString("# svctrace check codes\n\n")
 	b.WriteString("Every finding svctrace reports carries one of these stable codes (`apiVersion: svctrace.dev/v1alpha1`).\n")
 	b.WriteString("Codes are never renumbered or reused. Severity is the default: `error` fails its layer, `warning` warns, `info` passes.\n")
-	b.WriteString("Generated from `trace/catalog.go`, `trace/node_catalog.go` and `trace/policy.go` by `go test ./trace -run TestCatalogDoc -update-catalog`.\n\n")
+	b.WriteString("Generated from `trace/report/catalog.go` by `go test ./trace -run TestCatalogDoc -update-catalog`.\n\n")
 	b.WriteString("| code | layer | severity | title | message template |\n|---|---|---|---|---|\n")
-	for _, code := range CatalogCodes() {
-		s := Catalog[code]
+	for _, code := range report.CatalogCodes() {
+		s := report.Catalog[code]
 		layer := string(s.Layer)
 		if layer == "" {
 			layer = "any"

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // dnsChecks states the name that should resolve and what it should return,
@@ -14,13 +16,13 @@ import (
 func (j *judge) dnsChecks() {
 	s := &j.t.Service
 	var answer string
-	var fields []Field
+	var fields []report.Field
 	switch {
 	case s.Type == string(corev1.ServiceTypeExternalName):
 		answer = "CNAME " + s.ExternalName
 		fields = append(fields, fieldValue("CNAME", s.ExternalName))
 		if net.ParseIP(s.ExternalName) != nil {
-			j.emit(CodeDNSExternalIP, Args{"externalName": s.ExternalName})
+			j.Emit(report.CodeDNSExternalIP, report.Args{"externalName": s.ExternalName})
 		}
 	case s.Headless:
 		var v4, v6 []string
@@ -37,7 +39,7 @@ func (j *judge) dnsChecks() {
 		v4, v6 = dedupe(v4), dedupe(v6)
 		if len(v4)+len(v6) == 0 && !j.slicesGap {
 			answer = "no records (headless, no ready endpoint)"
-			j.emit(CodeDNSHeadlessEmpty, nil)
+			j.Emit(report.CodeDNSHeadlessEmpty, nil)
 		} else if j.slicesGap {
 			answer = "the ready Pod IPs (EndpointSlices not readable)"
 		} else {
@@ -66,16 +68,16 @@ func (j *judge) dnsChecks() {
 			fields = append(fields, fieldItems("AAAA", v6))
 		}
 	}
-	fields = append([]Field{fieldValue("name", j.fqdn)}, fields...)
+	fields = append([]report.Field{fieldValue("name", j.fqdn)}, fields...)
 	// The expected answer goes first in the layer.
-	l := j.t.Layer(LayerDNS)
-	c := NewCheck(CodeDNSExpected, j.args(Args{"answer": answer}), fields...)
-	l.Checks = append([]Check{c}, l.Checks...)
+	l := j.t.Layer(report.LayerDNS)
+	c := j.NewCheck(report.CodeDNSExpected, report.Args{"answer": answer}, fields...)
+	l.Checks = append([]report.Check{c}, l.Checks...)
 
 	switch {
 	case j.in.DNSNotFound:
-		j.emit(CodeDNSNoClusterDNS, nil)
-	case j.in.DNSService != nil && !j.in.hasGap(LayerDNS, resEndpointSlices):
+		j.Emit(report.CodeDNSNoClusterDNS, nil)
+	case j.in.DNSService != nil && !j.in.hasGap(report.LayerDNS, resEndpointSlices):
 		ready, total := 0, 0
 		for _, sl := range j.in.DNSSlices {
 			for _, ep := range sl.Endpoints {
@@ -90,9 +92,9 @@ func (j *judge) dnsChecks() {
 			ips = []string{j.in.DNSService.Spec.ClusterIP}
 		}
 		if ready == 0 {
-			j.emit(CodeDNSNoEndpoints, Args{"total": strconv.Itoa(total)}, fieldItems("clusterIPs", ips))
+			j.Emit(report.CodeDNSNoEndpoints, report.Args{"total": strconv.Itoa(total)}, fieldItems("clusterIPs", ips))
 		} else {
-			j.emit(CodeDNSClusterDNSOK, Args{"clusterIPs": strings.Join(ips, ", "), "ready": strconv.Itoa(ready)},
+			j.Emit(report.CodeDNSClusterDNSOK, report.Args{"clusterIPs": strings.Join(ips, ", "), "ready": strconv.Itoa(ready)},
 				fieldItems("clusterIPs", ips), fieldValue("readyEndpoints", strconv.Itoa(ready)))
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func (j *judge) endpointChecks() {
@@ -21,9 +23,9 @@ func (j *judge) endpointChecks() {
 		if hasSelector {
 			why = "; the EndpointSlice controller makes one even when no Pod matches, so check kube-controller-manager"
 		}
-		j.emit(CodeEpsNoSlices, Args{"why": why})
+		j.Emit(report.CodeEpsNoSlices, report.Args{"why": why})
 	} else {
-		j.emit(CodeEpsCounts, Args{"slices": strconv.Itoa(len(e.Slices)), "total": strconv.Itoa(e.Total),
+		j.Emit(report.CodeEpsCounts, report.Args{"slices": strconv.Itoa(len(e.Slices)), "total": strconv.Itoa(e.Total),
 			"ready": strconv.Itoa(e.Ready), "serving": strconv.Itoa(e.Serving), "terminating": strconv.Itoa(e.Terminating)})
 	}
 	if hasSelector {
@@ -43,7 +45,7 @@ func (j *judge) endpointChecks() {
 				notReady = append(notReady, endpointName(ep))
 			}
 		}
-		j.emit(CodeEpsNotReady, Args{"count": strconv.Itoa(len(notReady)), "total": strconv.Itoa(e.Total)},
+		j.Emit(report.CodeEpsNotReady, report.Args{"count": strconv.Itoa(len(notReady)), "total": strconv.Itoa(e.Total)},
 			fieldItems("notReady", notReady))
 	}
 	j.targetRefChecks()
@@ -68,7 +70,7 @@ func (j *judge) foreignManagerCheck() {
 		ms = append(ms, m)
 	}
 	sort.Strings(ms)
-	j.emit(CodeEpsForeignManager, Args{"count": strconv.Itoa(len(slices)), "managers": strings.Join(ms, ", "),
+	j.Emit(report.CodeEpsForeignManager, report.Args{"count": strconv.Itoa(len(slices)), "managers": strings.Join(ms, ", "),
 		"slices": listNames(slices)}, fieldItems("slices", slices), fieldItems("managedBy", ms))
 }
 
@@ -99,13 +101,13 @@ func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 	}
 	if total == 0 && otherProto > 0 {
 		// kube-proxy keys endpoints by port name AND protocol.
-		j.emit(CodePortSliceProtocol, Args{"port": label, "name": p.Name, "protocol": proto,
+		j.Emit(report.CodePortSliceProtocol, report.Args{"port": label, "name": p.Name, "protocol": proto,
 			"sliceProtocol": otherProtocol, "count": strconv.Itoa(otherProto)},
 			fieldValue("serviceProtocol", proto), fieldValue("sliceProtocol", otherProtocol))
 		return
 	}
 	if j.t.Endpoints.Total > 0 && total == 0 {
-		j.emit(CodePortMissingInSlices, Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
+		j.Emit(report.CodePortMissingInSlices, report.Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
 			fieldValue("servicePortName", p.Name), fieldValue("slicePortNames", j.slicePortNames()))
 		return
 	}
@@ -121,20 +123,20 @@ func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 // to serving+terminating endpoints, else traffic is rejected.
 func (j *judge) noReadyCheck(label string, total, servingTerminating int) {
 	if servingTerminating > 0 {
-		j.emit(CodeEpsTerminatingOnly, Args{"port": label, "count": strconv.Itoa(servingTerminating)})
+		j.Emit(report.CodeEpsTerminatingOnly, report.Args{"port": label, "count": strconv.Itoa(servingTerminating)})
 		return
 	}
 	impact := "kube-proxy rejects connections to this Service"
 	if j.t.Service.Headless {
 		impact = "the headless name has no records to return"
 	}
-	j.emit(CodeEpsNoReady, Args{"port": label, "impact": impact},
+	j.Emit(report.CodeEpsNoReady, report.Args{"port": label, "impact": impact},
 		fieldValue("endpointsForPort", strconv.Itoa(total)), fieldValue("ready", "0"))
 }
 
 // portMatch reports whether ports has the Service port (same name and
 // protocol); if only the name matches, it returns the slice's protocol.
-func portMatch(ports []EndpointPort, name, protocol string) (bool, string) {
+func portMatch(ports []report.EndpointPort, name, protocol string) (bool, string) {
 	other := ""
 	for _, p := range ports {
 		if p.Name != name {
@@ -184,7 +186,7 @@ func (j *judge) targetRefChecks() {
 		}
 	}
 	if len(gone) > 0 {
-		j.emit(CodeEpsPodGone, Args{"count": strconv.Itoa(len(gone)), "endpoints": listNames(gone)},
+		j.Emit(report.CodeEpsPodGone, report.Args{"count": strconv.Itoa(len(gone)), "endpoints": listNames(gone)},
 			fieldItems("endpoints", gone))
 	}
 	if len(j.in.UnownedIPs) > 0 {
@@ -197,15 +199,15 @@ func (j *judge) targetRefChecks() {
 				cidrs = append(cidrs, u.PodCIDR)
 			}
 		}
-		j.emit(CodeEpsUnownedIP, Args{"count": strconv.Itoa(len(ips)), "ips": listNames(ips), "cidrs": strings.Join(cidrs, ", ")},
+		j.Emit(report.CodeEpsUnownedIP, report.Args{"count": strconv.Itoa(len(ips)), "ips": listNames(ips), "cidrs": strings.Join(cidrs, ", ")},
 			fieldItems("ips", ips), fieldItems("podCIDRs", cidrs))
 	}
 	if len(ghost) > 0 {
-		j.emit(CodeEpsGhostIP, Args{"count": strconv.Itoa(len(ghost)), "endpoints": listNames(ghost)},
+		j.Emit(report.CodeEpsGhostIP, report.Args{"count": strconv.Itoa(len(ghost)), "endpoints": listNames(ghost)},
 			fieldItems("endpoints", ghost))
 	}
 	if len(j.in.UnverifiedTargets) > 0 {
-		j.emit(CodeEpsTargetUnverified, Args{"count": strconv.Itoa(len(j.in.UnverifiedTargets)),
+		j.Emit(report.CodeEpsTargetUnverified, report.Args{"count": strconv.Itoa(len(j.in.UnverifiedTargets)),
 			"limit": strconv.Itoa(ExtraPodLimit), "endpoints": listNames(j.in.UnverifiedTargets)},
 			fieldItems("pods", j.in.UnverifiedTargets))
 	}
@@ -250,7 +252,7 @@ func (j *judge) missingReadyPodsCheck() {
 		}
 	}
 	if len(missing) > 0 {
-		j.emit(CodeEpsReadyPodMissing, Args{"count": strconv.Itoa(len(missing)), "pods": listNames(missing)},
+		j.Emit(report.CodeEpsReadyPodMissing, report.Args{"count": strconv.Itoa(len(missing)), "pods": listNames(missing)},
 			fieldItems("pods", missing))
 	}
 }
@@ -277,13 +279,13 @@ func (j *judge) familyCheck() {
 			addrType = string(discoveryv1.AddressTypeIPv6)
 		}
 		if readyByFamily[addrType] == 0 {
-			j.emit(CodeEpsFamilyMissing, Args{"family": fam}, fieldValue("addressType", addrType))
+			j.Emit(report.CodeEpsFamilyMissing, report.Args{"family": fam}, fieldValue("addressType", addrType))
 		}
 	}
 }
 
 // endpointName is "10.244.1.5 (pod web-1)" or just the IP.
-func endpointName(ep EndpointSummary) string {
+func endpointName(ep report.EndpointSummary) string {
 	if ep.Pod != nil {
 		return ep.IP + " (pod " + ep.Pod.Name + ")"
 	}

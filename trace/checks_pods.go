@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // podChecks says, for every selected Pod, why it does not get traffic.
@@ -19,14 +21,14 @@ func (j *judge) podChecks() {
 	}
 	perCode := map[string]int{}
 	extra := map[string][]string{}
-	emit := func(code string, pod string, args Args) {
+	emit := func(code string, pod string, args report.Args) {
 		perCode[code]++
 		if perCode[code] > podCheckLimit {
 			extra[code] = append(extra[code], pod)
 			return
 		}
 		args["pod"] = pod
-		j.emit(code, args)
+		j.Emit(code, args)
 	}
 	pods := make([]*corev1.Pod, 0, len(j.in.Pods))
 	for i := range j.in.Pods {
@@ -35,11 +37,11 @@ func (j *judge) podChecks() {
 	sort.Slice(pods, func(a, b int) bool { return pods[a].Name < pods[b].Name })
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
-			emit(CodePodTerminating, pod.Name, Args{"since": pod.DeletionTimestamp.UTC().Format(time.RFC3339)})
+			emit(report.CodePodTerminating, pod.Name, report.Args{"since": pod.DeletionTimestamp.UTC().Format(time.RFC3339)})
 			continue
 		}
 		if pod.Status.Phase != corev1.PodRunning {
-			emit(CodePodPhase, pod.Name, Args{"phase": orNone(string(pod.Status.Phase)), "detail": phaseDetail(pod)})
+			emit(report.CodePodPhase, pod.Name, report.Args{"phase": orNone(string(pod.Status.Phase)), "detail": phaseDetail(pod)})
 			continue
 		}
 		crashing := false
@@ -51,29 +53,29 @@ func (j *judge) podChecks() {
 					// A failing liveness or startup probe is what restarts it.
 					detail += "; " + probeEventText(ev)
 				}
-				emit(CodePodCrashLoop, pod.Name, Args{"container": cs.Name, "restarts": strconv.Itoa(int(cs.RestartCount)),
+				emit(report.CodePodCrashLoop, pod.Name, report.Args{"container": cs.Name, "restarts": strconv.Itoa(int(cs.RestartCount)),
 					"detail": detail})
 			}
 		}
 		if node := j.nodeNotReady(pod.Spec.NodeName); node != "" {
-			emit(CodePodNodeNotReady, pod.Name, Args{"node": pod.Spec.NodeName, "detail": node})
+			emit(report.CodePodNodeNotReady, pod.Name, report.Args{"node": pod.Spec.NodeName, "detail": node})
 		}
 		if crashing || podReady(pod) {
 			continue
 		}
 		if gates := unmetGates(pod); len(gates) > 0 && containersReady(pod) {
-			emit(CodePodReadinessGates, pod.Name, Args{"gates": strings.Join(gates, ", ")})
+			emit(report.CodePodReadinessGates, pod.Name, report.Args{"gates": strings.Join(gates, ", ")})
 			continue
 		}
-		emit(CodePodNotReady, pod.Name, Args{"detail": notReadyDetail(pod, j.in.ProbeEvents)})
+		emit(report.CodePodNotReady, pod.Name, report.Args{"detail": notReadyDetail(pod, j.in.ProbeEvents)})
 	}
 	// Pods over the per-code limit go into the last check of that code.
 	for code, names := range extra {
-		l := j.t.Layer(Catalog[code].Layer)
+		l := j.t.Layer(report.Catalog[code].Layer)
 		for i := len(l.Checks) - 1; i >= 0; i-- {
 			if l.Checks[i].Code == code {
 				if l.Checks[i].Evidence == nil {
-					l.Checks[i].Evidence = &Evidence{}
+					l.Checks[i].Evidence = &report.Evidence{}
 				}
 				l.Checks[i].Evidence.Fields = append(l.Checks[i].Evidence.Fields, fieldItems("alsoPods", names))
 				l.Checks[i].Message += fmt.Sprintf(" (and %d more Pods like it, see evidence)", len(names))

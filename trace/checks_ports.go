@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // portChecks compares each traced Service port with the selected Pods:
@@ -27,7 +29,7 @@ func (j *judge) portChecks() {
 		if j.t.Service.Headless && p.TargetPort.IntValue() == 0 {
 			continue // headless without targetPort: clients pick the port
 		}
-		j.emit(CodePortNumeric, Args{"port": label, "targetPort": strconv.Itoa(target), "protocol": protocolOf(p.Protocol)})
+		j.Emit(report.CodePortNumeric, report.Args{"port": label, "targetPort": strconv.Itoa(target), "protocol": protocolOf(p.Protocol)})
 	}
 }
 
@@ -54,18 +56,18 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 	}
 	total := strconv.Itoa(len(j.in.Pods))
 	if len(unresolved) > 0 {
-		c := j.emit(CodePortNameUnresolved, Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
+		c := j.Emit(report.CodePortNameUnresolved, report.Args{"port": label, "targetPort": name, "count": strconv.Itoa(len(unresolved)),
 			"total": total, "pods": listNames(unresolved), "firstPod": unresolved[0]},
 			fieldValue("targetPort", name), fieldItems("podsWithoutPort", unresolved))
 		if len(unresolved) < len(j.in.Pods) && len(mismatched) == 0 {
 			// The other Pods still get traffic on this port: a warning, not
 			// a failed layer.
-			c.Severity, c.Status = SeverityWarning, StatusWarn
+			c.Severity, c.Status = report.SeverityWarning, report.StatusWarn
 		}
 	}
 	if len(mismatched) > 0 {
 		podProto := strings.SplitN(mismatchProtos[0], ": ", 2)[1]
-		j.emit(CodePortProtocol, Args{"port": label, "protocol": string(proto), "targetPort": name,
+		j.Emit(report.CodePortProtocol, report.Args{"port": label, "protocol": string(proto), "targetPort": name,
 			"pods": listNames(mismatched), "podProtocol": podProto, "firstPod": mismatched[0]},
 			fieldValue("serviceProtocol", string(proto)), fieldItems("podProtocols", mismatchProtos))
 	}
@@ -75,7 +77,7 @@ func (j *judge) namedPortCheck(p corev1.ServicePort, label string) {
 			nums = append(nums, n)
 		}
 		sort.Strings(nums)
-		j.emit(CodePortNamedResolved, Args{"port": label, "targetPort": name, "total": total,
+		j.Emit(report.CodePortNamedResolved, report.Args{"port": label, "targetPort": name, "total": total,
 			"resolved": strings.Join(nums, ", ") + "/" + string(proto)})
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func (j *judge) serviceChecks() {
@@ -16,21 +18,21 @@ func (j *judge) serviceChecks() {
 	s := &j.t.Service
 	switch {
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
-		j.emit(CodeSvcExternalName, Args{"externalName": svc.Spec.ExternalName},
+		j.Emit(report.CodeSvcExternalName, report.Args{"externalName": svc.Spec.ExternalName},
 			fieldValue("externalName", svc.Spec.ExternalName))
 		return
 	case s.Headless:
-		j.emit(CodeSvcHeadless, nil, fieldValue("clusterIP", "None"))
+		j.Emit(report.CodeSvcHeadless, nil, fieldValue("clusterIP", "None"))
 	default:
-		j.emit(CodeSvcType, Args{"type": s.Type, "applies": j.typeApplies()}, j.typeEvidence()...)
+		j.Emit(report.CodeSvcType, report.Args{"type": s.Type, "applies": j.typeApplies()}, j.typeEvidence()...)
 	}
 	if len(s.IPFamilies) > 0 {
 		fams := strings.Join(s.IPFamilies, ", ")
-		fields := []Field{fieldItems("ipFamilies", s.IPFamilies)}
+		fields := []report.Field{fieldItems("ipFamilies", s.IPFamilies)}
 		if !s.Headless {
 			fields = append(fields, fieldItems("clusterIPs", s.ClusterIPs))
 		}
-		j.emit(CodeSvcIPFamilies, Args{"families": fams, "policy": orNone(s.IPFamilyPolicy)}, fields...)
+		j.Emit(report.CodeSvcIPFamilies, report.Args{"families": fams, "policy": orNone(s.IPFamilyPolicy)}, fields...)
 	}
 	// kube-proxy's Service informer selects on the label's absence, so an
 	// empty value excludes the Service as much as a proxy's name does.
@@ -39,7 +41,7 @@ func (j *judge) serviceChecks() {
 		if name == "" {
 			owner = "; the value is empty and names no proxy, so most likely nothing programs it"
 		}
-		j.emit(CodeSvcProxyName, Args{"proxyName": name, "owner": owner},
+		j.Emit(report.CodeSvcProxyName, report.Args{"proxyName": name, "owner": owner},
 			fieldValue(labelServiceProxyName, name))
 	} else if !s.Headless {
 		j.ignoredSlicesCheck()
@@ -47,14 +49,14 @@ func (j *judge) serviceChecks() {
 	j.selectorChecks()
 	if s.SessionAffinityTimeoutSeconds != nil {
 		t := strconv.Itoa(int(*s.SessionAffinityTimeoutSeconds))
-		j.emit(CodeSvcSessionAffinity, Args{"timeout": t},
+		j.Emit(report.CodeSvcSessionAffinity, report.Args{"timeout": t},
 			fieldValue("sessionAffinity", s.SessionAffinity), fieldValue("timeoutSeconds", t))
 	}
 	if s.Type == string(corev1.ServiceTypeLoadBalancer) && len(s.LoadBalancerIngress) == 0 {
-		j.emit(CodeSvcLBPending, nil)
+		j.Emit(report.CodeSvcLBPending, nil)
 	}
 	if s.PublishNotReadyAddresses {
-		j.emit(CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
+		j.Emit(report.CodeSvcPublishNotReady, nil, fieldValue("publishNotReadyAddresses", "true"))
 	}
 	j.sourceRangesCheck()
 	j.trafficPolicyChecks()
@@ -97,12 +99,12 @@ func (j *judge) ignoredSlicesCheck() {
 	if len(stranded) > 0 {
 		impact = "; that leaves " + strings.Join(stranded, ", ") + " without a usable endpoint, so kube-proxy rejects connections to it as having none"
 	}
-	c := j.emit(CodeSvcSlicesIgnored, Args{"count": strconv.Itoa(len(names)), "total": strconv.Itoa(len(j.in.Slices)),
+	c := j.Emit(report.CodeSvcSlicesIgnored, report.Args{"count": strconv.Itoa(len(names)), "total": strconv.Itoa(len(j.in.Slices)),
 		"slices": listNames(names), "endpoints": strconv.Itoa(count), "impact": impact},
 		fieldItems("ignoredSlices", names), fieldItems("portsLeftWithoutEndpoints", stranded))
 	if len(stranded) == 0 {
 		// Other slices still serve every traced port.
-		c.Severity, c.Status = SeverityWarning, StatusWarn
+		c.Severity, c.Status = report.SeverityWarning, report.StatusWarn
 	}
 }
 
@@ -156,9 +158,9 @@ func (j *judge) typeApplies() string {
 	return base
 }
 
-func (j *judge) typeEvidence() []Field {
+func (j *judge) typeEvidence() []report.Field {
 	s := &j.t.Service
-	fields := []Field{fieldValue("type", s.Type), fieldItems("clusterIPs", s.ClusterIPs)}
+	fields := []report.Field{fieldValue("type", s.Type), fieldItems("clusterIPs", s.ClusterIPs)}
 	var nodePorts []string
 	for _, p := range s.Ports {
 		if p.NodePort != 0 {
@@ -186,19 +188,19 @@ func (j *judge) selectorChecks() {
 		} else {
 			n = "EndpointSlices not readable"
 		}
-		j.emit(CodeSvcNoSelector, Args{"slices": n})
+		j.Emit(report.CodeSvcNoSelector, report.Args{"slices": n})
 		return
 	}
 	if j.podsGap {
 		return // the gap check says why
 	}
 	if len(j.in.Pods) > 0 {
-		j.emit(CodeSvcSelectorMatches, Args{"count": strconv.Itoa(len(j.in.Pods))})
+		j.Emit(report.CodeSvcSelectorMatches, report.Args{"count": strconv.Itoa(len(j.in.Pods))})
 		j.workloadsCheck()
 		return
 	}
 	closest := ""
-	var fields []Field
+	var fields []report.Field
 	fields = append(fields, fieldValue("selector", selectorString(sel)))
 	var parts []string
 	for _, p := range j.in.ClosestPods {
@@ -209,7 +211,7 @@ func (j *judge) selectorChecks() {
 	if len(parts) > 0 {
 		closest = "; closest Pods: " + strings.Join(parts, "; ")
 	}
-	j.emit(CodeSvcSelectorNoPods, Args{"closest": closest}, fields...)
+	j.Emit(report.CodeSvcSelectorNoPods, report.Args{"closest": closest}, fields...)
 }
 
 // trafficPolicyChecks finds, for externalTrafficPolicy or
@@ -240,21 +242,21 @@ func (j *judge) trafficPolicyChecks() {
 			if lbOnly && s.HealthCheckNodePort != 0 {
 				note = fmt.Sprintf("; the load balancer's health check on port %d steers around them", s.HealthCheckNodePort)
 			}
-			j.emit(CodeSvcETPLocal, Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted), "lbNote": note},
+			j.Emit(report.CodeSvcETPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted), "lbNote": note},
 				nodeFields(without, notCounted)...)
 		}
 	}
 	if itpLocal {
 		without, counted, notCounted := j.nodesWithout(local, false)
 		if len(without) > 0 {
-			j.emit(CodeSvcITPLocal, Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted)},
+			j.Emit(report.CodeSvcITPLocal, report.Args{"count": strconv.Itoa(len(without)), "total": strconv.Itoa(counted)},
 				nodeFields(without, notCounted)...)
 		}
 	}
 }
 
-func nodeFields(without []string, notCounted map[string][]string) []Field {
-	fields := []Field{fieldItems("nodesWithoutLocalEndpoint", without)}
+func nodeFields(without []string, notCounted map[string][]string) []report.Field {
+	fields := []report.Field{fieldItems("nodesWithoutLocalEndpoint", without)}
 	for _, k := range sortedKeys(boolKeys(notCounted)) {
 		fields = append(fields, fieldItems(k, notCounted[k]))
 	}
@@ -382,14 +384,14 @@ func (j *judge) topologyChecks() {
 			hinted++
 		}
 	}
-	args := Args{"setting": setting, "hinted": strconv.Itoa(hinted), "total": strconv.Itoa(ready),
+	args := report.Args{"setting": setting, "hinted": strconv.Itoa(hinted), "total": strconv.Itoa(ready),
 		"unhinted": strconv.Itoa(ready - hinted)}
-	fields := []Field{fieldValue("readyEndpoints", strconv.Itoa(ready)), fieldValue("withZoneHints", strconv.Itoa(hinted))}
+	fields := []report.Field{fieldValue("readyEndpoints", strconv.Itoa(ready)), fieldValue("withZoneHints", strconv.Itoa(hinted))}
 	if hinted == ready {
-		j.emit(CodeSvcTopology, args, fields...)
+		j.Emit(report.CodeSvcTopology, args, fields...)
 		return
 	}
-	j.emit(CodeSvcTopologyNoHints, args, fields...)
+	j.Emit(report.CodeSvcTopologyNoHints, args, fields...)
 }
 
 // workloadsCheck warns when the selector picks the Pods of more than one
@@ -412,7 +414,7 @@ func (j *judge) workloadsCheck() {
 	for _, w := range sortedKeys(boolKeys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s (%d Pod(s))", w, counts[w]))
 	}
-	j.emit(CodeSvcSeveralWorkloads, Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
+	j.Emit(report.CodeSvcSeveralWorkloads, report.Args{"count": strconv.Itoa(len(counts)), "workloads": listNames(parts),
 		"selector": selectorString(j.svc.Spec.Selector)}, fieldItems("workloads", parts))
 }
 
@@ -500,6 +502,6 @@ func (j *judge) sourceRangesCheck() {
 	} else if len(outside) == 0 {
 		return
 	}
-	j.emit(CodeSvcSourceRanges, Args{"ranges": strings.Join(texts, ", "), "who": who},
+	j.Emit(report.CodeSvcSourceRanges, report.Args{"ranges": strings.Join(texts, ", "), "who": who},
 		fieldItems("loadBalancerSourceRanges", texts), fieldItems("outside", outside))
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // replace swaps the object of the same kind and name in objs.
@@ -77,7 +79,7 @@ func forbidden(verb, resource string) reactor {
 	return reactor{verb, resource, apierrors.NewForbidden(gr, "", nil)}
 }
 
-func runTrace(t *testing.T, objs []runtime.Object, opts Options, reactors ...reactor) (*ServiceTrace, *fake.Clientset) {
+func runTrace(t *testing.T, objs []runtime.Object, opts Options, reactors ...reactor) (*report.ServiceTrace, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	for _, r := range reactors {
@@ -97,8 +99,8 @@ func runTrace(t *testing.T, objs []runtime.Object, opts Options, reactors ...rea
 	return tr, client
 }
 
-func codes(tr *ServiceTrace, layer LayerName) map[string]Check {
-	out := map[string]Check{}
+func codes(tr *report.ServiceTrace, layer report.LayerName) map[string]report.Check {
+	out := map[string]report.Check{}
 	for _, c := range tr.Layer(layer).Checks {
 		out[c.Code] = c
 	}
@@ -111,44 +113,44 @@ func TestChecks(t *testing.T) {
 		objs      []runtime.Object
 		opts      Options
 		reactors  []reactor
-		layer     LayerName
+		layer     report.LayerName
 		want      string // code that must be present
 		absent    []string
-		status    Status // want status of layer
-		verdict   Status
+		status    report.Status // want status of layer
+		verdict   report.Status
 		contains  string // substring of the check's message
-		firstFail LayerName
+		firstFail report.LayerName
 	}{
-		{name: "healthy", objs: healthy(), layer: LayerEndpoints, want: CodeEpsCounts, status: StatusPass,
-			absent:  []string{CodeEpsNoReady, CodeEpsReadyPodMissing, CodeEpsGhostIP, CodeEpsPodGone, CodePortNumeric + "x"},
-			verdict: StatusPass, contains: "2 ready"},
+		{name: "healthy", objs: healthy(), layer: report.LayerEndpoints, want: report.CodeEpsCounts, status: report.StatusPass,
+			absent:  []string{report.CodeEpsNoReady, report.CodeEpsReadyPodMissing, report.CodeEpsGhostIP, report.CodeEpsPodGone, report.CodePortNumeric + "x"},
+			verdict: report.StatusPass, contains: "2 ready"},
 		{name: "numeric targetPort never warns", objs: replace(healthy(), pod("web-1", "web", "10.244.1.5", "node-a", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = nil
-		})), layer: LayerService, want: CodePortNumeric, status: StatusPass, contains: "numeric"},
+		})), layer: report.LayerService, want: report.CodePortNumeric, status: report.StatusPass, contains: "numeric"},
 		{name: "service not found with closest names", objs: without(replace(healthy(), service("webb")), "svc", "web"),
-			layer: LayerService, want: CodeSvcNotFound, status: StatusFail, verdict: StatusFail, contains: "did you mean webb",
-			firstFail: LayerService},
+			layer: report.LayerService, want: report.CodeSvcNotFound, status: report.StatusFail, verdict: report.StatusFail, contains: "did you mean webb",
+			firstFail: report.LayerService},
 		{name: "selector matches no pods", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Selector = map[string]string{"app": "web-v2"}
-		})), layer: LayerService, want: CodeSvcSelectorNoPods, status: StatusFail, firstFail: LayerService,
+		})), layer: report.LayerService, want: report.CodeSvcSelectorNoPods, status: report.StatusFail, firstFail: report.LayerService,
 			contains: "app=web (want web-v2)"},
 		{name: "named port missing on one pod", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 		}), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].Name = "web" })),
-			layer: LayerService, want: CodePortNameUnresolved, status: StatusWarn, contains: "1 of 2 selected Pods do not declare: web-2"},
+			layer: report.LayerService, want: report.CodePortNameUnresolved, status: report.StatusWarn, contains: "1 of 2 selected Pods do not declare: web-2"},
 		{name: "named port missing on every pod", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("metrics")
-		})), layer: LayerService, want: CodePortNameUnresolved, status: StatusFail, contains: "2 of 2 selected Pods"},
+		})), layer: report.LayerService, want: report.CodePortNameUnresolved, status: report.StatusFail, contains: "2 of 2 selected Pods"},
 		{name: "named port resolves everywhere", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
-		})), layer: LayerService, want: CodePortNamedResolved, status: StatusPass, contains: "8080/TCP"},
+		})), layer: report.LayerService, want: report.CodePortNamedResolved, status: report.StatusPass, contains: "8080/TCP"},
 		{name: "named port protocol mismatch", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 			s.Spec.Ports[0].Protocol = corev1.ProtocolUDP
-		})), layer: LayerService, want: CodePortProtocol, status: StatusFail, contains: "is TCP"},
+		})), layer: report.LayerService, want: report.CodePortProtocol, status: report.StatusFail, contains: "is TCP"},
 		{name: "service port name missing in slices", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Ports[0].Name = "web"
-		})), layer: LayerEndpoints, want: CodePortMissingInSlices, status: StatusFail, contains: `no port named "web"`},
+		})), layer: report.LayerEndpoints, want: report.CodePortMissingInSlices, status: report.StatusFail, contains: `no port named "web"`},
 		{name: "no ready endpoints, crash loop is the cause", objs: replace(healthy(),
 			pod("web-1", "web", "10.244.1.5", "node-a", notReady, func(p *corev1.Pod) {
 				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
@@ -159,7 +161,7 @@ func TestChecks(t *testing.T) {
 			}),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
-			layer: LayerEndpoints, want: CodeEpsNoReady, status: StatusFail, firstFail: LayerEndpoints,
+			layer: report.LayerEndpoints, want: report.CodeEpsNoReady, status: report.StatusFail, firstFail: report.LayerEndpoints,
 			contains: "kube-proxy rejects"},
 		{name: "readiness probe failing named", objs: replace(healthy(),
 			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
@@ -167,7 +169,7 @@ func TestChecks(t *testing.T) {
 			}),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
-			layer: LayerEndpoints, want: CodePodNotReady, status: StatusWarn, verdict: StatusWarn, contains: "fails its readiness probe"},
+			layer: report.LayerEndpoints, want: report.CodePodNotReady, status: report.StatusWarn, verdict: report.StatusWarn, contains: "fails its readiness probe"},
 		{name: "readiness probe failure quoted from the kubelet's Event", objs: append(replace(healthy(),
 			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
 				p.UID = "uid-web-2"
@@ -179,7 +181,7 @@ func TestChecks(t *testing.T) {
 			probeEvent("e0", "web-2", "uid-web-2", "Readiness probe failed: older", 3, 5),
 			probeEvent("e2", "web-2", "uid-old", "Readiness probe failed: an earlier Pod of the same name", 9, 20),
 			probeEvent("e3", "web-1", "", "Readiness probe failed: a ready Pod", 1, 20)),
-			layer: LayerEndpoints, want: CodePodNotReady, status: StatusWarn, verdict: StatusWarn,
+			layer: report.LayerEndpoints, want: report.CodePodNotReady, status: report.StatusWarn, verdict: report.StatusWarn,
 			contains: `fails its readiness probe; kubelet: "Readiness probe failed: HTTP probe failed with statuscode: 503" (14 times, last at`},
 		{name: "events forbidden → skipped check, layer still judged", objs: replace(healthy(),
 			pod("web-2", "web", "10.244.2.5", "node-b", notReady, func(p *corev1.Pod) {
@@ -187,119 +189,119 @@ func TestChecks(t *testing.T) {
 			}),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})),
-			reactors: []reactor{forbidden("list", "events")}, layer: LayerEndpoints, want: CodeAPIEvents, status: StatusWarn},
+			reactors: []reactor{forbidden("list", "events")}, layer: report.LayerEndpoints, want: report.CodeAPIEvents, status: report.StatusWarn},
 		{name: "terminating fallback", objs: replace(without(healthy(), "pod", "web-2"),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", terminating: true})),
-			layer: LayerEndpoints, want: CodeEpsTerminatingOnly, status: StatusWarn, absent: []string{CodeEpsNoReady}},
+			layer: report.LayerEndpoints, want: report.CodeEpsTerminatingOnly, status: report.StatusWarn, absent: []string{report.CodeEpsNoReady}},
 		{name: "ready pod missing from slices", objs: replace(healthy(),
 			slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true})),
-			layer: LayerEndpoints, want: CodeEpsReadyPodMissing, status: StatusFail, contains: "web-2 (10.244.2.5)"},
+			layer: report.LayerEndpoints, want: report.CodeEpsReadyPodMissing, status: report.StatusFail, contains: "web-2 (10.244.2.5)"},
 		{name: "ghost ip", objs: replace(healthy(), pod("web-2", "web", "10.244.2.9", "node-b")),
-			layer: LayerEndpoints, want: CodeEpsGhostIP, status: StatusFail, contains: "Pod IP now 10.244.2.9"},
+			layer: report.LayerEndpoints, want: report.CodeEpsGhostIP, status: report.StatusFail, contains: "Pod IP now 10.244.2.9"},
 		{name: "pod gone", objs: replace(healthy(), slice("web-abc", "web", "http", 8080,
 			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true},
 			ep{ip: "10.244.3.5", pod: "web-3", node: "node-b", ready: true})),
-			layer: LayerEndpoints, want: CodeEpsPodGone, status: StatusFail, contains: "10.244.3.5 (pod web-3)"},
+			layer: report.LayerEndpoints, want: report.CodeEpsPodGone, status: report.StatusFail, contains: "10.244.3.5 (pod web-3)"},
 		{name: "foreign manager", objs: replace(healthy(), func() *discoveryv1.EndpointSlice {
 			s := slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", ready: true})
 			s.Labels[discoveryv1.LabelManagedBy] = "my-operator"
 			return s
-		}()), layer: LayerEndpoints, want: CodeEpsForeignManager, status: StatusWarn, contains: "my-operator"},
+		}()), layer: report.LayerEndpoints, want: report.CodeEpsForeignManager, status: report.StatusWarn, contains: "my-operator"},
 		{name: "no selector and no slices", objs: without(replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Selector = nil
-		})), "eps", "web-abc"), layer: LayerEndpoints, want: CodeEpsNoSlices, status: StatusFail},
+		})), "eps", "web-abc"), layer: report.LayerEndpoints, want: report.CodeEpsNoSlices, status: report.StatusFail},
 		{name: "no selector noted", objs: replace(healthy(), service("web", func(s *corev1.Service) { s.Spec.Selector = nil })),
-			layer: LayerService, want: CodeSvcNoSelector, status: StatusPass, contains: "1 EndpointSlices found"},
+			layer: report.LayerService, want: report.CodeSvcNoSelector, status: report.StatusPass, contains: "1 EndpointSlices found"},
 		{name: "service proxy name", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Labels = map[string]string{labelServiceProxyName: "cilium"}
-		})), layer: LayerService, want: CodeSvcProxyName, status: StatusWarn, contains: "kube-proxy ignores"},
+		})), layer: report.LayerService, want: report.CodeSvcProxyName, status: report.StatusWarn, contains: "kube-proxy ignores"},
 		{name: "session affinity default timeout", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
-		})), layer: LayerService, want: CodeSvcSessionAffinity, status: StatusPass, contains: "10800s"},
+		})), layer: report.LayerService, want: report.CodeSvcSessionAffinity, status: report.StatusPass, contains: "10800s"},
 		{name: "etp local nodes without endpoint", objs: replace(healthy(), node("node-c", true), service("web", func(s *corev1.Service) {
 			s.Spec.Type = corev1.ServiceTypeNodePort
 			s.Spec.Ports[0].NodePort = 30080
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-		})), layer: LayerService, want: CodeSvcETPLocal, status: StatusWarn, contains: "1 of 3 nodes"},
+		})), layer: report.LayerService, want: report.CodeSvcETPLocal, status: report.StatusWarn, contains: "1 of 3 nodes"},
 		{name: "itp local", objs: replace(healthy(), node("node-c", true), service("web", func(s *corev1.Service) {
 			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
-		})), layer: LayerService, want: CodeSvcITPLocal, status: StatusWarn},
+		})), layer: report.LayerService, want: report.CodeSvcITPLocal, status: report.StatusWarn},
 		{name: "topology without hints", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.TrafficDistribution = ptr("PreferClose")
-		})), layer: LayerService, want: CodeSvcTopologyNoHints, status: StatusWarn, contains: "2 of 2 ready endpoints have no zone hint"},
+		})), layer: report.LayerService, want: report.CodeSvcTopologyNoHints, status: report.StatusWarn, contains: "2 of 2 ready endpoints have no zone hint"},
 		{name: "publishNotReadyAddresses", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.PublishNotReadyAddresses = true
-		})), layer: LayerService, want: CodeSvcPublishNotReady, status: StatusPass},
+		})), layer: report.LayerService, want: report.CodeSvcPublishNotReady, status: report.StatusPass},
 		{name: "lb pending", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.Type = corev1.ServiceTypeLoadBalancer
-		})), layer: LayerService, want: CodeSvcLBPending, status: StatusWarn},
+		})), layer: report.LayerService, want: report.CodeSvcLBPending, status: report.StatusWarn},
 		// The node lifecycle controller marks a NotReady node's Pods not
 		// ready; a not-ready endpoint is what makes svctrace read its node.
 		{name: "node not ready", objs: replace(healthy(), node("node-b", false),
 			slice("web-abc", "web", "http", 8080,
 				ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: false})),
-			layer: LayerEndpoints, want: CodePodNodeNotReady, status: StatusWarn, contains: "node-b"},
+			layer: report.LayerEndpoints, want: report.CodePodNodeNotReady, status: report.StatusWarn, contains: "node-b"},
 		{name: "pod deleting", objs: replace(healthy(), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: fixedNow()}
-		})), layer: LayerEndpoints, want: CodePodTerminating, status: StatusWarn},
+		})), layer: report.LayerEndpoints, want: report.CodePodTerminating, status: report.StatusWarn},
 		{name: "pod pending unscheduled", objs: replace(healthy(), pod("web-3", "web", "", "", func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 				Reason: "Unschedulable", Message: "0/2 nodes are available"}}
-		})), layer: LayerEndpoints, want: CodePodPhase, status: StatusWarn, contains: "Unschedulable"},
+		})), layer: report.LayerEndpoints, want: report.CodePodPhase, status: report.StatusWarn, contains: "Unschedulable"},
 		{name: "readiness gate", objs: replace(healthy(), pod("web-2", "web", "10.244.2.5", "node-b", func(p *corev1.Pod) {
 			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb-ready"}}
 			p.Status.Conditions[0].Status = corev1.ConditionFalse
-		})), layer: LayerEndpoints, want: CodePodReadinessGates, status: StatusWarn, contains: "example.com/lb-ready"},
+		})), layer: report.LayerEndpoints, want: report.CodePodReadinessGates, status: report.StatusWarn, contains: "example.com/lb-ready"},
 		{name: "forbidden slices → unknown with permission", objs: healthy(),
-			reactors: []reactor{forbidden("list", "endpointslices")}, layer: LayerEndpoints, want: CodeAPIForbidden,
-			status: StatusUnknown, verdict: StatusUnknown,
+			reactors: []reactor{forbidden("list", "endpointslices")}, layer: report.LayerEndpoints, want: report.CodeAPIForbidden,
+			status: report.StatusUnknown, verdict: report.StatusUnknown,
 			contains: "cannot list endpointslices.discovery.k8s.io in namespace default (forbidden)"},
 		{name: "forbidden nodes → skipped check, layer still judged", objs: replace(healthy(),
 			slice("web-abc", "web", "http", 8080,
 				ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: false})),
-			reactors: []reactor{forbidden("get", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusWarn},
+			reactors: []reactor{forbidden("get", "nodes")}, layer: report.LayerEndpoints, want: report.CodeAPINodes, status: report.StatusWarn},
 		{name: "forbidden node list for a Local policy → skipped check", objs: func() []runtime.Object {
 			s := service("web")
 			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
 			return replace(healthy(), s)
-		}(), reactors: []reactor{forbidden("list", "nodes")}, layer: LayerEndpoints, want: CodeAPINodes, status: StatusPass},
-		{name: "no kube-dns", objs: without(healthy(), "svc", "kube-dns"), layer: LayerDNS, want: CodeDNSNoClusterDNS,
-			status: StatusWarn},
+		}(), reactors: []reactor{forbidden("list", "nodes")}, layer: report.LayerEndpoints, want: report.CodeAPINodes, status: report.StatusPass},
+		{name: "no kube-dns", objs: without(healthy(), "svc", "kube-dns"), layer: report.LayerDNS, want: report.CodeDNSNoClusterDNS,
+			status: report.StatusWarn},
 		{name: "kube-dns without ready endpoints", objs: func() []runtime.Object {
 			s := slice("kube-dns-abc", "kube-dns", "dns", 53, ep{ip: "10.244.0.2"})
 			s.Namespace = "kube-system"
 			return replace(healthy(), s)
-		}(), layer: LayerDNS, want: CodeDNSNoEndpoints, status: StatusFail, firstFail: LayerDNS},
-		{name: "dns expected answer", objs: healthy(), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass,
+		}(), layer: report.LayerDNS, want: report.CodeDNSNoEndpoints, status: report.StatusFail, firstFail: report.LayerDNS},
+		{name: "dns expected answer", objs: healthy(), layer: report.LayerDNS, want: report.CodeDNSExpected, status: report.StatusPass,
 			contains: "web.default.svc.cluster.local should resolve to A 10.96.0.20"},
 		{name: "headless dns answer", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
 			s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
-		})), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass, contains: "A 10.244.1.5, 10.244.2.5"},
+		})), layer: report.LayerDNS, want: report.CodeDNSExpected, status: report.StatusPass, contains: "A 10.244.1.5, 10.244.2.5"},
 		{name: "externalname cname", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
-		})), layer: LayerDNS, want: CodeDNSExpected, status: StatusPass, contains: "CNAME db.example.com"},
+		})), layer: report.LayerDNS, want: report.CodeDNSExpected, status: report.StatusPass, contains: "CNAME db.example.com"},
 		{name: "headless without ports still judged", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
 			s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
 			s.Spec.Ports = nil
 		}), slice("web-abc", "web", "", 0, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"},
-			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})), layer: LayerEndpoints, want: CodeEpsNoReady,
-			status: StatusFail, contains: "headless name has no records"},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})), layer: report.LayerEndpoints, want: report.CodeEpsNoReady,
+			status: report.StatusFail, contains: "headless name has no records"},
 		{name: "slice port protocol differs", objs: replace(healthy(), func() *discoveryv1.EndpointSlice {
 			s := slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
 				ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true})
 			s.Ports[0].Protocol = ptr(corev1.ProtocolUDP)
 			return s
-		}()), layer: LayerEndpoints, want: CodePortSliceProtocol, status: StatusFail, absent: []string{CodeEpsNoReady},
+		}()), layer: report.LayerEndpoints, want: report.CodePortSliceProtocol, status: report.StatusFail, absent: []string{report.CodeEpsNoReady},
 			contains: "as UDP"},
-		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: LayerDNS,
-			want: CodeDNSExpected, contains: "web.default.svc.corp.internal"},
+		{name: "cluster domain flag", objs: healthy(), opts: Options{ClusterDomain: "corp.internal"}, layer: report.LayerDNS,
+			want: report.CodeDNSExpected, contains: "web.default.svc.corp.internal"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -333,7 +335,7 @@ func TestChecks(t *testing.T) {
 	}
 }
 
-func keys(m map[string]Check) []string {
+func keys(m map[string]report.Check) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -356,15 +358,15 @@ func TestClusterDNSForbiddenIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertCatalogued(t, tr)
-	l := tr.Layer(LayerDNS)
-	if l.Status != StatusUnknown || !strings.Contains(l.Reason, "in namespace kube-system (forbidden)") {
+	l := tr.Layer(report.LayerDNS)
+	if l.Status != report.StatusUnknown || !strings.Contains(l.Reason, "in namespace kube-system (forbidden)") {
 		t.Fatalf("dns layer %s %q", l.Status, l.Reason)
 	}
-	if _, ok := codes(tr, LayerDNS)[CodeDNSExpected]; !ok {
+	if _, ok := codes(tr, report.LayerDNS)[report.CodeDNSExpected]; !ok {
 		t.Fatal("the expected answer must still be stated")
 	}
-	if tr.Layer(LayerEndpoints).Status != StatusPass || tr.Verdict.Status != StatusUnknown || tr.Failed() {
-		t.Fatalf("endpoints %s, verdict %+v", tr.Layer(LayerEndpoints).Status, tr.Verdict)
+	if tr.Layer(report.LayerEndpoints).Status != report.StatusPass || tr.Verdict.Status != report.StatusUnknown || tr.Failed() {
+		t.Fatalf("endpoints %s, verdict %+v", tr.Layer(report.LayerEndpoints).Status, tr.Verdict)
 	}
 }
 
@@ -376,7 +378,7 @@ func TestCrashLoopIsLikelyCause(t *testing.T) {
 		slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "node-a"}))
 	objs = without(objs, "pod", "web-2")
 	tr, _ := runTrace(t, objs, Options{})
-	if tr.Verdict.FirstFailingLayer != LayerEndpoints || !strings.Contains(tr.Verdict.LikelyCause, "CrashLoopBackOff") {
+	if tr.Verdict.FirstFailingLayer != report.LayerEndpoints || !strings.Contains(tr.Verdict.LikelyCause, "CrashLoopBackOff") {
 		t.Fatalf("verdict %+v", tr.Verdict)
 	}
 }
@@ -385,14 +387,14 @@ func TestNodeLayersSkippedWithReason(t *testing.T) {
 	for _, tc := range []struct {
 		opts Options
 		want string
-	}{{Options{NoNode: true}, ReasonNoNode}, {Options{}, ReasonNoCollector}} {
+	}{{Options{NoNode: true}, report.ReasonNoNode}, {Options{}, report.ReasonNoCollector}} {
 		tr, _ := runTrace(t, healthy(), tc.opts)
-		for _, n := range NodeLayers {
-			if l := tr.Layer(n); l.Status != StatusSkipped || l.Reason != tc.want {
+		for _, n := range report.NodeLayers {
+			if l := tr.Layer(n); l.Status != report.StatusSkipped || l.Reason != tc.want {
 				t.Errorf("layer %s: %s %q, want skipped %q", n, l.Status, l.Reason, tc.want)
 			}
 		}
-		if c := codes(tr, LayerDNS)[CodeDNSLiveQuery]; c.Status != StatusSkipped || !strings.Contains(c.Message, tc.want) {
+		if c := codes(tr, report.LayerDNS)[report.CodeDNSLiveQuery]; c.Status != report.StatusSkipped || !strings.Contains(c.Message, tc.want) {
 			t.Errorf("DNS live query check %+v", c)
 		}
 	}
@@ -408,7 +410,7 @@ type fakeInspector struct {
 func (f *fakeInspector) Inspect(_ context.Context, plan NodePlan) (*NodeReport, error) {
 	f.called = true
 	f.plan = plan
-	r := &NodeReport{Collector: &CollectorRun{Image: "img", Namespace: "svctrace-system", Profile: "netadmin"}}
+	r := &NodeReport{Collector: &report.CollectorRun{Image: "img", Namespace: "svctrace-system", Profile: "netadmin"}}
 	for _, n := range plan.Nodes {
 		if f.fail {
 			r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Failure: "collector could not pull its image"})
@@ -443,8 +445,8 @@ func TestInspectorGetsPlanAndReportIsJudged(t *testing.T) {
 	if tr.Metadata.Collector == nil || tr.Metadata.Collector.Image != "img" {
 		t.Fatalf("collector metadata from the report not kept: %+v", tr.Metadata.Collector)
 	}
-	l := tr.Layer(LayerDatapath)
-	if l.Status == StatusPass || len(l.Nodes) != len(planned) {
+	l := tr.Layer(report.LayerDatapath)
+	if l.Status == report.StatusPass || len(l.Nodes) != len(planned) {
 		t.Fatalf("datapath %s with %d node results, want not pass with %d", l.Status, len(l.Nodes), len(planned))
 	}
 }
@@ -457,12 +459,12 @@ func TestReportFailureLeavesAPILayers(t *testing.T) {
 	}
 	const why = "collector Pods cannot run in namespace \"svctrace-system\": missing permission: verb create on resource pods"
 	tr := Assemble(in, &NodeReport{Failure: why}, Options{Inspector: &fakeInspector{}, Now: fixedNow})
-	for _, n := range NodeLayers {
-		if l := tr.Layer(n); l.Status != StatusUnknown || l.Reason != why {
+	for _, n := range report.NodeLayers {
+		if l := tr.Layer(n); l.Status != report.StatusUnknown || l.Reason != why {
 			t.Errorf("layer %s: %s %q, want unknown with the report's failure", n, l.Status, l.Reason)
 		}
 	}
-	if l := tr.Layer(LayerService); l.Status != StatusPass {
+	if l := tr.Layer(report.LayerService); l.Status != report.StatusPass {
 		t.Errorf("service layer %s, want pass: the API layers must still be judged", l.Status)
 	}
 }
@@ -486,8 +488,8 @@ func TestPortMatchingNoServicePortIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := codes(Assemble(in, nil, Options{Port: "https", NoNode: true}), LayerService)[CodeSvcPortFilterAbsent]; c.Status != StatusFail {
-		t.Fatalf("%s: %+v", CodeSvcPortFilterAbsent, c)
+	if c := codes(Assemble(in, nil, Options{Port: "https", NoNode: true}), report.LayerService)[report.CodeSvcPortFilterAbsent]; c.Status != report.StatusFail {
+		t.Fatalf("%s: %+v", report.CodeSvcPortFilterAbsent, c)
 	}
 }
 
@@ -497,8 +499,8 @@ func TestMissingNamespaceIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := codes(tr, LayerService)[CodeSvcNamespaceMissing]; !ok {
-		t.Fatalf("no %s for a missing namespace: %v", CodeSvcNamespaceMissing, codes(tr, LayerService))
+	if _, ok := codes(tr, report.LayerService)[report.CodeSvcNamespaceMissing]; !ok {
+		t.Fatalf("no %s for a missing namespace: %v", report.CodeSvcNamespaceMissing, codes(tr, report.LayerService))
 	}
 	if !strings.Contains(tr.Verdict.Summary+tr.Verdict.LikelyCause, "namespace defualt does not exist") {
 		t.Fatalf("verdict %+v", tr.Verdict)
@@ -510,7 +512,7 @@ func TestHeadlessSkipsDatapath(t *testing.T) {
 		s.Spec.ClusterIP = corev1.ClusterIPNone
 		s.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
 	})), Options{Inspector: &fakeInspector{}})
-	if l := tr.Layer(LayerDatapath); l.Status != StatusSkipped || !strings.Contains(l.Reason, "headless") {
+	if l := tr.Layer(report.LayerDatapath); l.Status != report.StatusSkipped || !strings.Contains(l.Reason, "headless") {
 		t.Fatalf("datapath %+v", l)
 	}
 }
@@ -580,33 +582,33 @@ func TestLocalPolicyNodesMatchKubeProxy(t *testing.T) {
 		code  string
 		want  string // "" = no finding
 	}{
-		{"ETP: node with only a serving terminating endpoint", lb, []runtime.Object{rollout}, CodeSvcETPLocal, ""},
-		{"ITP: node with only a serving terminating endpoint", itp, []runtime.Object{rollout}, CodeSvcITPLocal, ""},
-		{"ETP: NotReady node not counted", lb, []runtime.Object{node("node-c", false)}, CodeSvcETPLocal, ""},
-		{"ITP: NotReady node not counted", itp, []runtime.Object{node("node-c", false)}, CodeSvcITPLocal, ""},
+		{"ETP: node with only a serving terminating endpoint", lb, []runtime.Object{rollout}, report.CodeSvcETPLocal, ""},
+		{"ITP: node with only a serving terminating endpoint", itp, []runtime.Object{rollout}, report.CodeSvcITPLocal, ""},
+		{"ETP: NotReady node not counted", lb, []runtime.Object{node("node-c", false)}, report.CodeSvcETPLocal, ""},
+		{"ITP: NotReady node not counted", itp, []runtime.Object{node("node-c", false)}, report.CodeSvcITPLocal, ""},
 		{"ETP LB: node excluded from load balancers not counted", lb,
-			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "")}, CodeSvcETPLocal, ""},
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "")}, report.CodeSvcETPLocal, ""},
 		{"ETP LB: exclusion label set to false keeps the node", lb,
-			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "false")}, CodeSvcETPLocal, "1 of 3 nodes"},
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "false")}, report.CodeSvcETPLocal, "1 of 3 nodes"},
 		{"ETP NodePort: the load-balancer label does not stop NodePort traffic", nodePort,
-			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, CodeSvcETPLocal, "1 of 3 nodes"},
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, report.CodeSvcETPLocal, "1 of 3 nodes"},
 		{"ITP: the load-balancer label is irrelevant to in-cluster clients", itp,
-			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, CodeSvcITPLocal, "1 of 3 nodes"},
-		{"ETP: a Ready node without any endpoint", lb, []runtime.Object{node("node-c", true)}, CodeSvcETPLocal, "1 of 3 nodes"},
+			[]runtime.Object{labelled("node-c", corev1.LabelNodeExcludeBalancers, "true")}, report.CodeSvcITPLocal, "1 of 3 nodes"},
+		{"ETP: a Ready node without any endpoint", lb, []runtime.Object{node("node-c", true)}, report.CodeSvcETPLocal, "1 of 3 nodes"},
 		{"ETP: a node with only a not-serving endpoint", lb, []runtime.Object{slice("web-abc", "web", "http", 8080,
 			ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
-			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})}, CodeSvcETPLocal, "1 of 2 nodes"},
+			ep{ip: "10.244.2.5", pod: "web-2", node: "node-b"})}, report.CodeSvcETPLocal, "1 of 2 nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			objs := replace(healthy(), append([]runtime.Object{service("web", tt.svc)}, tt.extra...)...)
 			tr, _ := runTrace(t, objs, Options{})
-			c, ok := codes(tr, LayerService)[tt.code]
+			c, ok := codes(tr, report.LayerService)[tt.code]
 			switch {
 			case tt.want == "" && ok:
 				t.Errorf("%s fired: %q", tt.code, c.Message)
 			case tt.want != "" && !ok:
-				t.Errorf("no %s; service checks %v", tt.code, keys(codes(tr, LayerService)))
+				t.Errorf("no %s; service checks %v", tt.code, keys(codes(tr, report.LayerService)))
 			case tt.want != "" && !strings.Contains(c.Message, tt.want):
 				t.Errorf("%s message %q lacks %q", tt.code, c.Message, tt.want)
 			}
@@ -626,11 +628,11 @@ func TestPlanNodesUnreadableIsAGap(t *testing.T) {
 	found := false
 	for _, l := range tr.Layers {
 		for _, c := range l.Checks {
-			found = found || c.Code == CodeAPINodes
+			found = found || c.Code == report.CodeAPINodes
 		}
 	}
 	if !found {
-		t.Errorf("no %s after the node read failed", CodeAPINodes)
+		t.Errorf("no %s after the node read failed", report.CodeAPINodes)
 	}
 }
 
@@ -683,16 +685,16 @@ func TestEndpointIPOwnedByNoPod(t *testing.T) {
 	if !slices.Equal(asked, []string{"10.244.1.9", "10.244.2.5"}) {
 		t.Errorf("looked up %v, want the two IPs inside Pod CIDRs", asked)
 	}
-	var got *Check
-	for _, c := range tr.Layer(LayerEndpoints).Checks {
-		if c.Code == CodeEpsUnownedIP {
+	var got *report.Check
+	for _, c := range tr.Layer(report.LayerEndpoints).Checks {
+		if c.Code == report.CodeEpsUnownedIP {
 			got = &c
 		}
 	}
 	if got == nil || !strings.Contains(got.Message, "10.244.1.9") || strings.Contains(got.Message, "10.244.2.5") || strings.Contains(got.Message, "192.0.2.10") {
 		t.Fatalf("EPS017 = %+v", got)
 	}
-	if tr.Verdict.Status != StatusFail || tr.Verdict.Code != CodeEpsUnownedIP {
+	if tr.Verdict.Status != report.StatusFail || tr.Verdict.Code != report.CodeEpsUnownedIP {
 		t.Errorf("verdict %+v", tr.Verdict)
 	}
 }
@@ -717,16 +719,16 @@ func TestSelectorSpansWorkloads(t *testing.T) {
 		}
 	}
 	tr, _ := runTrace(t, objs, Options{NoNode: true})
-	for _, c := range tr.Layer(LayerService).Checks {
-		if c.Code == CodeSvcSeveralWorkloads {
+	for _, c := range tr.Layer(report.LayerService).Checks {
+		if c.Code == report.CodeSvcSeveralWorkloads {
 			t.Fatalf("one Deployment mid-rollout reported as several workloads: %s", c.Message)
 		}
 	}
 	objs = append(objs, pod("cache-0", "web", "10.244.1.7", "node-a", own("StatefulSet", "cache")))
 	tr, _ = runTrace(t, objs, Options{NoNode: true})
-	var got *Check
-	for _, c := range tr.Layer(LayerService).Checks {
-		if c.Code == CodeSvcSeveralWorkloads {
+	var got *report.Check
+	for _, c := range tr.Layer(report.LayerService).Checks {
+		if c.Code == report.CodeSvcSeveralWorkloads {
 			got = &c
 		}
 	}
@@ -758,9 +760,9 @@ func TestSourceRangesDropInClusterClients(t *testing.T) {
 		}
 		return objs
 	}
-	find := func(tr *ServiceTrace) *Check {
-		for _, c := range tr.Layer(LayerService).Checks {
-			if c.Code == CodeSvcSourceRanges {
+	find := func(tr *report.ServiceTrace) *report.Check {
+		for _, c := range tr.Layer(report.LayerService).Checks {
+			if c.Code == report.CodeSvcSourceRanges {
 				return &c
 			}
 		}

@@ -3,31 +3,26 @@ package trace
 import (
 	"net"
 	"strings"
-)
 
-// CheckRef points at one check of the same trace.
-type CheckRef struct {
-	Layer LayerName `json:"layer"`
-	Code  string    `json:"code"`
-	Node  string    `json:"node,omitempty"`
-}
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+)
 
 // explainCauses links failures that a finding on a lower layer accounts for
 // to that finding, so that the verdict names the cause and not the first
 // layer that felt it. A DNS query that times out through a node that does
 // not forward is a DNS symptom; the route layer holds the cause.
 func (nj *nodeJudge) explainCauses() {
-	route := nj.t.Layer(LayerRoute)
-	if route == nil || route.Status == StatusSkipped {
+	route := nj.t.Layer(report.LayerRoute)
+	if route == nil || route.Status == report.StatusSkipped {
 		return
 	}
-	forwardOff := map[string]CheckRef{} // node → its RT004
-	var pathFaults []int                // RT002/RT003 checks, by index in route.Checks
+	forwardOff := map[string]report.CheckRef{} // node → its RT004
+	var pathFaults []int                       // RT002/RT003 checks, by index in route.Checks
 	for i, c := range route.Checks {
 		switch c.Code {
-		case CodeRTForwardOff:
-			forwardOff[c.Node] = CheckRef{Layer: LayerRoute, Code: c.Code, Node: c.Node}
-		case CodeRTNoRoute, CodeRTDeviceDown:
+		case report.CodeRTForwardOff:
+			forwardOff[c.Node] = report.CheckRef{Layer: report.LayerRoute, Code: c.Code, Node: c.Node}
+		case report.CodeRTNoRoute, report.CodeRTDeviceDown:
 			pathFaults = append(pathFaults, i)
 		}
 	}
@@ -55,17 +50,17 @@ func (nj *nodeJudge) explainCauses() {
 	// dnsCause is why DNS from node fails, when a route finding says: every
 	// DNS endpoint sits on nodes that do not forward (and are not this one),
 	// or this node has no route to a DNS endpoint.
-	dnsCause := func(node string) *CheckRef {
+	dnsCause := func(node string) *report.CheckRef {
 		for _, i := range pathFaults {
 			c := route.Checks[i]
 			if c.Node == node && mentionsAny(c.Message, dnsIPs) {
-				return &CheckRef{Layer: LayerRoute, Code: c.Code, Node: c.Node}
+				return &report.CheckRef{Layer: report.LayerRoute, Code: c.Code, Node: c.Node}
 			}
 		}
 		if len(dnsNodes) == 0 {
 			return nil
 		}
-		var cause *CheckRef
+		var cause *report.CheckRef
 		for n := range dnsNodes {
 			ref, off := forwardOff[n]
 			if !off || n == node {
@@ -80,24 +75,24 @@ func (nj *nodeJudge) explainCauses() {
 	}
 
 	eps := nj.endpointIndex()
-	for _, l := range []LayerName{LayerDNS, LayerRoute} {
+	for _, l := range []report.LayerName{report.LayerDNS, report.LayerRoute} {
 		layer := nj.t.Layer(l)
 		for i := range layer.Checks {
 			c := &layer.Checks[i]
-			if c.Status != StatusFail || c.ExplainedBy != nil {
+			if c.Status != report.StatusFail || c.ExplainedBy != nil {
 				continue
 			}
-			var cause *CheckRef
+			var cause *report.CheckRef
 			switch c.Code {
-			case CodeDNSLiveFailed:
+			case report.CodeDNSLiveFailed:
 				cause = dnsCause(c.Node)
-			case CodeRTPodTimeout:
+			case report.CodeRTPodTimeout:
 				// Timeouts to Pods on a node that does not forward.
 				cause = forwardingCause(c, eps.node, forwardOff)
 			}
 			if cause != nil {
 				c.ExplainedBy = cause
-				c.Message += "; explained by " + cause.Code + " on " + cause.Node + " (" + Catalog[cause.Code].Title + ")"
+				c.Message += "; explained by " + cause.Code + " on " + cause.Node + " (" + report.Catalog[cause.Code].Title + ")"
 			}
 		}
 	}
@@ -105,8 +100,8 @@ func (nj *nodeJudge) explainCauses() {
 
 // forwardingCause is the RT004 of the node every timed-out endpoint of an
 // RT007 runs on, when that node does not forward and is not the prober.
-func forwardingCause(c *Check, epNode map[string]string, forwardOff map[string]CheckRef) *CheckRef {
-	var cause *CheckRef
+func forwardingCause(c *report.Check, epNode map[string]string, forwardOff map[string]report.CheckRef) *report.CheckRef {
+	var cause *report.CheckRef
 	targets := 0
 	for ip, n := range epNode {
 		if !mentionsAny(c.Message, []string{ip}) {
@@ -151,7 +146,7 @@ func mentionsAny(msg string, ips []string) bool {
 }
 
 // checkByRef finds the check a CheckRef points at.
-func (t *ServiceTrace) checkByRef(r *CheckRef) *Check {
+func checkByRef(t *report.ServiceTrace, r *report.CheckRef) *report.Check {
 	if r == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func dnsSection(answers []string, errText string) *collectorapi.Section[collectorapi.DNSObservation] {
@@ -29,24 +30,24 @@ func TestDNSTimeoutExplainedByForwarding(t *testing.T) {
 	n2.Sections.DNS = dnsSection([]string{"A 10.96.0.20"}, "")
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: n1}, NodeView{Node: "n2", Observation: n2})
 
-	if tr.Verdict.FirstFailingLayer != LayerDNS {
+	if tr.Verdict.FirstFailingLayer != report.LayerDNS {
 		t.Fatalf("first failing layer %s, want dns", tr.Verdict.FirstFailingLayer)
 	}
-	if tr.Verdict.Code != CodeRTForwardOff || tr.Verdict.Node != "n2" || tr.Verdict.RootCauseLayer != LayerRoute {
+	if tr.Verdict.Code != report.CodeRTForwardOff || tr.Verdict.Node != "n2" || tr.Verdict.RootCauseLayer != report.LayerRoute {
 		t.Errorf("verdict rests on %s on %q (root cause layer %q), want RT004 on n2 in the route layer: %+v",
 			tr.Verdict.Code, tr.Verdict.Node, tr.Verdict.RootCauseLayer, tr.Verdict)
 	}
 	if !strings.Contains(tr.Verdict.Summary, "IP forwarding off on n2") {
 		t.Errorf("summary %q does not name the cause", tr.Verdict.Summary)
 	}
-	failed := nodeCodes(tr, LayerDNS, "n1")[CodeDNSLiveFailed]
-	if failed.ExplainedBy == nil || *failed.ExplainedBy != (CheckRef{Layer: LayerRoute, Code: CodeRTForwardOff, Node: "n2"}) {
+	failed := nodeCodes(tr, report.LayerDNS, "n1")[report.CodeDNSLiveFailed]
+	if failed.ExplainedBy == nil || *failed.ExplainedBy != (report.CheckRef{Layer: report.LayerRoute, Code: report.CodeRTForwardOff, Node: "n2"}) {
 		t.Errorf("DNS013 explained by %+v", failed.ExplainedBy)
 	}
 	if !strings.Contains(failed.Message, "explained by RT004 on n2") {
 		t.Errorf("DNS013 message does not say what explains it: %q", failed.Message)
 	}
-	ok := nodeCodes(tr, LayerDNS, "")[CodeDNSLiveOK]
+	ok := nodeCodes(tr, report.LayerDNS, "")[report.CodeDNSLiveOK]
 	if !strings.Contains(ok.Message, "from node(s) n2 only") || strings.Contains(ok.Message, "every inspected node") {
 		t.Errorf("DNS010 claims more than was seen: %q", ok.Message)
 	}
@@ -61,10 +62,10 @@ func TestDNSTimeoutNotExplainedByLocalForwarding(t *testing.T) {
 	n2.Sections.Route.Data.IPv4Forward = "0"
 	n2.Sections.DNS = dnsSection(nil, "i/o timeout")
 	tr := judgeViews(t, in, NodeView{Node: "n2", Observation: n2})
-	if c := nodeCodes(tr, LayerDNS, "n2")[CodeDNSLiveFailed]; c.ExplainedBy != nil {
+	if c := nodeCodes(tr, report.LayerDNS, "n2")[report.CodeDNSLiveFailed]; c.ExplainedBy != nil {
 		t.Errorf("DNS013 on the DNS Pod's own node explained by %+v", c.ExplainedBy)
 	}
-	if tr.Verdict.Code != CodeDNSLiveFailed || tr.Verdict.RootCauseLayer != "" {
+	if tr.Verdict.Code != report.CodeDNSLiveFailed || tr.Verdict.RootCauseLayer != "" {
 		t.Errorf("verdict %+v", tr.Verdict)
 	}
 }
@@ -80,11 +81,11 @@ func TestPodTimeoutExplainedByForwarding(t *testing.T) {
 	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Route.Data.IPv4Forward = "0"
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: n1}, NodeView{Node: "n2", Observation: n2})
-	c := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodTimeout]
-	if c.ExplainedBy == nil || c.ExplainedBy.Code != CodeRTForwardOff || c.ExplainedBy.Node != "n2" {
+	c := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodTimeout]
+	if c.ExplainedBy == nil || c.ExplainedBy.Code != report.CodeRTForwardOff || c.ExplainedBy.Node != "n2" {
 		t.Errorf("RT007 explained by %+v", c.ExplainedBy)
 	}
-	if tr.Verdict.Code != CodeRTForwardOff || tr.Verdict.Node != "n2" {
+	if tr.Verdict.Code != report.CodeRTForwardOff || tr.Verdict.Node != "n2" {
 		t.Errorf("verdict rests on %s on %s, want RT004 on n2", tr.Verdict.Code, tr.Verdict.Node)
 	}
 }

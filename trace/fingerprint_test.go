@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var fingerprintFormat = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -32,7 +33,7 @@ func wrongPortIPT() *collectorapi.IPTablesObservation {
 // faultTrace traces web with uid on n1 and n2, the given rules on each, at
 // the given time; reversed lists the Pods, the slice's endpoints and the
 // node views in the opposite order.
-func faultTrace(t *testing.T, uid types.UID, n1, n2 *collectorapi.IPTablesObservation, at time.Time, reversed bool) *ServiceTrace {
+func faultTrace(t *testing.T, uid types.UID, n1, n2 *collectorapi.IPTablesObservation, at time.Time, reversed bool) *report.ServiceTrace {
 	t.Helper()
 	in := nodeInput(withUID(uid))
 	o1 := observation(t, collectorapi.ModeIPTables, n1, nil)
@@ -55,8 +56,8 @@ func TestVerdictFingerprint(t *testing.T) {
 
 	first := faultTrace(t, "uid-web", staleIPT(), healthyIPT(), t1, false)
 	v := first.Verdict
-	if v.Status != StatusFail || v.Code != CodeDPMissingEndpoints || v.Node != "n1" {
-		t.Fatalf("verdict %s code %q node %q, want fail %s on n1 (%s)", v.Status, v.Code, v.Node, CodeDPMissingEndpoints, v.Summary)
+	if v.Status != report.StatusFail || v.Code != report.CodeDPMissingEndpoints || v.Node != "n1" {
+		t.Fatalf("verdict %s code %q node %q, want fail %s on n1 (%s)", v.Status, v.Code, v.Node, report.CodeDPMissingEndpoints, v.Summary)
 	}
 	if !fingerprintFormat.MatchString(v.Fingerprint) {
 		t.Fatalf("fingerprint %q is not 32 hex digits", v.Fingerprint)
@@ -75,13 +76,13 @@ func TestVerdictFingerprint(t *testing.T) {
 
 	different := []struct {
 		name string
-		tr   *ServiceTrace
+		tr   *report.ServiceTrace
 		code string
 		node string
 	}{
-		{"same fault on the other node", faultTrace(t, "uid-web", healthyIPT(), staleIPT(), t1, false), CodeDPMissingEndpoints, "n2"},
-		{"another fault on the same node", faultTrace(t, "uid-web", wrongPortIPT(), healthyIPT(), t1, false), CodeDPWrongDNATPort, "n1"},
-		{"same fault on a recreated Service", faultTrace(t, "uid-web-2", staleIPT(), healthyIPT(), t1, false), CodeDPMissingEndpoints, "n1"},
+		{"same fault on the other node", faultTrace(t, "uid-web", healthyIPT(), staleIPT(), t1, false), report.CodeDPMissingEndpoints, "n2"},
+		{"another fault on the same node", faultTrace(t, "uid-web", wrongPortIPT(), healthyIPT(), t1, false), report.CodeDPWrongDNATPort, "n1"},
+		{"same fault on a recreated Service", faultTrace(t, "uid-web-2", staleIPT(), healthyIPT(), t1, false), report.CodeDPMissingEndpoints, "n1"},
 	}
 	seen := map[string]string{v.Fingerprint: "the first fault"}
 	for _, d := range different {
@@ -98,15 +99,15 @@ func TestVerdictFingerprint(t *testing.T) {
 
 func TestVerdictFingerprintPassAndNotFound(t *testing.T) {
 	healthy := faultTrace(t, "uid-web", healthyIPT(), healthyIPT(), fixedNow(), false)
-	if v := healthy.Verdict; v.Status != StatusPass || v.Code != "" || v.Node != "" || v.Fingerprint != "" {
+	if v := healthy.Verdict; v.Status != report.StatusPass || v.Code != "" || v.Node != "" || v.Fingerprint != "" {
 		t.Errorf("passing verdict has code %q node %q fingerprint %q, want none", v.Code, v.Node, v.Fingerprint)
 	}
 
-	missing := func() *ServiceTrace {
+	missing := func() *report.ServiceTrace {
 		return Assemble(&Input{Namespace: "default", Name: "web", ServiceNotFound: true}, nil, Options{Now: fixedNow})
 	}
 	a, b := missing(), missing()
-	if a.Service.UID != "" || a.Verdict.Code != CodeSvcNotFound || !fingerprintFormat.MatchString(a.Verdict.Fingerprint) {
+	if a.Service.UID != "" || a.Verdict.Code != report.CodeSvcNotFound || !fingerprintFormat.MatchString(a.Verdict.Fingerprint) {
 		t.Fatalf("not found: uid %q code %q fingerprint %q", a.Service.UID, a.Verdict.Code, a.Verdict.Fingerprint)
 	}
 	if a.Verdict.Fingerprint != b.Verdict.Fingerprint {
@@ -121,7 +122,7 @@ func TestVerdictCodeWhenNotJudged(t *testing.T) {
 	in := nodeInput(withUID("uid-web"))
 	tr := Assemble(in, &NodeReport{Failure: "missing permission: verb create on resource pods"}, Options{Now: fixedNow})
 	v := tr.Verdict
-	if v.Status != StatusUnknown || v.Code != "" || !fingerprintFormat.MatchString(v.Fingerprint) {
+	if v.Status != report.StatusUnknown || v.Code != "" || !fingerprintFormat.MatchString(v.Fingerprint) {
 		t.Fatalf("verdict %s code %q fingerprint %q, want unknown, no code, a fingerprint", v.Status, v.Code, v.Fingerprint)
 	}
 	other := Assemble(nodeInput(withUID("uid-web")), &NodeReport{Failure: "image pull failed"}, Options{Now: fixedNow})

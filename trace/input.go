@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // PageSize is the Limit of every list request; lists follow Continue tokens.
@@ -98,7 +100,7 @@ type ProbeEvent struct {
 
 // Gap is one failed read: what could not be read, why, and which layer it blinds.
 type Gap struct {
-	Layer     LayerName
+	Layer     report.LayerName
 	Verb      string // get, list
 	Resource  string // endpointslices.discovery.k8s.io
 	Namespace string // "" for cluster-scoped
@@ -111,13 +113,13 @@ type Gap struct {
 // gapJSON is a Gap as a saved trace holds it: the error as its message,
 // which is all a judgement reads of it.
 type gapJSON struct {
-	Layer     LayerName `json:"layer,omitempty"`
-	Verb      string    `json:"verb"`
-	Resource  string    `json:"resource"`
-	Namespace string    `json:"namespace,omitempty"`
-	Forbidden bool      `json:"forbidden,omitempty"`
-	Error     string    `json:"error,omitempty"`
-	Impact    string    `json:"impact,omitempty"`
+	Layer     report.LayerName `json:"layer,omitempty"`
+	Verb      string           `json:"verb"`
+	Resource  string           `json:"resource"`
+	Namespace string           `json:"namespace,omitempty"`
+	Forbidden bool             `json:"forbidden,omitempty"`
+	Error     string           `json:"error,omitempty"`
+	Impact    string           `json:"impact,omitempty"`
 }
 
 // MarshalJSON writes Err as its message: an error value has no JSON form.
@@ -212,7 +214,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 		g.Go(func() error {
 			slices, err := listSlices(gctx, client, namespace, name)
 			if err != nil {
-				addGap(gapFor(LayerEndpoints, "list", resEndpointSlices, namespace, err, "endpoints cannot be judged"))
+				addGap(gapFor(report.LayerEndpoints, "list", resEndpointSlices, namespace, err, "endpoints cannot be judged"))
 				return nil
 			}
 			in.Slices = slices
@@ -242,7 +244,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			g.Go(func() error {
 				pods, err := listPods(gctx, client, namespace, labels.SelectorFromSet(svc.Spec.Selector).String(), 0)
 				if err != nil {
-					addGap(gapFor(LayerEndpoints, "list", resPods, namespace, err, "Pods behind the Service cannot be judged"))
+					addGap(gapFor(report.LayerEndpoints, "list", resPods, namespace, err, "Pods behind the Service cannot be judged"))
 					return nil
 				}
 				in.Pods = pods
@@ -267,7 +269,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			in.DNSNotFound = true
 			return nil
 		case err != nil:
-			addGap(gapFor(LayerDNS, "get", resServices, "kube-system", err, "cluster DNS Service not checked"))
+			addGap(gapFor(report.LayerDNS, "get", resServices, "kube-system", err, "cluster DNS Service not checked"))
 			return nil
 		}
 		in.DNSService = dns
@@ -276,7 +278,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	g.Go(func() error {
 		slices, err := listSlices(gctx, client, "kube-system", "kube-dns")
 		if err != nil {
-			addGap(gapFor(LayerDNS, "list", resEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
+			addGap(gapFor(report.LayerDNS, "list", resEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
 			return nil
 		}
 		in.DNSSlices = slices
@@ -309,15 +311,15 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 // that are not among the selected ones.
 func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Input) {
 	svc := in.Service
-	if len(svc.Spec.Selector) > 0 && len(in.Pods) == 0 && !in.hasGap(LayerEndpoints, resPods) {
+	if len(svc.Spec.Selector) > 0 && len(in.Pods) == 0 && !in.hasGap(report.LayerEndpoints, resPods) {
 		pods, err := listPods(ctx, client, in.Namespace, "", 4*PageSize)
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(LayerService, "list", resPods, in.Namespace, err, "closest Pods not shown"))
+			in.Gaps = append(in.Gaps, gapFor(report.LayerService, "list", resPods, in.Namespace, err, "closest Pods not shown"))
 		} else {
 			in.ClosestPods = closestPods(svc.Spec.Selector, pods, 3)
 		}
 	}
-	if in.hasGap(LayerEndpoints, resPods) {
+	if in.hasGap(report.LayerEndpoints, resPods) {
 		return
 	}
 	fetchUnownedIPs(ctx, client, in)
@@ -426,7 +428,7 @@ func fetchUnownedIPs(ctx context.Context, client kubernetes.Interface, in *Input
 		checked++
 		list, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.podIP=" + ip.String(), Limit: 1})
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resPods, "", err, "endpoint IPs without a Pod reference not checked for an owner"))
+			in.Gaps = append(in.Gaps, gapFor(report.LayerEndpoints, "list", resPods, "", err, "endpoint IPs without a Pod reference not checked for an owner"))
 			return
 		}
 		if len(list.Items) == 0 {
@@ -441,7 +443,7 @@ type UnownedIP struct {
 	PodCIDR string `json:"podCIDR"`
 }
 
-func (in *Input) hasGap(layer LayerName, resource string) bool {
+func (in *Input) hasGap(layer report.LayerName, resource string) bool {
 	for _, g := range in.Gaps {
 		if g.Layer == layer && g.Resource == resource {
 			return true
@@ -450,7 +452,7 @@ func (in *Input) hasGap(layer LayerName, resource string) bool {
 	return false
 }
 
-func gapFor(layer LayerName, verb, resource, namespace string, err error, impact string) Gap {
+func gapFor(layer report.LayerName, verb, resource, namespace string, err error, impact string) Gap {
 	return Gap{Layer: layer, Verb: verb, Resource: resource, Namespace: namespace,
 		Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), Err: err, Impact: impact}
 }
@@ -518,7 +520,7 @@ func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Inpu
 	for page := 0; page < eventPages; page++ {
 		list, err := client.CoreV1().Events(in.Namespace).List(ctx, opts)
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
+			in.Gaps = append(in.Gaps, gapFor(report.LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
 			return
 		}
 		items = append(items, list.Items...)
@@ -684,7 +686,7 @@ func listServiceNames(ctx context.Context, client kubernetes.Interface, namespac
 	for {
 		list, err := client.CoreV1().Services(namespace).List(ctx, opts)
 		if err != nil {
-			g := gapFor(LayerService, "list", resServices, namespace, err, "")
+			g := gapFor(report.LayerService, "list", resServices, namespace, err, "")
 			return names, &g
 		}
 		for _, s := range list.Items {

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Annotations and labels the checks read.
@@ -30,9 +32,10 @@ const podCheckLimit = 10
 // judge holds one Judge call's indexes, built once so every check is
 // O(endpoints + pods).
 type judge struct {
+	*report.Emitter
 	in   *Input
 	opts Options
-	t    *ServiceTrace
+	t    *report.ServiceTrace
 	svc  *corev1.Service
 
 	fqdn        string
@@ -40,14 +43,14 @@ type judge struct {
 	podsByName  map[string]*corev1.Pod
 	podsGap     bool
 	slicesGap   bool
-	endpoints   []EndpointSummary
+	endpoints   []report.EndpointSummary
 	epPortNames map[string]bool // slice port names of slices with endpoints
 }
 
 // judgeAPI turns the fetched objects into a ServiceTrace with the API-side
 // layers decided and the node layers left empty; Assemble fills or skips
 // them and finishes the trace.
-func judgeAPI(in *Input, opts Options) *ServiceTrace {
+func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = DefaultClusterDomain
 	}
@@ -55,25 +58,25 @@ func judgeAPI(in *Input, opts Options) *ServiceTrace {
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	t := &ServiceTrace{
-		APIVersion: APIVersion,
-		Kind:       Kind,
-		Metadata: Metadata{Time: now().UTC(), Context: opts.Context, SvctraceVersion: opts.Version,
+	t := &report.ServiceTrace{
+		APIVersion: report.APIVersion,
+		Kind:       report.Kind,
+		Metadata: report.Metadata{Time: now().UTC(), Context: opts.Context, SvctraceVersion: opts.Version,
 			Port: opts.Port, ClusterDomain: opts.ClusterDomain},
-		Service: ServiceSummary{Namespace: in.Namespace, Name: in.Name},
+		Service: report.ServiceSummary{Namespace: in.Namespace, Name: in.Name},
 	}
-	for _, name := range LayerOrder {
-		t.Layers = append(t.Layers, Layer{Name: name, Checks: []Check{}})
+	for _, name := range report.LayerOrder {
+		t.Layers = append(t.Layers, report.Layer{Name: name, Checks: []report.Check{}})
 	}
-	j := &judge{in: in, opts: opts, t: t, svc: in.Service,
-		fqdn: fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, opts.ClusterDomain)}
+	fqdn := serviceFQDN(in.Name, in.Namespace, opts.ClusterDomain)
+	j := &judge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, opts: opts, t: t, svc: in.Service, fqdn: fqdn}
 	if in.ServiceNotFound {
 		j.notFound()
 		return t
 	}
 	t.Service.UID = string(in.Service.UID)
-	j.podsGap = in.hasGap(LayerEndpoints, resPods)
-	j.slicesGap = in.hasGap(LayerEndpoints, resEndpointSlices)
+	j.podsGap = in.hasGap(report.LayerEndpoints, resPods)
+	j.slicesGap = in.hasGap(report.LayerEndpoints, resEndpointSlices)
 	j.summarize()
 	j.applicability()
 	j.selectPorts()
@@ -85,31 +88,26 @@ func judgeAPI(in *Input, opts Options) *ServiceTrace {
 	}
 	j.dnsChecks()
 	j.gapChecks()
-	judgePolicy(in, t, opts.From)
+	judgePolicy(in, j.Emitter, t, opts.From)
 	return t
 }
 
-func (j *judge) add(layer LayerName, c Check) { j.t.Layer(layer).Add(c) }
+func (j *judge) add(layer report.LayerName, c report.Check) { j.t.Layer(layer).Add(c) }
 
-// emit adds a catalog check to the catalog's layer.
-func (j *judge) emit(code string, args Args, fields ...Field) *Check {
-	l := j.t.Layer(Catalog[code].Layer)
-	l.Add(NewCheck(code, j.args(args), fields...))
-	return &l.Checks[len(l.Checks)-1]
+// serviceFQDN is the Service's cluster DNS name.
+func serviceFQDN(name, namespace, clusterDomain string) string {
+	return fmt.Sprintf("%s.%s.svc.%s", name, namespace, clusterDomain)
 }
 
-// args adds the placeholders every template may use.
-func (j *judge) args(a Args) Args {
-	out := Args{"service": j.in.Name, "namespace": j.in.Namespace, "fqdn": j.fqdn}
-	if j.svc != nil {
-		out["selector"] = selectorString(j.svc.Spec.Selector)
-		out["selectorArg"] = selectorString(j.svc.Spec.Selector)
-		if len(j.svc.Spec.Selector) == 0 {
-			out["selectorArg"] = "<labels of the Pods behind " + j.in.Name + ">"
+// templateArgs are the placeholders every check template may use.
+func templateArgs(in *Input, fqdn string) report.Args {
+	out := report.Args{"service": in.Name, "namespace": in.Namespace, "fqdn": fqdn}
+	if svc := in.Service; svc != nil {
+		out["selector"] = selectorString(svc.Spec.Selector)
+		out["selectorArg"] = selectorString(svc.Spec.Selector)
+		if len(svc.Spec.Selector) == 0 {
+			out["selectorArg"] = "<labels of the Pods behind " + in.Name + ">"
 		}
-	}
-	for k, v := range a {
-		out[k] = v
 	}
 	return out
 }
@@ -117,15 +115,15 @@ func (j *judge) args(a Args) Args {
 func (j *judge) notFound() {
 	if j.in.NamespaceNotFound {
 		closest := ""
-		var fields []Field
+		var fields []report.Field
 		if len(j.in.ClosestNamespaces) > 0 {
 			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
 			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
 		}
-		j.emit(CodeSvcNamespaceMissing, Args{"closest": closest}, fields...)
+		j.Emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
 		j.gapChecks()
-		for _, name := range LayerOrder {
-			if name != LayerService {
+		for _, name := range report.LayerOrder {
+			if name != report.LayerService {
 				j.t.Layer(name).Skip(fmt.Sprintf("namespace %s not found", j.in.Namespace))
 			}
 		}
@@ -135,14 +133,14 @@ func (j *judge) notFound() {
 	if len(j.in.ClosestServices) > 0 {
 		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
 	}
-	var fields []Field
+	var fields []report.Field
 	if len(j.in.ClosestServices) > 0 {
 		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
 	}
-	j.emit(CodeSvcNotFound, Args{"closest": closest}, fields...)
+	j.Emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
 	j.gapChecks()
-	for _, name := range LayerOrder {
-		if name != LayerService {
+	for _, name := range report.LayerOrder {
+		if name != report.LayerService {
 			j.t.Layer(name).Skip(fmt.Sprintf("Service %s/%s not found", j.in.Namespace, j.in.Name))
 		}
 	}
@@ -153,13 +151,13 @@ func (j *judge) applicability() {
 	switch {
 	case j.svc.Spec.Type == corev1.ServiceTypeExternalName:
 		reason := "ExternalName Service: only the DNS CNAME applies"
-		for _, name := range []LayerName{LayerEndpoints, LayerDatapath, LayerConntrack, LayerRoute} {
+		for _, name := range []report.LayerName{report.LayerEndpoints, report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {
 			j.t.Layer(name).Skip(reason)
 		}
 	case j.t.Service.Headless:
 		reason := "headless Service: no ClusterIP, so kube-proxy programs nothing and clients connect to Pod IPs"
-		j.t.Layer(LayerDatapath).Skip(reason)
-		j.t.Layer(LayerConntrack).Skip(reason)
+		j.t.Layer(report.LayerDatapath).Skip(reason)
+		j.t.Layer(report.LayerConntrack).Skip(reason)
 	}
 }
 
@@ -191,7 +189,7 @@ func (j *judge) summarize() {
 		}
 	}
 	for _, p := range svc.Spec.Ports {
-		s.Ports = append(s.Ports, ServicePortSummary{Name: p.Name, Protocol: protocolOf(p.Protocol), Port: p.Port,
+		s.Ports = append(s.Ports, report.ServicePortSummary{Name: p.Name, Protocol: protocolOf(p.Protocol), Port: p.Port,
 			TargetPort: targetPortString(p), NodePort: p.NodePort})
 	}
 	s.Selector = svc.Spec.Selector
@@ -231,12 +229,12 @@ func (j *judge) summarize() {
 	for i := range slices {
 		n += len(slices[i].Endpoints)
 	}
-	e.Endpoints = make([]EndpointSummary, 0, n)
+	e.Endpoints = make([]report.EndpointSummary, 0, n)
 	j.epPortNames = map[string]bool{}
 	for i := range slices {
 		sl := &slices[i]
 		ports := slicePorts(sl)
-		e.Slices = append(e.Slices, SliceSummary{Name: sl.Name, AddressType: string(sl.AddressType),
+		e.Slices = append(e.Slices, report.SliceSummary{Name: sl.Name, AddressType: string(sl.AddressType),
 			ManagedBy: sl.Labels[discoveryv1.LabelManagedBy], Endpoints: len(sl.Endpoints), Ports: ports})
 		if len(sl.Endpoints) > 0 {
 			for _, p := range ports {
@@ -247,7 +245,7 @@ func (j *judge) summarize() {
 			if len(ep.Addresses) == 0 {
 				continue
 			}
-			es := EndpointSummary{
+			es := report.EndpointSummary{
 				IP:          ep.Addresses[0],
 				Ports:       ports,
 				Ready:       ep.Conditions.Ready == nil || *ep.Conditions.Ready,
@@ -262,7 +260,7 @@ func (j *judge) summarize() {
 				es.Zone = *ep.Zone
 			}
 			if h := ep.Hints; h != nil && (len(h.ForZones) > 0 || len(h.ForNodes) > 0) {
-				es.Hints = &EndpointHints{}
+				es.Hints = &report.EndpointHints{}
 				for _, z := range h.ForZones {
 					es.Hints.Zones = append(es.Hints.Zones, z.Name)
 				}
@@ -271,7 +269,7 @@ func (j *judge) summarize() {
 				}
 			}
 			if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" {
-				es.Pod = &ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
+				es.Pod = &report.ObjectRef{Namespace: ref.Namespace, Name: ref.Name}
 			}
 			e.Endpoints = append(e.Endpoints, es)
 			e.Total++
@@ -305,7 +303,7 @@ func (j *judge) selectPorts() {
 		for _, p := range j.svc.Spec.Ports {
 			names = append(names, portLabel(p))
 		}
-		j.emit(CodeSvcPortFilterAbsent, Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
+		j.Emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
 	}
 }
 
@@ -315,27 +313,27 @@ func (j *judge) gapChecks() {
 	for _, g := range j.in.Gaps {
 		if g.Resource == resNodes || g.Resource == resEvents {
 			// Optional reads: the layer is still judged without them.
-			code := CodeAPINodes
+			code := report.CodeAPINodes
 			if g.Resource == resEvents {
-				code = CodeAPIEvents
+				code = report.CodeAPIEvents
 			}
-			c := NewCheck(code, Args{"error": shortErr(g), "verb": g.Verb, "namespace": g.Namespace})
-			c.Status = StatusSkipped
-			j.add(LayerEndpoints, c)
+			c := report.NewCheck(code, report.Args{"error": shortErr(g), "verb": g.Verb, "namespace": g.Namespace})
+			c.Status = report.StatusSkipped
+			j.add(report.LayerEndpoints, c)
 			continue
 		}
 		scopeFlag := "--all-namespaces"
 		if g.Namespace != "" {
 			scopeFlag = "-n " + g.Namespace
 		}
-		args := Args{"verb": g.Verb, "resource": g.Resource, "scope": g.scope(), "scopeFlag": scopeFlag,
+		args := report.Args{"verb": g.Verb, "resource": g.Resource, "scope": g.scope(), "scopeFlag": scopeFlag,
 			"impact": g.Impact, "error": shortErr(g)}
-		code := CodeAPIError
+		code := report.CodeAPIError
 		if g.Forbidden {
-			code = CodeAPIForbidden
+			code = report.CodeAPIForbidden
 		}
-		c := NewCheck(code, args)
-		c.Status = StatusUnknown
+		c := report.NewCheck(code, args)
+		c.Status = report.StatusUnknown
 		l := j.t.Layer(g.Layer)
 		l.Add(c)
 		if l.Reason == "" {
@@ -357,10 +355,10 @@ func shortErr(g Gap) string {
 	return g.Err.Error()
 }
 
-func slicePorts(sl *discoveryv1.EndpointSlice) []EndpointPort {
-	var out []EndpointPort
+func slicePorts(sl *discoveryv1.EndpointSlice) []report.EndpointPort {
+	var out []report.EndpointPort
 	for _, p := range sl.Ports {
-		ep := EndpointPort{}
+		ep := report.EndpointPort{}
 		if p.Name != nil {
 			ep.Name = *p.Name
 		}
@@ -424,12 +422,17 @@ func orNone(s string) string {
 
 // skipNodeLayers marks the node layers skipped and says the live DNS query
 // did not run.
-func skipNodeLayers(t *ServiceTrace, reason string) {
-	for _, name := range NodeLayers {
+func skipNodeLayers(t *report.ServiceTrace, reason string) {
+	for _, name := range report.NodeLayers {
 		t.Layer(name).Skip(reason)
 	}
-	fqdn := fmt.Sprintf("%s.%s.svc.%s", t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
-	c := NewCheck(CodeDNSLiveQuery, Args{"fqdn": fqdn, "reason": "skipped, " + reason})
-	c.Status = StatusSkipped
-	t.Layer(LayerDNS).Add(c)
+	fqdn := serviceFQDN(t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
+	c := report.NewCheck(report.CodeDNSLiveQuery, report.Args{"fqdn": fqdn, "reason": "skipped, " + reason})
+	c.Status = report.StatusSkipped
+	t.Layer(report.LayerDNS).Add(c)
 }
+
+// fieldValue and fieldItems build evidence fields.
+func fieldValue(key, value string) report.Field { return report.Field{Key: key, Value: value} }
+
+func fieldItems(key string, items []string) report.Field { return report.Field{Key: key, Items: items} }

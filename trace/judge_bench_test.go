@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigInput is a Service with n ready endpoints spread over n/100 slices,
@@ -53,10 +55,10 @@ func TestBigServiceJudgesCleanly(t *testing.T) {
 	if tr.Endpoints.Total != 5000 || len(tr.Endpoints.Slices) != 50 {
 		t.Fatalf("endpoints %d in %d slices", tr.Endpoints.Total, len(tr.Endpoints.Slices))
 	}
-	if l := tr.Layer(LayerEndpoints); l.Status != StatusPass {
+	if l := tr.Layer(report.LayerEndpoints); l.Status != report.StatusPass {
 		t.Fatalf("endpoints layer %s: %+v", l.Status, l.Checks)
 	}
-	if _, ok := codes(tr, LayerService)[CodePortNamedResolved]; !ok {
+	if _, ok := codes(tr, report.LayerService)[report.CodePortNamedResolved]; !ok {
 		t.Fatal("named port not resolved on 5000 Pods")
 	}
 }

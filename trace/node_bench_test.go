@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigObservation is a node whose iptables rules program every endpoint of
@@ -52,7 +53,7 @@ func TestBigServiceNodeJudgement(t *testing.T) {
 	in.Service.Spec.Ports[0].NodePort = 30080
 	obs := bigObservation(t, in)
 	tr := Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
-	if _, ok := nodeCodes(tr, LayerDatapath, "node-00")[CodeDPRulesMatch]; !ok {
-		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, LayerDatapath, "")))
+	if _, ok := nodeCodes(tr, report.LayerDatapath, "node-00")[report.CodeDPRulesMatch]; !ok {
+		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, report.LayerDatapath, "")))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // shareTolerance is how far, as a fraction of the fair share, an endpoint's
@@ -106,42 +107,36 @@ type programmedEndpoint struct {
 // expectation for this node.
 func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	svc := nj.in.Service
-	zone, zoneKnown := nodeZone(nj.in, node)
-	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
-	// Judging against an empty zone would expect every endpoint where
-	// kube-proxy, knowing its zone, programs only that zone's; judging one
-	// slice order would call kube-proxy's pick of a duplicate wrong.
-	if nj.readOrders == nil {
-		nj.readOrders = newReadOrders(nj.in.Slices)
-	}
-	choices := choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne := nj.expectation(node)
+	expect, choices := ne.expect, ne.choices
 	nj.proxyHealth(node, obs)
 
-	mode, owner := datapathOwner(obs)
+	np := nj.programmed(node, obs)
+	mode, owner := np.mode, np.owner
 	switch mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
-		nj.emit(CodeDPEBPFOwner, node, Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
+		nj.EmitNode(report.CodeDPEBPFOwner, node, report.Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect, choices)
 		return
 	}
-	ports, leftovers, errs := programmedFromObservation(obs, mode)
+	ports, leftovers, errs := np.ports, np.leftovers, np.errs
 	for _, e := range errs {
-		nj.emit(CodeDPSectionError, node, Args{"section": e[0], "error": e[1]}, nil)
+		nj.EmitNode(report.CodeDPSectionError, node, report.Args{"section": e[0], "error": e[1]}, nil)
 	}
-	nj.emit(CodeDPOwner, node, Args{"owner": owner}, nil)
+	nj.EmitNode(report.CodeDPOwner, node, report.Args{"owner": owner}, nil)
 	if mode == collectorapi.ModeIPVS {
 		// cmd/kube-proxy/app/server_linux.go logs this and records an
 		// IPVSDeprecation Event at every start in IPVS mode.
-		nj.emit(CodeDPIPVSDeprecated, node, nil, nil)
+		nj.EmitNode(report.CodeDPIPVSDeprecated, node, nil, nil)
 	}
 	if mode == collectorapi.ModeIPVS {
 		nj.judgeIPVSNode(node, obs)
 	}
 	for _, lo := range leftovers {
-		nj.emit(CodeDPLeftovers, node, Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
+		nj.EmitNode(report.CodeDPLeftovers, node, report.Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
 	}
 	if _, ignored := svc.Labels[labelServiceProxyName]; ignored {
-		nj.emit(CodeDPIgnoredByProxy, node, nil, nil)
+		nj.EmitNode(report.CodeDPIgnoredByProxy, node, nil, nil)
 		return
 	}
 	if expect == nil {
@@ -159,6 +154,70 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	}
 }
 
+// nodeExpectation is what kube-proxy should program on one node: the
+// expectation for the node's zone and, when the slices can be read in more
+// than one order or the zone is unknown, the other answers kube-proxy may
+// have reached. It is computed once per node and shared by the datapath
+// checks, the probes and the endpoint matrix, so they agree.
+type nodeExpectation struct {
+	zone    string
+	expect  []PortExpectation
+	choices *expectationChoices
+}
+
+// expectation returns the node's expectation, computing it the first time.
+func (nj *nodeJudge) expectation(node string) *nodeExpectation {
+	if ne, ok := nj.expectations[node]; ok {
+		return ne
+	}
+	svc := nj.in.Service
+	zone, zoneKnown := nodeZone(nj.in, node)
+	ne := &nodeExpectation{zone: zone,
+		expect: ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
+	// Judging against an empty zone would expect every endpoint where
+	// kube-proxy, knowing its zone, programs only that zone's; judging one
+	// slice order would call kube-proxy's pick of a duplicate wrong.
+	if nj.readOrders == nil {
+		nj.readOrders = newReadOrders(nj.in.Slices)
+	}
+	ne.choices = choicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	if nj.expectations == nil {
+		nj.expectations = map[string]*nodeExpectation{}
+	}
+	nj.expectations[node] = ne
+	return ne
+}
+
+// nodeProgrammed is what a node's datapath programmed for the Service, read
+// once per node from its observation. ports, leftovers and errs are read only
+// for the kube-proxy modes; Cilium and Calico are judged from their own maps.
+type nodeProgrammed struct {
+	mode      collectorapi.DatapathMode
+	owner     string
+	ports     []programmedPort
+	leftovers []leftover
+	errs      [][2]string
+}
+
+// programmed returns what obs says node programmed, reading it the first time.
+func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nodeProgrammed {
+	if np, ok := nj.programmedPorts[node]; ok {
+		return np
+	}
+	np := &nodeProgrammed{}
+	np.mode, np.owner = datapathOwner(obs)
+	switch np.mode {
+	case collectorapi.ModeCilium, collectorapi.ModeCalico:
+	default:
+		np.ports, np.leftovers, np.errs = programmedFromObservation(obs, np.mode)
+	}
+	if nj.programmedPorts == nil {
+		nj.programmedPorts = map[string]*nodeProgrammed{}
+	}
+	nj.programmedPorts[node] = np
+	return np
+}
+
 // portSelected applies --port.
 func (nj *nodeJudge) portSelected(name string, port int32) bool {
 	p := nj.t.Metadata.Port
@@ -172,9 +231,9 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	if pp != nil {
 		datapath = pp.Datapath
 	}
-	base := Args{"port": portName, "datapath": datapath}
-	with := func(extra Args) Args {
-		out := Args{}
+	base := report.Args{"port": portName, "datapath": datapath}
+	with := func(extra report.Args) report.Args {
+		out := report.Args{}
 		for k, v := range base {
 			out[k] = v
 		}
@@ -186,7 +245,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	want := pe.Internal
 	if !pe.HasAnyEndpoints {
 		if pp != nil && pp.Rejected {
-			nj.emit(CodeDPRejectNoEndpoints, node, base, pp.Evidence)
+			nj.EmitNode(report.CodeDPRejectNoEndpoints, node, base, pp.Evidence)
 		}
 		return
 	}
@@ -203,7 +262,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil && pp.DroppedNoLocal {
 			how = "the drop rule for it is programmed"
 		}
-		nj.emit(CodeDPDroppedByDesign, node, with(Args{"how": how}), evidenceOf(pp))
+		nj.EmitNode(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), evidenceOf(pp))
 		return
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
@@ -212,11 +271,11 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil {
 			raw = pp.Evidence
 		}
-		nj.emit(CodeDPNoRules, node, with(Args{"why": why}), raw)
+		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": why}), raw)
 		return
 	}
 	if pp.Rejected {
-		nj.emit(CodeDPRejectWithEPs, node, base, pp.Evidence)
+		nj.EmitNode(report.CodeDPRejectWithEPs, node, base, pp.Evidence)
 		return
 	}
 	wantSet := map[string]bool{}
@@ -241,7 +300,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		h, _, _ := net.SplitHostPort(ep)
 		if got, ok := gotByIP[h]; ok {
-			nj.emit(CodeDPWrongDNATPort, node, with(Args{"got": got, "want": ep}), pp.Evidence)
+			nj.EmitNode(report.CodeDPWrongDNATPort, node, with(report.Args{"got": got, "want": ep}), pp.Evidence)
 			problems++
 			continue
 		}
@@ -260,13 +319,13 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	sort.Strings(missing)
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		nj.emit(CodeDPMissingEndpoints, node, with(Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
+			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
-		nj.emit(CodeDPStaleEndpoints, node, with(Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
-			append([]Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
+			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", endpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {
@@ -283,7 +342,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		if len(off) > 0 {
 			shares := fmt.Sprintf("%s (fair share %.4g%% each of %d)", listNames(off), fair*100, n)
-			nj.emit(CodeDPUnequalShares, node, with(Args{"shares": shares}), pp.Evidence,
+			nj.EmitNode(report.CodeDPUnequalShares, node, with(report.Args{"shares": shares}), pp.Evidence,
 				fieldItems("offShares", off), fieldValue("fairShare", fmt.Sprintf("%.6g", fair)))
 			problems++
 		}
@@ -295,17 +354,17 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	switch {
 	case affinity && pp.AffinitySeconds == 0:
-		nj.emit(CodeDPAffinityMissing, node, with(Args{"timeout": strconv.Itoa(timeout)}), pp.Evidence)
+		nj.EmitNode(report.CodeDPAffinityMissing, node, with(report.Args{"timeout": strconv.Itoa(timeout)}), pp.Evidence)
 		problems++
 	case !affinity && pp.AffinitySeconds > 0:
-		nj.emit(CodeDPAffinityExtra, node, with(Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
+		nj.EmitNode(report.CodeDPAffinityExtra, node, with(report.Args{"detail": fmt.Sprintf("timeout %ds", pp.AffinitySeconds)}), pp.Evidence)
 		problems++
 	case affinity && len(pp.AffinityTimeouts) > 0:
 		// kube-proxy writes the Service's timeoutSeconds into every
 		// affinity rule (iptables recent --seconds, the nftables set
 		// timeout, the IPVS persistence timeout).
 		if len(pp.AffinityTimeouts) == 1 && pp.AffinityTimeouts[0] == timeout {
-			nj.emit(CodeDPAffinityOK, node, with(Args{"timeout": strconv.Itoa(timeout)}), nil,
+			nj.EmitNode(report.CodeDPAffinityOK, node, with(report.Args{"timeout": strconv.Itoa(timeout)}), nil,
 				fieldValue("programmedTimeoutSeconds", strconv.Itoa(timeout)))
 			break
 		}
@@ -313,7 +372,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		for _, s := range pp.AffinityTimeouts {
 			got = append(got, strconv.Itoa(s))
 		}
-		nj.emit(CodeDPAffinityTimeout, node, with(Args{"programmed": strings.Join(got, "s, "), "timeout": strconv.Itoa(timeout)}), pp.Evidence,
+		nj.EmitNode(report.CodeDPAffinityTimeout, node, with(report.Args{"programmed": strings.Join(got, "s, "), "timeout": strconv.Itoa(timeout)}), pp.Evidence,
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
@@ -323,22 +382,22 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
-			nj.emit(CodeDPNodePortMissing, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
+			nj.EmitNode(report.CodeDPNodePortMissing, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
 			problems++
 		}
 		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
 			if mode == collectorapi.ModeIPVS {
 				// IPVS does not drop: its NodePort virtual servers fall
 				// back to the cluster endpoints (syncEndpoint, PR 97081).
-				nj.emit(CodeDPIPVSETPLocalFallback, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+				nj.EmitNode(report.CodeDPIPVSETPLocalFallback, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			} else {
-				nj.emit(CodeDPETPLocalNoLocal, node, with(Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
+				nj.EmitNode(report.CodeDPETPLocalNoLocal, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			}
 		}
 	}
 	if problems == 0 {
-		nj.emit(CodeDPRulesMatch, node, with(Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			append([]Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
+		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
+			append([]report.Field{fieldItems("endpoints", endpointStrings(want))}, zoneFields(pe)...)...)
 	}
 }
 
@@ -347,7 +406,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
 // (Local). Where that is the chain the ClusterIP already uses, its
 // endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.externalRead {
 		return 0
 	}
@@ -355,10 +414,10 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	if pe.ExternalPolicyLocal {
 		wantTo, policy = externalToLocal, "Local"
 	}
-	a := Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
+	a := report.Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
 	switch {
 	case pp.ExternalChain == "":
-		nj.emit(CodeDPExternalMissing, node, with(a), pp.Evidence)
+		nj.EmitNode(report.CodeDPExternalMissing, node, with(a), pp.Evidence)
 		return 1
 	case pp.ExternalTo != wantTo:
 		got := "no endpoint chain"
@@ -366,7 +425,7 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 			got = "the " + pp.ExternalTo + " endpoints"
 		}
 		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
-		nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence)
+		nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence)
 		return 1
 	case wantTo == externalToCluster && pp.Captured && !pp.InternalLocal:
 		return 0 // the same chain as the ClusterIP's, compared already
@@ -397,15 +456,15 @@ func (nj *nodeJudge) compareExternal(node string, pe PortExpectation, pp *progra
 	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
-	nj.emit(CodeDPExternalWrong, node, with(a), pp.Evidence,
+	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(pe.External)))
 	return 1
 }
 
 // zoneFields says which zone the topology hints were judged against when
 // the node's zone was not known.
-func zoneFields(pe PortExpectation) []Field {
-	var out []Field
+func zoneFields(pe PortExpectation) []report.Field {
+	var out []report.Field
 	if pe.ZoneAssumed {
 		z := "none (no hint for the node's zone: hints ignored)"
 		if pe.TopologyMode == corev1.ServiceTrafficDistributionPreferSameZone {
@@ -461,11 +520,11 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 		if owner, _ := datapathOwner(obs); owner == collectorapi.ModeCilium || owner == collectorapi.ModeCalico {
 			return // no kube-proxy expected
 		}
-		nj.emit(CodeDPProxyUnreachable, node, Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
+		nj.EmitNode(report.CodeDPProxyUnreachable, node, report.Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
 		return
 	}
 	if h := p.Healthz; h != nil && h.Healthy != nil && !*h.Healthy {
-		nj.emit(CodeDPProxyUnhealthy, node, Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
+		nj.EmitNode(report.CodeDPProxyUnhealthy, node, report.Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
 	}
 	if m := p.Metrics; m != nil {
 		var last, queued float64
@@ -481,7 +540,7 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 		// A change queued more than a minute before the last sync means
 		// kube-proxy is failing to apply it.
 		if queued > 0 && last > 0 && queued > last && now-queued > 60 {
-			nj.emit(CodeDPProxyStaleSync, node, Args{"age": (time.Duration(now-last) * time.Second).String(),
+			nj.EmitNode(report.CodeDPProxyStaleSync, node, report.Args{"age": (time.Duration(now-last) * time.Second).String(),
 				"queuedAge": (time.Duration(now-queued) * time.Second).String()}, nil)
 		}
 	}
@@ -621,29 +680,6 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 	return active, lo, errs
 }
 
-// ipvsLeftovers lists this Service's IPVS virtual servers on a node whose
-// kube-proxy is not in IPVS mode: kube-proxy in iptables mode does not
-// remove what the IPVS proxier wrote, and while kube-ipvs0 still holds the
-// ClusterIP the node accepts connections to it locally.
-func ipvsLeftovers(obs *collectorapi.Observation) []string {
-	s := obs.Sections.IPVS
-	if s == nil || s.Data == nil || !s.Data.Available {
-		return nil
-	}
-	var out []string
-	for _, vs := range s.Data.VirtualServers {
-		if vs.Found {
-			out = append(out, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port)))+"/"+vs.Protocol)
-		}
-	}
-	return out
-}
-
-type iptBackendPorts struct {
-	obs   collectorapi.IPTablesBackendObservation
-	ports []programmedPort
-}
-
 func captureScore(ports []programmedPort) int {
 	n := 0
 	for _, p := range ports {
@@ -683,413 +719,10 @@ func familyOf(s string) corev1.IPFamily {
 	return ""
 }
 
-func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
-	var out []programmedPort
-	for _, p := range b.Ports {
-		pp := programmedPort{
-			Datapath: fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family),
-			Family:   familyOf(b.Family),
-			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
-			NodePortFound: len(p.NodePorts) > 0,
-		}
-		var internal *collectorapi.IPTablesChain
-		for _, e := range p.Entry {
-			pp.Evidence = append(pp.Evidence, e.Raw)
-			if e.Kind != "clusterIP" {
-				continue
-			}
-			target := e.Target()
-			for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local} {
-				if c != nil && c.Name == target && c.Exists {
-					internal = c
-					pp.Captured = true
-					pp.InternalLocal = c == p.Local
-				}
-			}
-		}
-		for _, r := range p.NodePorts {
-			pp.Evidence = append(pp.Evidence, r.Raw)
-		}
-		for _, r := range p.Filter {
-			pp.Evidence = append(pp.Evidence, r.Raw)
-			switch {
-			case strings.Contains(r.Comment, "has no endpoints") && r.Jump == "REJECT":
-				pp.Rejected = true
-			case strings.Contains(r.Comment, "has no local endpoints") && r.Jump == "DROP" && !r.NotDstType && r.DstType == "":
-				pp.DroppedNoLocal = true
-			}
-		}
-		if internal != nil {
-			for _, r := range internal.Rules {
-				pp.Evidence = append(pp.Evidence, r.Raw)
-			}
-			dnat := map[string]string{}
-			for _, ec := range p.Endpoints {
-				for _, r := range ec.Rules {
-					pp.Evidence = append(pp.Evidence, r.Raw)
-				}
-				if ec.DNAT != "" {
-					dnat[ec.Name] = ec.DNAT
-				}
-			}
-			pp.Endpoints = iptSelection(internal, dnat)
-			pp.Unmatched = internal.UnmatchedShare
-			for _, a := range internal.Affinity {
-				pp.addAffinityTimeout(a.Seconds)
-			}
-		}
-		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
-		// KUBE-EXT-…, whose last, unconditional rule sends it to KUBE-SVC-…
-		// (Cluster) or KUBE-SVL-… (Local); the rules before it short-circuit
-		// Pod and node-local sources to the cluster chain
-		// (pkg/proxy/iptables/proxier.go). With Local and no local endpoint
-		// that last rule is absent.
-		pp.externalRead = p.External != nil
-		if ext := p.External; ext != nil && ext.Exists {
-			pp.ExternalChain = ext.Name
-			dnat := map[string]string{}
-			for _, ec := range p.Endpoints {
-				if ec.DNAT != "" {
-					dnat[ec.Name] = ec.DNAT
-				}
-			}
-			for _, r := range ext.Rules {
-				pp.Evidence = append(pp.Evidence, r.Raw)
-				if r.Source != "" || r.SrcType != "" {
-					continue
-				}
-				to := r.Jump
-				if to == "" {
-					to = r.Goto
-				}
-				for _, c := range []struct {
-					chain *collectorapi.IPTablesChain
-					kind  string
-				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
-					if c.chain != nil && c.chain.Exists && c.chain.Name == to {
-						pp.ExternalTo = c.kind
-						pp.ExternalEndpoints = iptSelection(c.chain, dnat)
-					}
-				}
-			}
-		}
-		out = append(out, pp)
-	}
-	return out
-}
-
-// iptSelection is the endpoints a KUBE-SVC/SVL chain chooses from, with their
-// shares; dnat maps KUBE-SEP chains to their DNAT destinations.
-func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []programmedEndpoint {
-	var out []programmedEndpoint
-	for _, s := range c.Selection {
-		ep := dnat[s.Target]
-		if ep == "" {
-			ep = s.Endpoint
-		}
-		out = append(out, programmedEndpoint{Endpoint: ep, Share: s.Share})
-	}
-	return out
-}
-
-func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []programmedPort {
-	var out []programmedPort
-	for _, p := range t.Ports {
-		pp := programmedPort{
-			Datapath: fmt.Sprintf("nftables (%s %s, via %s)", t.Family, t.Name, source),
-			Family:   familyOf(t.Family),
-			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
-		}
-		chains := map[string]*collectorapi.NFTablesChain{}
-		for _, c := range append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
-			if c != nil && c.Exists {
-				chains[c.Name] = c
-			}
-		}
-		var internal *collectorapi.NFTablesChain
-		for _, e := range p.ServiceIPs {
-			if !e.Found {
-				continue
-			}
-			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
-			if c := chains[e.Target]; c != nil && (c == p.Service || c == p.Local) && internal == nil {
-				internal = c
-				pp.Captured = true
-				pp.InternalLocal = c == p.Local
-			}
-		}
-		for _, e := range p.ServiceNodePorts {
-			if e.Found {
-				pp.NodePortFound = true
-				pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
-			}
-		}
-		for _, e := range p.NoEndpointServices {
-			if !e.Found {
-				continue
-			}
-			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
-			if strings.Contains(e.Verdict, "reject") {
-				pp.Rejected = true
-			} else if strings.Contains(e.Verdict, "drop") {
-				pp.DroppedNoLocal = true
-			}
-		}
-		if internal != nil {
-			pp.Endpoints = nftChainEndpoints(internal, chains, p, &pp)
-		}
-		// The external- chain ends in "goto service-…" (Cluster) or
-		// "goto local-…" (Local); the rules before it short-circuit Pod
-		// sources ("ip saddr …") and local sources ("fib saddr type local")
-		// to the service chain (pkg/proxy/nftables/proxier.go).
-		pp.externalRead = p.External != nil
-		if ext := p.External; ext != nil && ext.Exists {
-			pp.ExternalChain = ext.Name
-			for _, r := range ext.Rules {
-				pp.Evidence = append(pp.Evidence, "chain "+ext.Name+": "+r.Text)
-				if r.SourceMatch != "" || strings.Contains(r.Text, "saddr") || r.Target == "" {
-					continue
-				}
-				for _, c := range []struct {
-					chain *collectorapi.NFTablesChain
-					kind  string
-				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
-					if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
-						pp.ExternalTo = c.kind
-						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &programmedPort{})
-					}
-				}
-			}
-		}
-		out = append(out, pp)
-	}
-	return out
-}
-
-// nftChainEndpoints is the endpoints an nftables service- or local- chain
-// sends new connections to, with their shares; its rules and affinity sets
-// are recorded into pp.
-func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collectorapi.NFTablesChain, p collectorapi.NFTablesPortObservation, pp *programmedPort) []programmedEndpoint {
-	var eps []programmedEndpoint
-	for _, r := range c.Rules {
-		pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+r.Text)
-		if r.AffinityMatch != "" {
-			readable := false
-			for _, a := range p.Affinity {
-				if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
-					pp.addAffinityTimeout(int(a.TimeoutSeconds))
-					readable = true
-				}
-			}
-			if !readable && pp.AffinitySeconds == 0 {
-				pp.AffinitySeconds = -1 // rules without a readable timeout
-			}
-		}
-		if r.Numgen == nil {
-			continue
-		}
-		pp.Unmatched = r.Numgen.UnmatchedShare
-		for _, en := range r.Numgen.Entries {
-			ep := en.Address
-			if ep == "" {
-				if c := chains[en.Target]; c != nil {
-					for _, er := range c.Rules {
-						pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+er.Text)
-						if er.DNAT != "" {
-							ep = er.DNAT
-						}
-						if er.Update != "" {
-							for _, a := range p.Affinity {
-								if a.Name == er.Update && a.TimeoutSeconds > 0 {
-									pp.addAffinityTimeout(int(a.TimeoutSeconds))
-								}
-							}
-						}
-					}
-				}
-			}
-			if ep == "" {
-				ep = en.Target
-			}
-			eps = append(eps, programmedEndpoint{Endpoint: ep, Share: en.Share})
-		}
-	}
-	if eps == nil {
-		// A single endpoint: kube-proxy jumps straight to it.
-		for _, r := range c.Rules {
-			if r.DNAT != "" {
-				eps = append(eps, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
-			} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
-				for _, er := range c.Rules {
-					if er.DNAT != "" {
-						eps = append(eps, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
-					}
-				}
-			}
-		}
-	}
-	return eps
-}
-
-// fromIPVS reads the IPVS section as kube-proxy's IPVS proxier programs it:
-// one virtual server per ClusterIP:port (the internal path), one per
-// externalIP, load-balancer IP and node IP × NodePort (the external paths),
-// each with the same real servers. Real servers of weight 0 are draining
-// (graceful termination): they keep their connections but get no new ones.
-// The scheduler decides the shares: rr and the hashing schedulers (sh, mh)
-// spread new connections evenly over the live real servers, the weighted
-// ones (wrr, wlc…) by weight; lc/wlc/sed/nq follow current load and are
-// judged as even.
-func fromIPVS(obs *collectorapi.Observation) []programmedPort {
-	s := obs.Sections.IPVS
-	if s == nil || s.Data == nil || !s.Data.Available {
-		return nil
-	}
-	type key struct {
-		name, proto string
-		fam         corev1.IPFamily
-	}
-	byPort := map[key]*programmedPort{}
-	var order []key
-	nodePorts := map[key]bool{}
-	all := map[key][]collectorapi.IPVSVirtualServer{}
-	for _, vs := range s.Data.VirtualServers {
-		k := key{vs.PortName, strings.ToUpper(vs.Protocol), ipFamily(vs.Address)}
-		all[k] = append(all[k], vs)
-		if vs.Frontend == "nodePort" {
-			if vs.Found {
-				nodePorts[k] = true
-			}
-			continue
-		}
-		if vs.Frontend != "clusterIP" {
-			continue
-		}
-		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: k.proto,
-			Port: int32(vs.Port), Family: k.fam, Captured: vs.Found}
-		pp.addAffinityTimeout(int(vs.TimeoutSeconds))
-		var live []collectorapi.IPVSRealServer
-		total := 0
-		for _, rs := range vs.RealServers {
-			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
-			if rs.Weight > 0 {
-				live = append(live, rs)
-				total += int(rs.Weight)
-			}
-		}
-		weighted := strings.HasPrefix(vs.Scheduler, "w")
-		for _, rs := range live {
-			share := 1 / float64(len(live))
-			if weighted && total > 0 {
-				share = float64(rs.Weight) / float64(total)
-			}
-			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: share})
-		}
-		if _, dup := byPort[k]; !dup {
-			order = append(order, k)
-		}
-		byPort[k] = &pp
-	}
-	out := make([]programmedPort, 0, len(order))
-	for _, k := range order {
-		pp := byPort[k]
-		pp.NodePortFound = nodePorts[k]
-		pp.IPVS = &ipvsDetail{VirtualServers: all[k]}
-		out = append(out, *pp)
-	}
-	return out
-}
-
 // ipFamily is the family of an address string, IPv4 when it does not parse.
 func ipFamily(addr string) corev1.IPFamily {
 	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
 		return corev1.IPv6Protocol
 	}
 	return corev1.IPv4Protocol
-}
-
-// judgeCilium compares Cilium's backends for each ClusterIP frontend with the
-// expected endpoints, as kube-proxy's are compared. A frontend is one
-// (address family, protocol, port) key: kube-dns's 53/UDP and 53/TCP, or a
-// dual-stack Service's IPv4 and IPv6 ClusterIPs, are separate frontends with
-// separate backends. ClusterIP frontends have the external scope only (its
-// backends are this node's own under internalTrafficPolicy Local); the
-// NodePort, externalIP and load-balancer frontends are compared on their
-// own (compareCiliumExternal). Maps the collector could not decode (another
-// Cilium version's layout, no permission) leave the port unknown, not
-// failed: kube-proxy's reasons do not apply here.
-func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
-	e := obs.Sections.EBPF
-	if e == nil || e.Data == nil {
-		return
-	}
-	c := e.Data.Cilium
-	if c == nil || !c.Detected {
-		nj.judgeCalico(node, obs, expect, choices)
-		return
-	}
-	if !nj.ciliumReadable(node, c) {
-		return
-	}
-	for i, pe := range expect {
-		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints {
-			continue
-		}
-		fe := ciliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
-		if fe == nil {
-			// The frontend was not read (its map could not be opened or
-			// decoded): already said, and no verdict on it.
-			continue
-		}
-		pp := nj.ciliumPort(node, pe, fe)
-		if pe.NodePort != 0 {
-			// Not read (nil) is not missing.
-			np := ciliumNodePort(c, pe)
-			pp.NodePortFound = np == nil || np.Found
-		}
-		if choices != nil {
-			pe = choices.fit(i, pp)
-		}
-		pe = nj.withoutInactive(node, pe, fe, c)
-		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
-		nj.compareCiliumExternal(node, pe, c)
-	}
-}
-
-// ciliumFrontend finds the frontend of one kind, family, protocol and port,
-// the external scope first; nil when the collector did not read it.
-// Protocol-less keys (older Cilium, protocol ANY) match any protocol.
-func ciliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) *collectorapi.CiliumFrontend {
-	var best *collectorapi.CiliumFrontend
-	for i := range fes {
-		fe := &fes[i]
-		if fe.Frontend != kind || fe.Port != port || ipFamily(fe.Address) != fam {
-			continue
-		}
-		if !strings.EqualFold(fe.Protocol, proto) && fe.Protocol != "" && !strings.EqualFold(fe.Protocol, "ANY") {
-			continue
-		}
-		switch {
-		case best == nil:
-			best = fe
-		case fe.Found && !best.Found:
-			best = fe
-		case fe.Found == best.Found && fe.Scope < best.Scope:
-			best = fe
-		}
-	}
-	return best
-}
-
-// ciliumLBAlgorithm names the value Cilium keeps in slot 0 for the
-// Service's load-balancing algorithm (loadbalancer.SVCLoadBalancingAlgorithm:
-// 0 undefined = the agent's default, 1 random, 2 maglev).
-func ciliumLBAlgorithm(a uint8) string {
-	switch a {
-	case 1:
-		return "random"
-	case 2:
-		return "maglev"
-	}
-	return "default algorithm"
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -37,20 +39,20 @@ func ciliumFlags(fe *collectorapi.CiliumFrontend) uint16 {
 // kube-proxy's, and leaves the node's ports unjudged (unknown), never failed.
 func (nj *nodeJudge) ciliumReadable(node string, c *collectorapi.CiliumObservation) bool {
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 && anyMapError(c.Maps) {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
-		ck.Status = StatusUnknown
+		ck := nj.EmitNode(report.CodeDPEBPFUnreadable, node, report.Args{"datapath": "Cilium", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
+		ck.Status = report.StatusUnknown
 		return false
 	}
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 {
-		ck := nj.emit(CodeDPEBPFLayoutUnknown, node, Args{"datapath": "Cilium", "detail": c.Error}, nil,
+		ck := nj.EmitNode(report.CodeDPEBPFLayoutUnknown, node, report.Args{"datapath": "Cilium", "detail": c.Error}, nil,
 			fieldValue("layoutRead", c.LayoutNote), fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
-		ck.Status = StatusUnknown
+		ck.Status = report.StatusUnknown
 		return false
 	}
 	if c.Error != "" {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Cilium", "error": c.Error}, nil,
+		ck := nj.EmitNode(report.CodeDPEBPFUnreadable, node, report.Args{"datapath": "Cilium", "error": c.Error}, nil,
 			fieldValue("layout", c.LayoutNote))
-		ck.Status = StatusUnknown
+		ck.Status = report.StatusUnknown
 	}
 	return true
 }
@@ -142,7 +144,7 @@ func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumF
 		}
 	}
 	if len(broken) > 0 {
-		nj.emit(CodeDPEBPFBrokenSlot, node, Args{"datapath": "Cilium", "frontend": name, "port": port, "detail": strings.Join(broken, "; ")}, evidence)
+		nj.EmitNode(report.CodeDPEBPFBrokenSlot, node, report.Args{"datapath": "Cilium", "frontend": name, "port": port, "detail": strings.Join(broken, "; ")}, evidence)
 	}
 	if len(inactive) > 0 {
 		var states []string
@@ -153,7 +155,7 @@ func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumF
 			}
 			states = append(states, ciliumEndpoint(b)+" "+st)
 		}
-		nj.emit(CodeDPEBPFInactiveBackends, node, Args{"datapath": "Cilium", "frontend": name, "port": port,
+		nj.EmitNode(report.CodeDPEBPFInactiveBackends, node, report.Args{"datapath": "Cilium", "frontend": name, "port": port,
 			"count": strconv.Itoa(len(inactive)), "backends": listNames(states)}, nil, fieldItems("inactive", states))
 	}
 
@@ -169,7 +171,7 @@ func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumF
 			detail = "its lookup table is empty"
 		}
 		if detail != "" {
-			nj.emit(CodeDPEBPFMaglevTable, node, Args{"datapath": "Cilium", "frontend": name, "port": port, "detail": detail}, nil)
+			nj.EmitNode(report.CodeDPEBPFMaglevTable, node, report.Args{"datapath": "Cilium", "frontend": name, "port": port, "detail": detail}, nil)
 		} else {
 			return maglevShares(mg, selected, found, len(selected)), maglevUnmatched(mg, found), append(evidence,
 				fmt.Sprintf("%s maglev table of %d entries over %d backend(s)", name, mg.TableSize, len(mg.Backends)))
@@ -277,11 +279,11 @@ func (nj *nodeJudge) withoutInactive(node string, pe PortExpectation, fe *collec
 	port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	if len(q) > 0 {
 		sort.Strings(q)
-		nj.emit(CodeDPEBPFQuarantined, node, Args{"datapath": "Cilium", "port": port, "endpoints": listNames(q)}, nil, fieldItems("quarantined", q))
+		nj.EmitNode(report.CodeDPEBPFQuarantined, node, report.Args{"datapath": "Cilium", "port": port, "endpoints": listNames(q)}, nil, fieldItems("quarantined", q))
 	}
 	if len(m) > 0 {
 		sort.Strings(m)
-		nj.emit(CodeDPEBPFMaintenance, node, Args{"datapath": "Cilium", "port": port, "endpoints": listNames(m)}, nil, fieldItems("maintenance", m))
+		nj.EmitNode(report.CodeDPEBPFMaintenance, node, report.Args{"datapath": "Cilium", "port": port, "endpoints": listNames(m)}, nil, fieldItems("maintenance", m))
 	}
 	if len(q)+len(m) > 0 {
 		pe.Internal = keep
@@ -341,7 +343,7 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe PortExpectation, c *c
 			if k.kind == "nodePort" {
 				continue // DP020 says it
 			}
-			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Cilium", "frontend": fmt.Sprintf("%s %s", k.kind, net.JoinHostPort(k.addr, strconv.Itoa(int(k.port)))),
+			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Cilium", "frontend": fmt.Sprintf("%s %s", k.kind, net.JoinHostPort(k.addr, strconv.Itoa(int(k.port)))),
 				"port": port, "detail": "is not in the services map: traffic to it reaches no backend"}, nil)
 			continue
 		}
@@ -354,14 +356,14 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe PortExpectation, c *c
 			if pe.ExternalPolicyLocal {
 				want = "Local"
 			}
-			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
+			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
 				"detail": fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", got, want)}, nil)
 		}
 		nj.compareCiliumScope(node, port, ext, pe.External, "externalTrafficPolicy")
 		if in := s[1]; in != nil && in.Found {
 			nj.compareCiliumScope(node, port, in, pe.Internal, "internalTrafficPolicy")
 		} else if ciliumFlags(ext)&ciliumFlagTwoScopes != 0 {
-			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
+			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
 				"detail": "is flagged as having two scopes, but its internal scope is not in the services map"}, nil)
 		}
 	}
@@ -408,19 +410,19 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 	}
 	c := e.Data.Calico
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 && anyMapError(c.Maps) {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Calico", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
-		ck.Status = StatusUnknown
+		ck := nj.EmitNode(report.CodeDPEBPFUnreadable, node, report.Args{"datapath": "Calico", "error": c.Error}, nil, fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
+		ck.Status = report.StatusUnknown
 		return
 	}
 	if c.Layout == "" && c.Error != "" && len(c.Frontends) == 0 {
-		ck := nj.emit(CodeDPEBPFLayoutUnknown, node, Args{"datapath": "Calico", "detail": c.Error}, nil,
+		ck := nj.EmitNode(report.CodeDPEBPFLayoutUnknown, node, report.Args{"datapath": "Calico", "detail": c.Error}, nil,
 			fieldItems("pinnedMaps", pinnedMapSizes(c.Maps)))
-		ck.Status = StatusUnknown
+		ck.Status = report.StatusUnknown
 		return
 	}
 	if c.Error != "" {
-		ck := nj.emit(CodeDPEBPFUnreadable, node, Args{"datapath": "Calico", "error": c.Error}, nil)
-		ck.Status = StatusUnknown
+		ck := nj.EmitNode(report.CodeDPEBPFUnreadable, node, report.Args{"datapath": "Calico", "error": c.Error}, nil)
+		ck.Status = report.StatusUnknown
 	}
 	for i, pe := range expect {
 		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints {
@@ -510,7 +512,7 @@ func (nj *nodeJudge) calicoSelection(node, port string, fe *collectorapi.CalicoF
 		eps = append(eps, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(n)})
 	}
 	if len(broken) > 0 {
-		nj.emit(CodeDPEBPFBrokenSlot, node, Args{"datapath": "Calico", "frontend": calicoFrontendName(fe), "port": port,
+		nj.EmitNode(report.CodeDPEBPFBrokenSlot, node, report.Args{"datapath": "Calico", "frontend": calicoFrontendName(fe), "port": port,
 			"detail": strings.Join(broken, "; ")}, calicoEvidence(fe))
 	}
 	if n == 0 {
@@ -542,7 +544,7 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe PortExpectation
 	for _, fe := range fes {
 		name := calicoFrontendName(fe)
 		if !fe.Found {
-			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Calico", "frontend": name, "port": port,
+			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Calico", "frontend": name, "port": port,
 				"detail": "is not in the NAT frontend map: traffic to it reaches no backend"}, nil)
 			continue
 		}
@@ -555,7 +557,7 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe PortExpectation
 			if pe.ExternalPolicyLocal {
 				want = "Local"
 			}
-			nj.emit(CodeDPEBPFExternal, node, Args{"datapath": "Calico", "frontend": name, "port": port,
+			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Calico", "frontend": name, "port": port,
 				"detail": fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", got, want)}, calicoEvidence(fe))
 			continue
 		}
@@ -594,8 +596,94 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 	}
 	sort.Strings(missing)
 	sort.Strings(stale)
-	nj.emit(CodeDPEBPFExternal, node, Args{"datapath": datapath, "frontend": frontend, "port": port,
+	nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": datapath, "frontend": frontend, "port": port,
 		"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 			policy, listOrNone(missing), listOrNone(stale))}, evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", endpointStrings(want)))
+}
+
+// judgeCilium compares Cilium's backends for each ClusterIP frontend with the
+// expected endpoints, as kube-proxy's are compared. A frontend is one
+// (address family, protocol, port) key: kube-dns's 53/UDP and 53/TCP, or a
+// dual-stack Service's IPv4 and IPv6 ClusterIPs, are separate frontends with
+// separate backends. ClusterIP frontends have the external scope only (its
+// backends are this node's own under internalTrafficPolicy Local); the
+// NodePort, externalIP and load-balancer frontends are compared on their
+// own (compareCiliumExternal). Maps the collector could not decode (another
+// Cilium version's layout, no permission) leave the port unknown, not
+// failed: kube-proxy's reasons do not apply here.
+func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, expect []PortExpectation, choices *expectationChoices) {
+	e := obs.Sections.EBPF
+	if e == nil || e.Data == nil {
+		return
+	}
+	c := e.Data.Cilium
+	if c == nil || !c.Detected {
+		nj.judgeCalico(node, obs, expect, choices)
+		return
+	}
+	if !nj.ciliumReadable(node, c) {
+		return
+	}
+	for i, pe := range expect {
+		if !nj.portSelected(pe.PortName, pe.Port) || !pe.HasAnyEndpoints {
+			continue
+		}
+		fe := ciliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
+		if fe == nil {
+			// The frontend was not read (its map could not be opened or
+			// decoded): already said, and no verdict on it.
+			continue
+		}
+		pp := nj.ciliumPort(node, pe, fe)
+		if pe.NodePort != 0 {
+			// Not read (nil) is not missing.
+			np := ciliumNodePort(c, pe)
+			pp.NodePortFound = np == nil || np.Found
+		}
+		if choices != nil {
+			pe = choices.fit(i, pp)
+		}
+		pe = nj.withoutInactive(node, pe, fe, c)
+		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
+		nj.compareCiliumExternal(node, pe, c)
+	}
+}
+
+// ciliumFrontend finds the frontend of one kind, family, protocol and port,
+// the external scope first; nil when the collector did not read it.
+// Protocol-less keys (older Cilium, protocol ANY) match any protocol.
+func ciliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) *collectorapi.CiliumFrontend {
+	var best *collectorapi.CiliumFrontend
+	for i := range fes {
+		fe := &fes[i]
+		if fe.Frontend != kind || fe.Port != port || ipFamily(fe.Address) != fam {
+			continue
+		}
+		if !strings.EqualFold(fe.Protocol, proto) && fe.Protocol != "" && !strings.EqualFold(fe.Protocol, "ANY") {
+			continue
+		}
+		switch {
+		case best == nil:
+			best = fe
+		case fe.Found && !best.Found:
+			best = fe
+		case fe.Found == best.Found && fe.Scope < best.Scope:
+			best = fe
+		}
+	}
+	return best
+}
+
+// ciliumLBAlgorithm names the value Cilium keeps in slot 0 for the
+// Service's load-balancing algorithm (loadbalancer.SVCLoadBalancingAlgorithm:
+// 0 undefined = the agent's default, 1 random, 2 maglev).
+func ciliumLBAlgorithm(a uint8) string {
+	switch a {
+	case 1:
+		return "random"
+	case 2:
+		return "maglev"
+	}
+	return "default algorithm"
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -85,9 +87,9 @@ func ciliumWeb(mut ...func(*Input)) *Input {
 }
 
 // nodeMessages are the messages of every check of one code on a node.
-func nodeMessages(tr *ServiceTrace, node, code string) string {
+func nodeMessages(tr *report.ServiceTrace, node, code string) string {
 	var out []string
-	for _, c := range tr.Layer(LayerDatapath).Checks {
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
 		if c.Node == node && c.Code == code {
 			out = append(out, c.Message)
 		}
@@ -95,9 +97,9 @@ func nodeMessages(tr *ServiceTrace, node, code string) string {
 	return strings.Join(out, "\n")
 }
 
-func requireNoNodeCheck(t *testing.T, tr *ServiceTrace, node string, codes ...string) {
+func requireNoNodeCheck(t *testing.T, tr *report.ServiceTrace, node string, codes ...string) {
 	t.Helper()
-	got := nodeCodes(tr, LayerDatapath, node)
+	got := nodeCodes(tr, report.LayerDatapath, node)
 	for _, code := range codes {
 		if c, ok := got[code]; ok {
 			t.Errorf("unexpected %s: %s", code, c.Message)
@@ -107,32 +109,32 @@ func requireNoNodeCheck(t *testing.T, tr *ServiceTrace, node string, codes ...st
 
 func TestCiliumMapsFromCiliumTypesHealthy(t *testing.T) {
 	tr := judgeViews(t, ciliumWeb(), NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPProxyUnreachable, CodeDPNoRules, CodeDPNodePortMissing, CodeDPStaleEndpoints,
-		CodeDPMissingEndpoints, CodeDPUnequalShares, CodeDPEBPFExternal, CodeDPEBPFBrokenSlot, CodeDPAffinityTimeout,
-		CodeDPAffinityMissing, CodeDPEBPFLayoutUnknown, CodeDPEBPFUnreadable)
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPEBPFOwner, "n1")
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPAffinityOK, "n1")
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	if c := got[CodeDPEBPFQuarantined]; !strings.Contains(c.Message, "10.244.3.9:8080") {
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints,
+		report.CodeDPMissingEndpoints, report.CodeDPUnequalShares, report.CodeDPEBPFExternal, report.CodeDPEBPFBrokenSlot, report.CodeDPAffinityTimeout,
+		report.CodeDPAffinityMissing, report.CodeDPEBPFLayoutUnknown, report.CodeDPEBPFUnreadable)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPEBPFOwner, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPAffinityOK, "n1")
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	if c := got[report.CodeDPEBPFQuarantined]; !strings.Contains(c.Message, "10.244.3.9:8080") {
 		t.Errorf("quarantined backend not named: %+v", c)
 	}
-	if c := got[CodeDPEBPFMaintenance]; !strings.Contains(c.Message, "10.244.3.10:8080") {
+	if c := got[report.CodeDPEBPFMaintenance]; !strings.Contains(c.Message, "10.244.3.10:8080") {
 		t.Errorf("maintenance backend not named: %+v", c)
 	}
-	if c := got[CodeDPEBPFInactiveBackends]; !strings.Contains(c.Message, "10.244.2.8:8080 terminating") || !strings.Contains(c.Message, "10.244.3.9:8080 quarantined") {
+	if c := got[report.CodeDPEBPFInactiveBackends]; !strings.Contains(c.Message, "10.244.2.8:8080 terminating") || !strings.Contains(c.Message, "10.244.3.9:8080 quarantined") {
 		t.Errorf("inactive slots: %+v", c)
 	}
 	var matched int
-	for _, c := range tr.Layer(LayerDatapath).Checks {
-		if c.Code == CodeDPRulesMatch {
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
+		if c.Code == report.CodeDPRulesMatch {
 			matched++
 		}
 	}
 	if matched != 2 {
 		t.Errorf("want the IPv4 and the IPv6 port matched, got %d", matched)
 	}
-	if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
+	if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 		t.Errorf("datapath %s", s)
 	}
 }
@@ -146,14 +148,14 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 		in.Slices[0].Endpoints = append(eps[:1:1], eps[2:]...)
 	})
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	if c, ok := got[CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.7:8080") {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	if c, ok := got[report.CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.7:8080") {
 		t.Fatalf("stale backend not reported: %+v", got)
 	}
-	if m := nodeMessages(tr, "n1", CodeDPEBPFExternal); !strings.Contains(m, "nodePort 0.0.0.0:30080/TCP internal scope") || !strings.Contains(m, "stale: 10.244.2.7:8080") {
+	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "nodePort 0.0.0.0:30080/TCP internal scope") || !strings.Contains(m, "stale: 10.244.2.7:8080") {
 		t.Errorf("stale backend in the external frontends' internal scope: %s", m)
 	}
-	requireNoNodeCheck(t, tr, "n1", CodeDPNoRules, CodeDPProxyUnreachable)
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPNoRules, report.CodeDPProxyUnreachable)
 }
 
 func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
@@ -163,8 +165,8 @@ func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
 		in.Service.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr(int32(3600))
 	})
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPWrongDNATPort, "n1")
-	if c := nodeCodes(tr, LayerDatapath, "n1")[CodeDPAffinityTimeout]; !strings.Contains(c.Message, "10800") || !strings.Contains(c.Message, "3600") {
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPWrongDNATPort, "n1")
+	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPAffinityTimeout]; !strings.Contains(c.Message, "10800") || !strings.Contains(c.Message, "3600") {
 		t.Errorf("affinity timeout: %+v", c)
 	}
 }
@@ -178,7 +180,7 @@ func TestCiliumExternalPolicyMismatch(t *testing.T) {
 		in.Service.Spec.HealthCheckNodePort = 0
 	})
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
-	if m := nodeMessages(tr, "n1", CodeDPEBPFExternal); !strings.Contains(m, "nodePort 0.0.0.0:30080/TCP external scope for default/web:http (80/TCP) carries externalTrafficPolicy Local, the Service says Cluster") {
+	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "nodePort 0.0.0.0:30080/TCP external scope for default/web:http (80/TCP) carries externalTrafficPolicy Local, the Service says Cluster") {
 		t.Fatalf("%s", m)
 	}
 }
@@ -187,11 +189,11 @@ func TestCiliumBrokenSlot(t *testing.T) {
 	c := ciliumFixture(t, "default/web")
 	c.Frontends[0].Backends[1].Found = false // the backends map lost backend 2
 	tr := judgeViews(t, ciliumWeb(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	if ck, ok := got[CodeDPEBPFBrokenSlot]; !ok || !strings.Contains(ck.Message, "slot 2") {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	if ck, ok := got[report.CodeDPEBPFBrokenSlot]; !ok || !strings.Contains(ck.Message, "slot 2") {
 		t.Fatalf("%+v", got)
 	}
-	if ck, ok := got[CodeDPUnequalShares]; !ok || !strings.Contains(ck.Message, "unmatched 50%") {
+	if ck, ok := got[report.CodeDPUnequalShares]; !ok || !strings.Contains(ck.Message, "unmatched 50%") {
 		t.Errorf("half the new connections go nowhere: %+v", ck)
 	}
 }
@@ -213,10 +215,10 @@ func TestCiliumKubeDNSUDPAndTCP(t *testing.T) {
 	in.Slices = []discoveryv1.EndpointSlice{*sl}
 	in.Pods = nil
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "kube-system/kube-dns"), nil)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPStaleEndpoints, CodeDPUnequalShares, CodeDPMissingEndpoints, CodeDPNoRules)
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPUnequalShares, report.CodeDPMissingEndpoints, report.CodeDPNoRules)
 	n := 0
-	for _, c := range tr.Layer(LayerDatapath).Checks {
-		if c.Code == CodeDPRulesMatch && c.Node == "n1" {
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
+		if c.Code == report.CodeDPRulesMatch && c.Node == "n1" {
 			n++
 		}
 	}
@@ -244,9 +246,9 @@ func hashInput() *Input {
 // entries from one backend to another is not.
 func TestCiliumMaglevShares(t *testing.T) {
 	tr := judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPUnequalShares, CodeDPEBPFMaglevTable, CodeDPStaleEndpoints)
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
-	if c := nodeCodes(tr, LayerDatapath, "n1")[CodeDPRulesMatch]; !strings.Contains(c.Message, "cilium (maglev)") {
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPUnequalShares, report.CodeDPEBPFMaglevTable, report.CodeDPStaleEndpoints)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
+	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPRulesMatch]; !strings.Contains(c.Message, "cilium (maglev)") {
 		t.Errorf("algorithm not named: %s", c.Message)
 	}
 
@@ -255,13 +257,13 @@ func TestCiliumMaglevShares(t *testing.T) {
 	mg.Backends[0].Entries -= 2000
 	mg.Backends[1].Entries += 2000
 	tr = judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPUnequalShares, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPUnequalShares, "n1")
 
 	c = ciliumFixture(t, "default/hash")
 	c.Frontends[0].Maglev = nil
 	tr = judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPEBPFMaglevTable, "n1")
-	requireNoNodeCheck(t, tr, "n1", CodeDPUnequalShares)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPEBPFMaglevTable, "n1")
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPUnequalShares)
 }
 
 // TestCiliumTerminatingFallback: with no ready endpoint, kube-proxy and
@@ -277,8 +279,8 @@ func TestCiliumTerminatingFallback(t *testing.T) {
 	in.Slices = []discoveryv1.EndpointSlice{*sl}
 	in.Pods = nil
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/drain"), nil)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPStaleEndpoints, CodeDPMissingEndpoints, CodeDPNoRules)
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPMissingEndpoints, report.CodeDPNoRules)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 }
 
 // TestEBPFUnknownLayoutIsNotAKubeProxyFailure: Cilium's or Calico's maps in
@@ -295,12 +297,12 @@ func TestEBPFUnknownLayoutIsNotAKubeProxyFailure(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: obs})
-			requireNoNodeCheck(t, tr, "n1", CodeDPProxyUnreachable, CodeDPNoRules, CodeDPNodePortMissing, CodeDPStaleEndpoints, CodeDPMissingEndpoints)
-			c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPEBPFLayoutUnknown]
-			if !ok || c.Status != StatusUnknown || !strings.Contains(c.Message, "could not read this") {
+			requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints, report.CodeDPMissingEndpoints)
+			c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFLayoutUnknown]
+			if !ok || c.Status != report.StatusUnknown || !strings.Contains(c.Message, "could not read this") {
 				t.Fatalf("%+v", c)
 			}
-			if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
+			if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 				t.Errorf("datapath %s", s)
 			}
 		})
@@ -324,18 +326,18 @@ func TestCalicoHealthyAndStale(t *testing.T) {
 		return collectorapi.CalicoBackend{Ordinal: o, Found: true, Address: ip, Port: 8080}
 	}
 	tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, nil, calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7")))})
-	requireNoNodeCheck(t, tr, "n1", CodeDPProxyUnreachable, CodeDPNoRules, CodeDPNodePortMissing, CodeDPStaleEndpoints, CodeDPEBPFExternal, CodeDPUnequalShares)
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
-	if c := nodeCodes(tr, LayerDatapath, "n1")[CodeDPEBPFOwner]; !strings.Contains(c.Message, "Calico") {
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal, report.CodeDPUnequalShares)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
+	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFOwner]; !strings.Contains(c.Message, "Calico") {
 		t.Errorf("owner: %s", c.Message)
 	}
 
 	tr = judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
 		calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7"), be(2, "10.244.2.99")))})
-	if c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.99:8080") {
+	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.99:8080") {
 		t.Fatalf("stale Calico backend: %+v", c)
 	}
-	if m := nodeMessages(tr, "n1", CodeDPEBPFExternal); !strings.Contains(m, "255.255.255.255:30080") || !strings.Contains(m, "10.0.0.11:30080") {
+	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "255.255.255.255:30080") || !strings.Contains(m, "10.0.0.11:30080") {
 		t.Errorf("stale backend behind both NodePort entries: %s", m)
 	}
 }
@@ -355,11 +357,11 @@ func TestCalicoExternalLocal(t *testing.T) {
 		}
 	}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPEBPFExternal, CodeDPStaleEndpoints, CodeDPNodePortMissing)
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPEBPFExternal, report.CodeDPStaleEndpoints, report.CodeDPNodePortMissing)
 
 	cal.Frontends[1].Flags = 0 // the node-address NodePort without the flag
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
-	if m := nodeMessages(tr, "n1", CodeDPEBPFExternal); !strings.Contains(m, "10.0.0.11:30080/TCP for default/web:http (80/TCP) carries externalTrafficPolicy Cluster, the Service says Local") {
+	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "10.0.0.11:30080/TCP for default/web:http (80/TCP) carries externalTrafficPolicy Cluster, the Service says Local") {
 		t.Fatalf("%s", m)
 	}
 }
@@ -371,8 +373,8 @@ func TestCiliumMapsNotOpenedAreUnknown(t *testing.T) {
 	cil := &collectorapi.CiliumObservation{Detected: true, Error: "could not open Cilium's maps: cilium_lb4_services_v2: operation not permitted",
 		Maps: []collectorapi.PinnedMap{{Name: "cilium_lb4_services_v2", Error: "operation not permitted"}}}
 	tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, cil, nil)})
-	requireNoNodeCheck(t, tr, "n1", CodeDPProxyUnreachable, CodeDPNoRules, CodeDPNodePortMissing, CodeDPEBPFLayoutUnknown)
-	if c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPEBPFUnreadable]; !ok || c.Status != StatusUnknown {
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPEBPFLayoutUnknown)
+	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFUnreadable]; !ok || c.Status != report.StatusUnknown {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // etpLocalIPT is web as a NodePort Service with externalTrafficPolicy Local
@@ -49,22 +50,22 @@ func TestExternalPathCompared(t *testing.T) {
 		want string // "" = healthy
 	}{
 		{"healthy", etpLocalIPT("KUBE-SVL-X", local), ""},
-		{"local chain holds a gone endpoint", etpLocalIPT("KUBE-SVL-X", stale), CodeDPExternalWrong},
-		{"external traffic sent to the cluster chain", etpLocalIPT("KUBE-SVC-X", local), CodeDPExternalWrong},
-		{"no jump to any endpoint chain", etpLocalIPT("", local), CodeDPExternalWrong},
+		{"local chain holds a gone endpoint", etpLocalIPT("KUBE-SVL-X", stale), report.CodeDPExternalWrong},
+		{"external traffic sent to the cluster chain", etpLocalIPT("KUBE-SVC-X", local), report.CodeDPExternalWrong},
+		{"no jump to any endpoint chain", etpLocalIPT("", local), report.CodeDPExternalWrong},
 		{"external chain missing", func() *collectorapi.IPTablesObservation {
 			o := etpLocalIPT("KUBE-SVL-X", local)
 			o.Backends[0].Ports[0].External.Exists = false
 			o.Backends[0].Ports[0].External.Rules = nil
 			return o
-		}(), CodeDPExternalMissing},
+		}(), report.CodeDPExternalMissing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
-			got := nodeCodes(tr, LayerDatapath, "n1")
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			if tt.want == "" {
-				assertNoCode(t, tr, LayerDatapath, "n1", CodeDPExternalWrong, CodeDPExternalMissing)
-				if _, ok := got[CodeDPRulesMatch]; !ok {
+				assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPExternalWrong, report.CodeDPExternalMissing)
+				if _, ok := got[report.CodeDPRulesMatch]; !ok {
 					t.Errorf("healthy external path: %v", keysOf(got))
 				}
 				return
@@ -72,8 +73,8 @@ func TestExternalPathCompared(t *testing.T) {
 			if _, ok := got[tt.want]; !ok {
 				t.Fatalf("want %s, got %v", tt.want, keysOf(got))
 			}
-			if _, ok := got[CodeDPRulesMatch]; ok {
-				t.Errorf("%s and %s together", tt.want, CodeDPRulesMatch)
+			if _, ok := got[report.CodeDPRulesMatch]; ok {
+				t.Errorf("%s and %s together", tt.want, report.CodeDPRulesMatch)
 			}
 		})
 	}
@@ -103,9 +104,9 @@ func TestExternalPathComparedNFTables(t *testing.T) {
 		return o
 	}
 	tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.1.5:8080"))})
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPExternalWrong, CodeDPExternalMissing)
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPExternalWrong, report.CodeDPExternalMissing)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 
 	tr = judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.2.7:8080"))})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPExternalWrong, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPExternalWrong, "n1")
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // What kube-proxy's IPVS proxier (pkg/proxy/ipvs/proxier.go, v1.37) programs
@@ -51,7 +52,7 @@ type ipvsDetail struct {
 
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
 // how many problems it reported.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(Args) Args) int {
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -104,14 +105,14 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		if pe.ExternalPolicyLocal {
 			policy = "Local"
 		}
-		nj.emit(CodeDPIPVSExternalRealServers, node, with(Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
+		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
 			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
 			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", endpointStrings(wantExt)))
 		problems++
 	}
 	if len(draining) > 0 {
 		sort.Strings(draining)
-		nj.emit(CodeDPIPVSDraining, node, with(Args{"count": strconv.Itoa(len(draining)), "servers": listNames(draining)}), nil,
+		nj.EmitNode(report.CodeDPIPVSDraining, node, with(report.Args{"count": strconv.Itoa(len(draining)), "servers": listNames(draining)}), nil,
 			fieldItems("draining", draining))
 	}
 
@@ -136,7 +137,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 					}
 				}
 			}
-			nj.emit(CodeDPIPVSNotOnDummy, node, with(Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
+			nj.EmitNode(report.CodeDPIPVSNotOnDummy, node, with(report.Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
 				fieldItems("notBound", notBound), fieldItems("bound", k.Addresses))
 			problems++
 		}
@@ -146,11 +147,11 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 	if len(data.IPSets) > 0 {
 		rejected, degraded := ipvsSetFindings(data.IPSets, pe)
 		if len(rejected) > 0 {
-			nj.emit(CodeDPIPVSSetReject, node, with(Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
+			nj.EmitNode(report.CodeDPIPVSSetReject, node, with(report.Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
 			problems++
 		}
 		if len(degraded) > 0 {
-			nj.emit(CodeDPIPVSSetMissing, node, with(Args{"entries": listNames(degraded)}), nil, fieldItems("missing", degraded))
+			nj.EmitNode(report.CodeDPIPVSSetMissing, node, with(report.Args{"entries": listNames(degraded)}), nil, fieldItems("missing", degraded))
 			problems++
 		}
 	}
@@ -245,7 +246,7 @@ func (nj *nodeJudge) judgeIPVSNode(node string, obs *collectorapi.Observation) {
 		}
 	}
 	if len(off) > 0 {
-		nj.emit(CodeDPIPVSSysctl, node, Args{"settings": strings.Join(off, "; ")}, raw, fieldItems("settings", off))
+		nj.EmitNode(report.CodeDPIPVSSysctl, node, report.Args{"settings": strings.Join(off, "; ")}, raw, fieldItems("settings", off))
 	}
 }
 
@@ -278,6 +279,93 @@ func ipvsEvidence(vs collectorapi.IPVSVirtualServer) []string {
 	out := []string{fmt.Sprintf("%s %s:%d %s %s", strings.ToUpper(vs.Protocol), vs.Address, vs.Port, vs.Scheduler, strings.Join(vs.FlagNames, ","))}
 	for _, rs := range vs.RealServers {
 		out = append(out, fmt.Sprintf("  -> %s:%d %s weight %d active %d inactive %d", rs.Address, rs.Port, rs.Forwarding, rs.Weight, rs.ActiveConns, rs.InactiveConns))
+	}
+	return out
+}
+
+// fromIPVS reads the IPVS section as kube-proxy's IPVS proxier programs it:
+// one virtual server per ClusterIP:port (the internal path), one per
+// externalIP, load-balancer IP and node IP × NodePort (the external paths),
+// each with the same real servers. Real servers of weight 0 are draining
+// (graceful termination): they keep their connections but get no new ones.
+// The scheduler decides the shares: rr and the hashing schedulers (sh, mh)
+// spread new connections evenly over the live real servers, the weighted
+// ones (wrr, wlc…) by weight; lc/wlc/sed/nq follow current load and are
+// judged as even.
+func fromIPVS(obs *collectorapi.Observation) []programmedPort {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available {
+		return nil
+	}
+	type key struct {
+		name, proto string
+		fam         corev1.IPFamily
+	}
+	byPort := map[key]*programmedPort{}
+	var order []key
+	nodePorts := map[key]bool{}
+	all := map[key][]collectorapi.IPVSVirtualServer{}
+	for _, vs := range s.Data.VirtualServers {
+		k := key{vs.PortName, strings.ToUpper(vs.Protocol), ipFamily(vs.Address)}
+		all[k] = append(all[k], vs)
+		if vs.Frontend == "nodePort" {
+			if vs.Found {
+				nodePorts[k] = true
+			}
+			continue
+		}
+		if vs.Frontend != "clusterIP" {
+			continue
+		}
+		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: k.proto,
+			Port: int32(vs.Port), Family: k.fam, Captured: vs.Found}
+		pp.addAffinityTimeout(int(vs.TimeoutSeconds))
+		var live []collectorapi.IPVSRealServer
+		total := 0
+		for _, rs := range vs.RealServers {
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
+			if rs.Weight > 0 {
+				live = append(live, rs)
+				total += int(rs.Weight)
+			}
+		}
+		weighted := strings.HasPrefix(vs.Scheduler, "w")
+		for _, rs := range live {
+			share := 1 / float64(len(live))
+			if weighted && total > 0 {
+				share = float64(rs.Weight) / float64(total)
+			}
+			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: share})
+		}
+		if _, dup := byPort[k]; !dup {
+			order = append(order, k)
+		}
+		byPort[k] = &pp
+	}
+	out := make([]programmedPort, 0, len(order))
+	for _, k := range order {
+		pp := byPort[k]
+		pp.NodePortFound = nodePorts[k]
+		pp.IPVS = &ipvsDetail{VirtualServers: all[k]}
+		out = append(out, *pp)
+	}
+	return out
+}
+
+// ipvsLeftovers lists this Service's IPVS virtual servers on a node whose
+// kube-proxy is not in IPVS mode: kube-proxy in iptables mode does not
+// remove what the IPVS proxier wrote, and while kube-ipvs0 still holds the
+// ClusterIP the node accepts connections to it locally.
+func ipvsLeftovers(obs *collectorapi.Observation) []string {
+	s := obs.Sections.IPVS
+	if s == nil || s.Data == nil || !s.Data.Available {
+		return nil
+	}
+	var out []string
+	for _, vs := range s.Data.VirtualServers {
+		if vs.Found {
+			out = append(out, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port)))+"/"+vs.Protocol)
+		}
 	}
 	return out
 }

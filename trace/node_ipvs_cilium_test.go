@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func nodePortWeb(s *corev1.Service) {
@@ -33,15 +34,15 @@ func TestIPVSNodePortHealthy(t *testing.T) {
 	obs := ipvsObservation(t, collectorapi.IPVSRealServer{Address: "10.244.1.5", Port: 8080, Weight: 1},
 		collectorapi.IPVSRealServer{Address: "10.244.2.7", Port: 8080, Weight: 1})
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	for _, bad := range []string{CodeDPNodePortMissing, CodeDPNoRules, CodeDPMissingEndpoints, CodeDPStaleEndpoints, CodeDPUnequalShares} {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	for _, bad := range []string{report.CodeDPNodePortMissing, report.CodeDPNoRules, report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints, report.CodeDPUnequalShares} {
 		if c, ok := got[bad]; ok {
 			t.Errorf("healthy IPVS NodePort Service: %s %s", bad, c.Message)
 		}
 	}
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPIPVSDeprecated, "n1")
-	if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSDeprecated, "n1")
+	if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 		t.Fatalf("datapath %s", s)
 	}
 }
@@ -54,10 +55,10 @@ func TestIPVSDrainingRealServerIsNotAnEndpoint(t *testing.T) {
 		collectorapi.IPVSRealServer{Address: "10.244.2.7", Port: 8080, Weight: 1},
 		collectorapi.IPVSRealServer{Address: "10.244.2.99", Port: 8080, Weight: 0, ActiveConns: 3})
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	if c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPStaleEndpoints]; ok {
+	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; ok {
 		t.Fatalf("a weight-0 real server reported stale: %s", c.Message)
 	}
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 }
 
 func TestIPVSNodePortMissing(t *testing.T) {
@@ -71,7 +72,7 @@ func TestIPVSNodePortMissing(t *testing.T) {
 		}
 	}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPNodePortMissing, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing, "n1")
 }
 
 // ciliumObservation is a kube-proxy-free node: no kube-proxy answers and
@@ -100,14 +101,14 @@ func TestCiliumNodePortHealthy(t *testing.T) {
 		ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 0, "10.244.1.5", "10.244.2.7"),
 		ciliumFE("nodePort", "0.0.0.0", 30080, "TCP", 0, "10.244.1.5", "10.244.2.7"))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	for _, bad := range []string{CodeDPNodePortMissing, CodeDPNoRules, CodeDPStaleEndpoints, CodeDPUnequalShares} {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	for _, bad := range []string{report.CodeDPNodePortMissing, report.CodeDPNoRules, report.CodeDPStaleEndpoints, report.CodeDPUnequalShares} {
 		if c, ok := got[bad]; ok {
 			t.Errorf("healthy Cilium NodePort Service: %s %s", bad, c.Message)
 		}
 	}
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPEBPFOwner, "n1")
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPEBPFOwner, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 }
 
 // TestCiliumFrontendsPerProtocolAndFamily: 53/UDP and 53/TCP, and the
@@ -121,13 +122,13 @@ func TestCiliumFrontendsPerProtocolAndFamily(t *testing.T) {
 		ciliumFE("clusterIP", "fd00::20", 80, "TCP", 0, "fd00:1::5", "fd00:2::7"),
 		ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 1, "10.244.1.5"))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	for _, bad := range []string{CodeDPStaleEndpoints, CodeDPUnequalShares, CodeDPMissingEndpoints} {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	for _, bad := range []string{report.CodeDPStaleEndpoints, report.CodeDPUnequalShares, report.CodeDPMissingEndpoints} {
 		if c, ok := got[bad]; ok {
 			t.Errorf("%s: %s", bad, c.Message)
 		}
 	}
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 }
 
 // TestCiliumUnreadableMapsAreUnknown: maps of a layout the reader does not
@@ -136,17 +137,17 @@ func TestCiliumUnreadableMapsAreUnknown(t *testing.T) {
 	in := nodeInput()
 	obs := ciliumObservation(t, "could not read this Cilium version's maps: cilium_lb4_services_v2 has key 16/value 12 bytes, this reader knows 12/12")
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	for _, bad := range []string{CodeDPNoRules, CodeDPProxyUnreachable, CodeDPNodePortMissing, CodeDPStaleEndpoints} {
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	for _, bad := range []string{report.CodeDPNoRules, report.CodeDPProxyUnreachable, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints} {
 		if c, ok := got[bad]; ok {
 			t.Fatalf("undecoded maps reported as %s: %s", bad, c.Message)
 		}
 	}
-	c, ok := got[CodeDPEBPFLayoutUnknown]
-	if !ok || c.Status != StatusUnknown || !strings.Contains(c.Message, "could not read this Cilium version's maps") {
-		t.Fatalf("no unknown %s: %+v", CodeDPEBPFLayoutUnknown, c)
+	c, ok := got[report.CodeDPEBPFLayoutUnknown]
+	if !ok || c.Status != report.StatusUnknown || !strings.Contains(c.Message, "could not read this Cilium version's maps") {
+		t.Fatalf("no unknown %s: %+v", report.CodeDPEBPFLayoutUnknown, c)
 	}
-	if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
+	if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 		t.Fatalf("datapath %s for maps the collector could not decode", s)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // ipvsRecordedDir holds what the collector observed of the real kube-proxy
@@ -71,52 +72,52 @@ func ipvsRecorded(t *testing.T, name string) (*Input, *collectorapi.Observation)
 // programmed it (and, for the fault-* Services, as it was broken by hand
 // afterwards with ipvsadm, ip, ipset and sysctl).
 func TestJudgeRealIPVS(t *testing.T) {
-	healthyBad := []string{CodeDPNoRules, CodeDPMissingEndpoints, CodeDPStaleEndpoints, CodeDPUnequalShares, CodeDPNodePortMissing,
-		CodeDPIPVSNotOnDummy, CodeDPIPVSSetReject, CodeDPIPVSSetMissing, CodeDPIPVSSysctl, CodeDPIPVSExternalRealServers,
-		CodeDPETPLocalNoLocal, CodeDPSectionError}
+	healthyBad := []string{report.CodeDPNoRules, report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints, report.CodeDPUnequalShares, report.CodeDPNodePortMissing,
+		report.CodeDPIPVSNotOnDummy, report.CodeDPIPVSSetReject, report.CodeDPIPVSSetMissing, report.CodeDPIPVSSysctl, report.CodeDPIPVSExternalRealServers,
+		report.CodeDPETPLocalNoLocal, report.CodeDPSectionError}
 	for _, tt := range []struct {
 		name string
 		want []string // codes that must be there (on the recorded node)
 		bad  []string // codes that must not
 		fail bool     // the datapath layer fails
 	}{
-		{name: "web", want: []string{CodeDPRulesMatch, CodeDPOwner, CodeDPIPVSDeprecated}, bad: healthyBad},
+		{name: "web", want: []string{report.CodeDPRulesMatch, report.CodeDPOwner, report.CodeDPIPVSDeprecated}, bad: healthyBad},
 		// One virtual server per node IP (10.250.0.1 and 10.251.0.1): no DP020.
-		{name: "np", want: []string{CodeDPRulesMatch}, bad: healthyBad},
-		{name: "sticky", want: []string{CodeDPRulesMatch, CodeDPAffinityOK}, bad: append(healthyBad, CodeDPAffinityMissing, CodeDPAffinityTimeout)},
+		{name: "np", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
+		{name: "sticky", want: []string{report.CodeDPRulesMatch, report.CodeDPAffinityOK}, bad: append(healthyBad, report.CodeDPAffinityMissing, report.CodeDPAffinityTimeout)},
 		// ETP Local: the NodePort virtual servers hold only the local endpoint.
-		{name: "etp-local", want: []string{CodeDPRulesMatch}, bad: healthyBad},
+		{name: "etp-local", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
 		// ETP Local without a local endpoint: IPVS falls back to the cluster
 		// endpoint (no drop, unlike iptables and nftables).
-		{name: "etp-local-none", want: []string{CodeDPIPVSETPLocalFallback, CodeDPRulesMatch}, bad: healthyBad},
-		{name: "ext", want: []string{CodeDPRulesMatch}, bad: healthyBad},
-		{name: "lb", want: []string{CodeDPRulesMatch}, bad: healthyBad},
+		{name: "etp-local-none", want: []string{report.CodeDPIPVSETPLocalFallback, report.CodeDPRulesMatch}, bad: healthyBad},
+		{name: "ext", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
+		{name: "lb", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
 		{name: "empty", bad: healthyBad},
-		{name: "fault-rs-deleted", want: []string{CodeDPMissingEndpoints}, fail: true},
-		{name: "fault-no-kube-ipvs0", want: []string{CodeDPIPVSNotOnDummy}, bad: []string{CodeDPRulesMatch}, fail: true},
-		{name: "fault-weight0", want: []string{CodeDPIPVSDraining, CodeDPMissingEndpoints}, fail: true},
-		{name: "fault-persistence", want: []string{CodeDPAffinityTimeout}, bad: []string{CodeDPAffinityOK}},
-		{name: "fault-no-ipset", want: []string{CodeDPIPVSSetReject}, bad: []string{CodeDPRulesMatch}, fail: true},
-		{name: "fault-sysctls", want: []string{CodeDPIPVSSysctl, CodeDPRulesMatch}},
+		{name: "fault-rs-deleted", want: []string{report.CodeDPMissingEndpoints}, fail: true},
+		{name: "fault-no-kube-ipvs0", want: []string{report.CodeDPIPVSNotOnDummy}, bad: []string{report.CodeDPRulesMatch}, fail: true},
+		{name: "fault-weight0", want: []string{report.CodeDPIPVSDraining, report.CodeDPMissingEndpoints}, fail: true},
+		{name: "fault-persistence", want: []string{report.CodeDPAffinityTimeout}, bad: []string{report.CodeDPAffinityOK}},
+		{name: "fault-no-ipset", want: []string{report.CodeDPIPVSSetReject}, bad: []string{report.CodeDPRulesMatch}, fail: true},
+		{name: "fault-sysctls", want: []string{report.CodeDPIPVSSysctl, report.CodeDPRulesMatch}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in, obs := ipvsRecorded(t, tt.name)
 			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
-			got := nodeCodes(tr, LayerDatapath, obs.NodeName)
+			got := nodeCodes(tr, report.LayerDatapath, obs.NodeName)
 			for _, c := range tt.want {
-				requireNodeCheck(t, tr, LayerDatapath, c, obs.NodeName)
+				requireNodeCheck(t, tr, report.LayerDatapath, c, obs.NodeName)
 			}
 			for _, c := range tt.bad {
 				if chk, ok := got[c]; ok {
 					t.Errorf("unexpected %s: %s", c, chk.Message)
 				}
 			}
-			if failed := tr.Layer(LayerDatapath).Status == StatusFail; failed != tt.fail {
+			if failed := tr.Layer(report.LayerDatapath).Status == report.StatusFail; failed != tt.fail {
 				var all []string
-				for _, c := range tr.Layer(LayerDatapath).Checks {
+				for _, c := range tr.Layer(report.LayerDatapath).Checks {
 					all = append(all, c.Code+" "+c.Message)
 				}
-				t.Errorf("datapath %s, want fail=%v:\n%s", tr.Layer(LayerDatapath).Status, tt.fail, strings.Join(all, "\n"))
+				t.Errorf("datapath %s, want fail=%v:\n%s", tr.Layer(report.LayerDatapath).Status, tt.fail, strings.Join(all, "\n"))
 			}
 		})
 	}
@@ -129,16 +130,16 @@ func TestJudgeRealIPVSMessages(t *testing.T) {
 		name, code string
 		says       []string
 	}{
-		{"fault-no-kube-ipvs0", CodeDPIPVSNotOnDummy, []string{"10.96.0.61", "kube-ipvs0"}},
-		{"fault-no-ipset", CodeDPIPVSSetReject, []string{"10.96.0.64,tcp:80 in KUBE-CLUSTER-IP", "KUBE-IPVS-FILTER"}},
-		{"fault-weight0", CodeDPIPVSDraining, []string{"10.244.2.7:8080"}},
-		{"fault-sysctls", CodeDPIPVSSysctl, []string{"net.ipv4.vs.expire_nodest_conn=0"}},
-		{"fault-persistence", CodeDPAffinityTimeout, []string{"60s", "600s"}},
-		{"etp-local-none", CodeDPIPVSETPLocalFallback, []string{"30082"}},
+		{"fault-no-kube-ipvs0", report.CodeDPIPVSNotOnDummy, []string{"10.96.0.61", "kube-ipvs0"}},
+		{"fault-no-ipset", report.CodeDPIPVSSetReject, []string{"10.96.0.64,tcp:80 in KUBE-CLUSTER-IP", "KUBE-IPVS-FILTER"}},
+		{"fault-weight0", report.CodeDPIPVSDraining, []string{"10.244.2.7:8080"}},
+		{"fault-sysctls", report.CodeDPIPVSSysctl, []string{"net.ipv4.vs.expire_nodest_conn=0"}},
+		{"fault-persistence", report.CodeDPAffinityTimeout, []string{"60s", "600s"}},
+		{"etp-local-none", report.CodeDPIPVSETPLocalFallback, []string{"30082"}},
 	} {
 		in, obs := ipvsRecorded(t, tt.name)
 		tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
-		c, ok := nodeCodes(tr, LayerDatapath, obs.NodeName)[tt.code]
+		c, ok := nodeCodes(tr, report.LayerDatapath, obs.NodeName)[tt.code]
 		if !ok {
 			t.Errorf("%s: no %s", tt.name, tt.code)
 			continue
@@ -162,7 +163,7 @@ func TestJudgeRealIPVSNodePortGone(t *testing.T) {
 		}
 	}
 	tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPNodePortMissing, obs.NodeName)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing, obs.NodeName)
 }
 
 func TestKernelBefore(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // NodeView is what svctrace learnt about one node: the collector's
@@ -30,11 +31,12 @@ type NodeView struct {
 // judgeNodes compares each node's observation with what the Service and its
 // EndpointSlices say should be there, and fills the dns, datapath, conntrack
 // and route layers with checks and per-node results. Layers the API side
-// already skipped (datapath of a headless Service, say) are left alone.
-func judgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
+// already skipped (datapath of a headless Service, say) are left alone. The
+// returned judge holds each node's expectation for the endpoint matrix.
+func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
-	fqdn := fmt.Sprintf("%s.%s.svc.%s", in.Name, in.Namespace, t.Metadata.ClusterDomain)
-	nj := &nodeJudge{in: in, t: t, fqdn: fqdn}
+	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
+	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn}
 	nj.sockets = nj.buildSocketIndex(views)
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
@@ -48,64 +50,47 @@ func judgeNodes(in *Input, t *ServiceTrace, views []NodeView) {
 	}
 	nj.judgeDNS(views)
 	nj.explainCauses()
+	return nj
 }
 
 type nodeJudge struct {
+	*report.Emitter
 	in         *Input
-	t          *ServiceTrace
+	t          *report.ServiceTrace
 	fqdn       string
 	eps        *endpointIndex
 	sockets    *socketIndex
 	readOrders *readOrders
+	// expectations and programmedPorts hold each node's expectation and
+	// programmed ports, computed once (expectation, programmed).
+	expectations    map[string]*nodeExpectation
+	programmedPorts map[string]*nodeProgrammed
 }
 
-func (nj *nodeJudge) args(node string, a Args) Args {
-	out := Args{"service": nj.in.Name, "namespace": nj.in.Namespace, "node": node, "fqdn": nj.fqdn}
-	for k, v := range a {
-		out[k] = v
-	}
-	return out
-}
-
-// emit adds a catalog check for node; raw lines, when given, become evidence.
-func (nj *nodeJudge) emit(code, node string, a Args, raw []string, fields ...Field) *Check {
-	l := nj.t.Layer(Catalog[code].Layer)
-	c := NewCheck(code, nj.args(node, a), fields...)
-	c.Node = node
-	if len(raw) > 0 {
-		if c.Evidence == nil {
-			c.Evidence = &Evidence{}
-		}
-		c.Evidence.Raw = capLines(raw, 40)
-	}
-	l.Add(c)
-	return &l.Checks[len(l.Checks)-1]
-}
-
-func (nj *nodeJudge) skipped(layer LayerName) bool {
-	return nj.t.Layer(layer).Status == StatusSkipped
+func (nj *nodeJudge) skipped(layer report.LayerName) bool {
+	return nj.t.Layer(layer).Status == report.StatusSkipped
 }
 
 // nodeResult records a node's status in a layer from the checks emitted for it.
-func (nj *nodeJudge) nodeResult(layer LayerName, node string, forced Status, reason string) {
+func (nj *nodeJudge) nodeResult(layer report.LayerName, node string, forced report.Status, reason string) {
 	l := nj.t.Layer(layer)
-	if l.Status == StatusSkipped {
+	if l.Status == report.StatusSkipped {
 		return
 	}
 	st := forced
 	if st == "" {
-		st = StatusPass
+		st = report.StatusPass
 		for _, c := range l.Checks {
 			if c.Node == node && statusRank[c.Status] > statusRank[st] {
 				st = c.Status
 				reason = c.Title
 			}
 		}
-		if st == StatusPass {
+		if st == report.StatusPass {
 			reason = ""
 		}
 	}
-	l.Nodes = append(l.Nodes, NodeResult{Node: node, Status: st, Reason: reason})
+	l.Nodes = append(l.Nodes, report.NodeResult{Node: node, Status: st, Reason: reason})
 }
 
 func (nj *nodeJudge) judge(v *NodeView) {
@@ -114,32 +99,31 @@ func (nj *nodeJudge) judge(v *NodeView) {
 		if reason == "" {
 			reason = "no observation"
 		}
-		if !nj.skipped(LayerDatapath) {
-			nj.emit(CodeNodeCollectorFailed, v.Node, Args{"reason": reason}, nil)
-		} else if !nj.skipped(LayerRoute) {
-			c := NewCheck(CodeNodeCollectorFailed, nj.args(v.Node, Args{"reason": reason}))
-			c.Node = v.Node
-			nj.t.Layer(LayerRoute).Add(c)
+		if !nj.skipped(report.LayerDatapath) {
+			nj.EmitNode(report.CodeNodeCollectorFailed, v.Node, report.Args{"reason": reason}, nil)
+		} else if !nj.skipped(report.LayerRoute) {
+			c := nj.NewNodeCheck(report.CodeNodeCollectorFailed, v.Node, report.Args{"reason": reason}, nil)
+			nj.t.Layer(report.LayerRoute).Add(c)
 		}
-		for _, l := range NodeLayers {
-			nj.nodeResult(l, v.Node, StatusUnknown, reason)
+		for _, l := range report.NodeLayers {
+			nj.nodeResult(l, v.Node, report.StatusUnknown, reason)
 		}
 		return
 	}
 	obs := v.Observation
-	if !nj.skipped(LayerDatapath) {
+	if !nj.skipped(report.LayerDatapath) {
 		nj.judgeDatapath(v.Node, obs)
 	}
-	if !nj.skipped(LayerConntrack) {
+	if !nj.skipped(report.LayerConntrack) {
 		nj.judgeConntrack(v.Node, obs.Sections.Conntrack)
 	}
-	if !nj.skipped(LayerRoute) || !nj.skipped(LayerEndpoints) {
+	if !nj.skipped(report.LayerRoute) || !nj.skipped(report.LayerEndpoints) {
 		nj.judgeRouteAndProbes(v.Node, obs)
 	}
-	if !nj.skipped(LayerEndpoints) {
+	if !nj.skipped(report.LayerEndpoints) {
 		nj.judgeSockets(v.Node)
 	}
-	for _, l := range NodeLayers {
+	for _, l := range report.NodeLayers {
 		nj.nodeResult(l, v.Node, "", "")
 	}
 }
@@ -152,14 +136,14 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 		if s != nil && s.Error != "" {
 			msg = s.Error
 		}
-		nj.emit(CodeCTUnreadable, node, Args{"error": msg}, nil)
+		nj.EmitNode(report.CodeCTUnreadable, node, report.Args{"error": msg}, nil)
 		return
 	}
 	ct := s.Data
 	interval := strconv.Itoa(ct.SampleIntervalMillis)
 	problems := 0
 	if ct.StatsError != "" && ct.ProcStatError != "" {
-		nj.emit(CodeCTUnreadable, node, Args{"error": ct.StatsError}, nil)
+		nj.EmitNode(report.CodeCTUnreadable, node, report.Args{"error": ct.StatsError}, nil)
 		problems++
 	}
 	if d := ct.StatsDelta; d != nil {
@@ -172,12 +156,12 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 			if ct.Stats != nil {
 				total = ct.Stats.InsertFailed
 			}
-			nj.emit(CodeCTInsertFailed, node, Args{"delta": u64(d.InsertFailed), "interval": interval, "total": u64(total), "clash": clash}, nil,
+			nj.EmitNode(report.CodeCTInsertFailed, node, report.Args{"delta": u64(d.InsertFailed), "interval": interval, "total": u64(total), "clash": clash}, nil,
 				fieldValue("insertFailedDelta", u64(d.InsertFailed)))
 			problems++
 		}
 		if d.Drop > 0 || d.EarlyDrop > 0 {
-			nj.emit(CodeCTDrops, node, Args{"delta": u64(d.Drop), "early": u64(d.EarlyDrop), "interval": interval}, nil,
+			nj.EmitNode(report.CodeCTDrops, node, report.Args{"delta": u64(d.Drop), "early": u64(d.EarlyDrop), "interval": interval}, nil,
 				fieldValue("dropDelta", u64(d.Drop)), fieldValue("earlyDropDelta", u64(d.EarlyDrop)))
 			problems++
 		}
@@ -185,7 +169,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 	if ct.Max > 0 {
 		pct := float64(ct.Count) * 100 / float64(ct.Max)
 		if pct >= 80 {
-			nj.emit(CodeCTTableFull, node, Args{"percent": fmt.Sprintf("%.0f", pct), "count": i64(ct.Count), "max": i64(ct.Max)}, nil)
+			nj.EmitNode(report.CodeCTTableFull, node, report.Args{"percent": fmt.Sprintf("%.0f", pct), "count": i64(ct.Count), "max": i64(ct.Max)}, nil)
 			problems++
 		}
 	}
@@ -223,7 +207,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
 				}
 			}
-			nj.emit(CodeCTStaleFlows, node, Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
+			nj.EmitNode(report.CodeCTStaleFlows, node, report.Args{"count": strconv.Itoa(goneCount), "backends": listNames(gone)}, raw,
 				fieldItems("goneBackends", gone))
 			problems++
 		}
@@ -241,13 +225,13 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, strings.Join(fl.Status, ",")))
 				}
 			}
-			nj.emit(CodeCTUnNATedUDP, node, Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
+			nj.EmitNode(report.CodeCTUnNATedUDP, node, report.Args{"count": strconv.Itoa(pinnedCount), "frontends": listNames(pinnedUDP)}, raw,
 				fieldItems("frontends", pinnedUDP))
 			problems++
 		}
 	}
 	if problems == 0 {
-		nj.emit(CodeCTHealthy, node, Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
+		nj.EmitNode(report.CodeCTHealthy, node, report.Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
 	}
 }
 
@@ -280,7 +264,7 @@ func (nj *nodeJudge) skew(node string, fe collectorapi.FrontendFlows, expectedBa
 	// of three, half or more of four and up).
 	threshold := math.Max(0.5, math.Min(0.8, 2.0/float64(candidates)))
 	if share > threshold {
-		nj.emit(CodeCTSkew, node, Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
+		nj.EmitNode(report.CodeCTSkew, node, report.Args{"share": fmt.Sprintf("%.0f", share*100), "total": strconv.Itoa(fe.Total),
 			"frontend": fe.Frontend, "backend": top.Backend}, nil)
 	}
 }
@@ -290,7 +274,7 @@ func (nj *nodeJudge) skew(node string, fe collectorapi.FrontendFlows, expectedBa
 func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observation) {
 	eps := nj.endpointIndex()
 	routeFailed := map[string]bool{}
-	if !nj.skipped(LayerRoute) {
+	if !nj.skipped(report.LayerRoute) {
 		routeFailed = nj.judgeRoutes(node, obs.Sections.Route, eps.node)
 	}
 	nj.judgeProbes(node, obs.Sections.Probe, eps.ready, routeFailed, eps.pod)
@@ -337,7 +321,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		if s != nil && s.Error != "" {
 			msg = s.Error
 		}
-		nj.emit(CodeRTUnreadable, node, Args{"error": msg}, nil)
+		nj.EmitNode(report.CodeRTUnreadable, node, report.Args{"error": msg}, nil)
 		return failed
 	}
 	r := s.Data
@@ -354,7 +338,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		if len(local) > 0 {
 			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
 		}
-		nj.emit(CodeRTForwardOff, node, Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
+		nj.EmitNode(report.CodeRTForwardOff, node, report.Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
 		problems++
 	}
 	var noRoute, raw []string
@@ -386,21 +370,21 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		}
 	}
 	if len(noRoute) > 0 {
-		nj.emit(CodeRTNoRoute, node, Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
+		nj.EmitNode(report.CodeRTNoRoute, node, report.Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
 		problems++
 	}
 	for link, ips := range down {
-		nj.emit(CodeRTDeviceDown, node, Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
+		nj.EmitNode(report.CodeRTDeviceDown, node, report.Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
 		problems++
 	}
 	if strict != "" {
 		// Strict rp_filter is only a problem with asymmetric paths; keep it
 		// visible as a warning so it is on the list when Pods time out.
-		nj.emit(CodeRTRPFilter, node, Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
+		nj.EmitNode(report.CodeRTRPFilter, node, report.Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
 		problems++
 	}
 	if problems == 0 {
-		nj.emit(CodeRTHealthy, node, Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
+		nj.EmitNode(report.CodeRTHealthy, node, report.Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
 	}
 	return failed
 }
@@ -434,7 +418,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	seen := map[key]bool{}
 	asked := false
 	type dnsOK struct {
-		args              Args
+		args              report.Args
 		q                 collectorapi.DNSQuery
 		nodes, transports map[string]bool
 	}
@@ -467,7 +451,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					continue
 				}
 				var code string
-				a := Args{"server": q.Server, "name": q.Name, "type": q.Type, "transport": tr,
+				a := report.Args{"server": q.Server, "name": q.Name, "type": q.Type, "transport": tr,
 					"latency": fmt.Sprintf("%.1f", q.LatencyMillis), "rcode": q.Rcode}
 				var want []string
 				switch q.Type {
@@ -479,27 +463,27 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				got := answerData(q.Answers, q.Type, cname != "")
 				switch {
 				case q.Error != "":
-					code = CodeDNSLiveFailed
+					code = report.CodeDNSLiveFailed
 					a["error"] = q.Error
 				case q.Type == "SRV" && q.Rcode == "NOERROR":
 					continue // named-port SRV records present: evidence enough
 				case q.Type == "SRV":
-					code = CodeDNSLiveNXDomain
+					code = report.CodeDNSLiveNXDomain
 				case q.Rcode == "NXDOMAIN" && (len(want) > 0 || cname != ""):
-					code = CodeDNSLiveNXDomain
+					code = report.CodeDNSLiveNXDomain
 				case q.Rcode != "NOERROR" && q.Rcode != "NXDOMAIN":
-					code = CodeDNSLiveNXDomain
+					code = report.CodeDNSLiveNXDomain
 				case cname != "" && !containsFold(got, cname):
 					if q.Type != "A" {
 						continue
 					}
-					code = CodeDNSLiveWrong
+					code = report.CodeDNSLiveWrong
 					a["answers"], a["expected"] = listOrNone(got), "CNAME "+cname
 				case cname == "" && !sameSet(got, want):
-					code = CodeDNSLiveWrong
+					code = report.CodeDNSLiveWrong
 					a["answers"], a["expected"] = listOrNone(got), listOrNone(want)
 				case q.LatencyMillis > 500:
-					code = CodeDNSLiveSlow
+					code = report.CodeDNSLiveSlow
 				default:
 					if len(got) == 0 {
 						continue // no AAAA for an IPv4 Service, and none expected
@@ -516,7 +500,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					r.transports[tr] = true
 					continue
 				}
-				if code != CodeDNSLiveSlow {
+				if code != report.CodeDNSLiveSlow {
 					failedByQuery[q.Name+"|"+q.Type] = true
 				}
 				c := key{code, v.Node + k + tr}
@@ -527,7 +511,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 			}
 			if u, ok1 := qs["udp"]; ok1 {
 				if tc, ok2 := qs["tcp"]; ok2 && u.Error == "" && tc.Error == "" && !sameSet(u.Answers, tc.Answers) && u.Type != "SRV" {
-					nj.emitDNS(CodeDNSLiveTCPDiff, v.Node, Args{"server": u.Server, "name": u.Name, "type": u.Type,
+					nj.emitDNS(report.CodeDNSLiveTCPDiff, v.Node, report.Args{"server": u.Server, "name": u.Name, "type": u.Type,
 						"udp": listOrNone(u.Answers), "tcp": listOrNone(tc.Answers)}, u)
 				}
 			}
@@ -543,14 +527,14 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 		if failedByQuery[k] || len(r.nodes) < askers {
 			r.args["nodes"] = "node(s) " + strings.Join(sortedKeys(r.nodes), ", ") + " only"
 		}
-		nj.emitDNS(CodeDNSLiveOK, "", r.args, r.q)
+		nj.emitDNS(report.CodeDNSLiveOK, "", r.args, r.q)
 	}
 	if asked {
 		// The live query ran: drop the "runs on a node" placeholder.
-		l := nj.t.Layer(LayerDNS)
+		l := nj.t.Layer(report.LayerDNS)
 		kept := l.Checks[:0]
 		for _, c := range l.Checks {
-			if c.Code != CodeDNSLiveQuery {
+			if c.Code != report.CodeDNSLiveQuery {
 				kept = append(kept, c)
 			}
 		}
@@ -558,10 +542,10 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	}
 }
 
-func (nj *nodeJudge) emitDNS(code, node string, a Args, q collectorapi.DNSQuery) {
+func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
-	nj.emit(code, node, a, raw)
+	nj.EmitNode(code, node, a, raw)
 }
 
 // expectedDNS is what the cluster DNS should answer: ClusterIPs; ready (or,

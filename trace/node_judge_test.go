@@ -15,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
@@ -78,15 +79,15 @@ func observation(t *testing.T, mode collectorapi.DatapathMode, ipt *collectorapi
 	return o
 }
 
-func judgeViews(t *testing.T, in *Input, views ...NodeView) *ServiceTrace {
+func judgeViews(t *testing.T, in *Input, views ...NodeView) *report.ServiceTrace {
 	t.Helper()
 	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
 	assertCatalogued(t, tr)
 	return tr
 }
 
-func nodeCodes(tr *ServiceTrace, layer LayerName, node string) map[string]Check {
-	out := map[string]Check{}
+func nodeCodes(tr *report.ServiceTrace, layer report.LayerName, node string) map[string]report.Check {
+	out := map[string]report.Check{}
 	for _, c := range tr.Layer(layer).Checks {
 		if node == "" || c.Node == node {
 			out[c.Code] = c
@@ -103,15 +104,15 @@ func healthyIPT() *collectorapi.IPTablesObservation {
 func TestJudgeNodesHealthyIPTables(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
-	dp := nodeCodes(tr, LayerDatapath, "n1")
-	if _, ok := dp[CodeDPRulesMatch]; !ok {
-		t.Fatalf("datapath checks = %v, want %s", keysOf(dp), CodeDPRulesMatch)
+	dp := nodeCodes(tr, report.LayerDatapath, "n1")
+	if _, ok := dp[report.CodeDPRulesMatch]; !ok {
+		t.Fatalf("datapath checks = %v, want %s", keysOf(dp), report.CodeDPRulesMatch)
 	}
-	for _, l := range []LayerName{LayerDatapath, LayerConntrack, LayerRoute} {
-		if s := tr.Layer(l).Status; s != StatusPass {
+	for _, l := range []report.LayerName{report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {
+		if s := tr.Layer(l).Status; s != report.StatusPass {
 			t.Errorf("layer %s = %s (%s), want pass", l, s, tr.Layer(l).Reason)
 		}
-		if n := tr.Layer(l).Nodes; len(n) != 1 || n[0].Node != "n1" || n[0].Status != StatusPass {
+		if n := tr.Layer(l).Nodes; len(n) != 1 || n[0].Node != "n1" || n[0].Status != report.StatusPass {
 			t.Errorf("layer %s node results = %+v", l, n)
 		}
 	}
@@ -130,44 +131,44 @@ func TestJudgeNodesDatapathFaults(t *testing.T) {
 		{name: "stale and missing endpoints", mode: collectorapi.ModeIPTables,
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-9", "10.244.9.9:8080", 0.5))}},
-			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+			want: []string{report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints}},
 		{name: "wrong DNAT port", mode: collectorapi.ModeIPTables,
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:9090", 0.5))}},
-			want: []string{CodeDPWrongDNATPort}},
+			want: []string{report.CodeDPWrongDNATPort}},
 		{name: "unequal shares", mode: collectorapi.ModeIPTables,
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}},
-			want: []string{CodeDPUnequalShares}},
+			want: []string{report.CodeDPUnequalShares}},
 		{name: "no rules and kube-proxy down", mode: "",
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{{Backend: collectorapi.IPTablesBackendNFTables, Family: "IPv4", KubeProxyChains: true}}},
 			proxy: func(p *collectorapi.ProxyObservation) {
 				p.ProxyMode.Error = "connection refused"
 				p.ProxyMode.URL = "http://127.0.0.1:10249/proxyMode"
 			},
-			want: []string{CodeDPNoRules, CodeDPProxyUnreachable}},
+			want: []string{report.CodeDPNoRules, report.CodeDPProxyUnreachable}},
 		{name: "affinity configured, not programmed", mode: collectorapi.ModeIPTables, ipt: healthyIPT(),
 			svc:  func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
-			want: []string{CodeDPAffinityMissing}},
+			want: []string{report.CodeDPAffinityMissing}},
 		{name: "affinity programmed, not configured", mode: collectorapi.ModeIPTables,
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 10800,
 				jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))}},
-			want: []string{CodeDPAffinityExtra}},
+			want: []string{report.CodeDPAffinityExtra}},
 		{name: "leftover legacy rules", mode: collectorapi.ModeIPTables,
 			ipt: &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 				iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5)),
 				iptRules(collectorapi.IPTablesBackendLegacy, 0, jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}},
-			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
+			want: []string{report.CodeDPLeftovers, report.CodeDPRulesMatch}},
 		{name: "nftables healthy", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
-			want: []string{CodeDPRulesMatch}},
+			want: []string{report.CodeDPRulesMatch}},
 		{name: "nftables stale", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.3.3:8080"),
-			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+			want: []string{report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints}},
 		{name: "nftables mode with iptables leftovers", mode: collectorapi.ModeNFTables, nft: nftObservation("10.244.1.5:8080", "10.244.2.7:8080"),
 			ipt:  healthyIPT(),
-			want: []string{CodeDPLeftovers, CodeDPRulesMatch}},
+			want: []string{report.CodeDPLeftovers, report.CodeDPRulesMatch}},
 		{name: "service-proxy-name", mode: collectorapi.ModeIPTables, ipt: &collectorapi.IPTablesObservation{},
 			svc:  func(s *corev1.Service) { s.Labels = map[string]string{"service.kubernetes.io/service-proxy-name": "x"} },
-			want: []string{CodeDPIgnoredByProxy}},
+			want: []string{report.CodeDPIgnoredByProxy}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,13 +182,13 @@ func TestJudgeNodesDatapathFaults(t *testing.T) {
 				tt.proxy(obs.Sections.Proxy.Data)
 			}
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-			got := nodeCodes(tr, LayerDatapath, "n1")
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, code := range tt.want {
 				if _, ok := got[code]; !ok {
 					t.Errorf("missing %s; got %v", code, keysOf(got))
 				}
 			}
-			if _, ok := got[CodeDPRulesMatch]; ok && len(tt.want) > 0 && tt.want[len(tt.want)-1] != CodeDPRulesMatch {
+			if _, ok := got[report.CodeDPRulesMatch]; ok && len(tt.want) > 0 && tt.want[len(tt.want)-1] != report.CodeDPRulesMatch {
 				t.Errorf("rules reported matching despite %v", tt.want)
 			}
 		})
@@ -218,11 +219,11 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 	obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
 		Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}, {Backend: "10.96.0.20:80", Count: 1}}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	for layer, want := range map[LayerName][]string{
-		LayerRoute:     {CodeRTForwardOff},
-		LayerDatapath:  {CodeDPClusterIPFails},
-		LayerEndpoints: {CodeEpsRefused},
-		LayerConntrack: {CodeCTInsertFailed, CodeCTStaleFlows},
+	for layer, want := range map[report.LayerName][]string{
+		report.LayerRoute:     {report.CodeRTForwardOff},
+		report.LayerDatapath:  {report.CodeDPClusterIPFails},
+		report.LayerEndpoints: {report.CodeEpsRefused},
+		report.LayerConntrack: {report.CodeCTInsertFailed, report.CodeCTStaleFlows},
 	} {
 		got := nodeCodes(tr, layer, "n1")
 		for _, code := range want {
@@ -231,13 +232,13 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 			}
 		}
 	}
-	if c := nodeCodes(tr, LayerConntrack, "n1")[CodeCTStaleFlows]; strings.Contains(c.Message, "10.96.0.20:80 (") || !strings.Contains(c.Message, "2 conntrack flow(s)") {
+	if c := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTStaleFlows]; strings.Contains(c.Message, "10.96.0.20:80 (") || !strings.Contains(c.Message, "2 conntrack flow(s)") {
 		t.Errorf("an un-NATed flow (reply from the ClusterIP itself) counted as pinned to a gone backend: %q", c.Message)
 	}
-	if c := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]; !strings.Contains(c.Message, "web-2") {
+	if c := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]; !strings.Contains(c.Message, "web-2") {
 		t.Errorf("refusal does not name the Pod: %q", c.Message)
 	}
-	if tr.Verdict.FirstFailingLayer != LayerEndpoints {
+	if tr.Verdict.FirstFailingLayer != report.LayerEndpoints {
 		t.Errorf("first failing layer = %s, want endpoints (the app refuses)", tr.Verdict.FirstFailingLayer)
 	}
 }
@@ -245,12 +246,12 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, NodeView{Node: "n2", Failure: "collector on node n2 could not pull its image: ErrImageNeverPull"})
-	if c, ok := nodeCodes(tr, LayerDatapath, "n2")[CodeNodeCollectorFailed]; !ok || !strings.Contains(c.Message, "ErrImageNeverPull") {
-		t.Fatalf("no specific collector failure: %+v", tr.Layer(LayerDatapath).Checks)
+	if c, ok := nodeCodes(tr, report.LayerDatapath, "n2")[report.CodeNodeCollectorFailed]; !ok || !strings.Contains(c.Message, "ErrImageNeverPull") {
+		t.Fatalf("no specific collector failure: %+v", tr.Layer(report.LayerDatapath).Checks)
 	}
-	for _, l := range NodeLayers {
+	for _, l := range report.NodeLayers {
 		n := tr.Layer(l).Nodes
-		if len(n) != 1 || n[0].Status != StatusUnknown {
+		if len(n) != 1 || n[0].Status != report.StatusUnknown {
 			t.Errorf("layer %s node results = %+v, want n2 unknown", l, n)
 		}
 	}
@@ -271,26 +272,26 @@ func TestJudgeNodesDNS(t *testing.T) {
 		obs  *collectorapi.Observation
 		want string
 	}{
-		{"right answer", mk([]string{"A 10.96.0.20"}, "NOERROR", ""), CodeDNSLiveOK},
-		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), CodeDNSLiveWrong},
-		{"nxdomain", mk(nil, "NXDOMAIN", ""), CodeDNSLiveNXDomain},
-		{"timeout", mk(nil, "", "read udp: i/o timeout"), CodeDNSLiveFailed},
+		{"right answer", mk([]string{"A 10.96.0.20"}, "NOERROR", ""), report.CodeDNSLiveOK},
+		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), report.CodeDNSLiveWrong},
+		{"nxdomain", mk(nil, "NXDOMAIN", ""), report.CodeDNSLiveNXDomain},
+		{"timeout", mk(nil, "", "read udp: i/o timeout"), report.CodeDNSLiveFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
-			got := nodeCodes(tr, LayerDNS, "")
+			got := nodeCodes(tr, report.LayerDNS, "")
 			if _, ok := got[tt.want]; !ok {
 				t.Errorf("dns checks %v, want %s", keysOf(got), tt.want)
 			}
-			if _, ok := got[CodeDNSLiveQuery]; ok {
+			if _, ok := got[report.CodeDNSLiveQuery]; ok {
 				t.Errorf("placeholder live-query check left in after a live query")
 			}
 		})
 	}
 }
 
-func keysOf(m map[string]Check) []string {
+func keysOf(m map[string]report.Check) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -328,23 +329,23 @@ func TestJudgeRealKubeProxyObservations(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			in, obs := realKubeProxyInput(t, mode)
 			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
-			requireNodeCheck(t, tr, LayerDatapath, CodeDPRulesMatch, obs.NodeName)
-			requireNodeCheck(t, tr, LayerDatapath, CodeDPOwner, obs.NodeName)
-			if s := tr.Layer(LayerDatapath).Status; s != StatusPass {
-				t.Errorf("datapath %s: %+v", s, tr.Layer(LayerDatapath).Checks)
+			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, obs.NodeName)
+			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPOwner, obs.NodeName)
+			if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusPass {
+				t.Errorf("datapath %s: %+v", s, tr.Layer(report.LayerDatapath).Checks)
 			}
 
 			// The same rules judged against a slice whose endpoint moved:
 			// the programmed one is stale, the new one missing.
 			in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.3", pod: "web-1", node: obs.NodeName, ready: true})}
 			tr = judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
-			requireNodeCheck(t, tr, LayerDatapath, CodeDPStaleEndpoints, obs.NodeName)
-			requireNodeCheck(t, tr, LayerDatapath, CodeDPMissingEndpoints, obs.NodeName)
+			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, obs.NodeName)
+			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, obs.NodeName)
 		})
 	}
 }
 
-func requireNodeCheck(t *testing.T, tr *ServiceTrace, layer LayerName, code, node string) {
+func requireNodeCheck(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, code, node string) {
 	t.Helper()
 	if _, ok := nodeCodes(tr, layer, node)[code]; !ok {
 		t.Errorf("layer %s node %s: no %s; got %v", layer, node, code, keysOf(nodeCodes(tr, layer, "")))
@@ -359,7 +360,7 @@ func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
 	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
 		{Target: "endpoint", Address: "10.244.1.5:8081", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	c, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]
+	c, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]
 	if !ok || !strings.Contains(c.Message, "declare container port(s) http=8080/TCP, not 8081") {
 		t.Fatalf("refusal without the declared-port hint: %+v", c)
 	}
@@ -393,7 +394,7 @@ func TestConntrackSkewExplained(t *testing.T) {
 		}
 		obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{fe}, ExpectedBackends: expected}
 		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-		_, got := nodeCodes(tr, LayerConntrack, "n1")[CodeCTSkew]
+		_, got := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTSkew]
 		if got != tt.skew {
 			t.Errorf("counts %v: skew reported %v, want %v", tt.counts, got, tt.skew)
 		}
@@ -417,7 +418,7 @@ func TestJudgeProbesSampled(t *testing.T) {
 				{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "connected"},
 			}}}
 		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-		c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodsReached]
+		c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodsReached]
 		if !ok || c.Message != tt.want {
 			t.Errorf("%d/%d: %q, want %q", tt.probed, tt.total, c.Message, tt.want)
 		}
@@ -439,9 +440,9 @@ func TestJudgeProbesListAtMostTen(t *testing.T) {
 		in.Slices[0].Endpoints = append(in.Slices[0].Endpoints, e)
 	}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodTimeout]
+	c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodTimeout]
 	if !ok {
-		t.Fatalf("no %s: %v", CodeRTPodTimeout, keysOf(nodeCodes(tr, LayerRoute, "n1")))
+		t.Fatalf("no %s: %v", report.CodeRTPodTimeout, keysOf(nodeCodes(tr, report.LayerRoute, "n1")))
 	}
 	if strings.Count(c.Message, ":8080") != maxListed || !strings.Contains(c.Message, "and 54 more") {
 		t.Errorf("message %q", c.Message)
@@ -477,13 +478,13 @@ func TestTopologyHintsWithNodeUnread(t *testing.T) {
 		want, absent    []string
 	}{
 		{name: "zone from the node's endpoints", zoneOnEndpoints: true, ipt: zoneA,
-			want: []string{CodeDPRulesMatch}, absent: []string{CodeDPMissingEndpoints}},
+			want: []string{report.CodeDPRulesMatch}, absent: []string{report.CodeDPMissingEndpoints}},
 		{name: "no zone anywhere: the rules match one zone's hints", ipt: zoneA,
-			want: []string{CodeDPRulesMatch}, absent: []string{CodeDPMissingEndpoints}},
+			want: []string{report.CodeDPRulesMatch}, absent: []string{report.CodeDPMissingEndpoints}},
 		{name: "no zone anywhere: rules that fit no zone still fail", ipt: wrong,
-			want: []string{CodeDPStaleEndpoints}, absent: []string{CodeDPRulesMatch}},
+			want: []string{report.CodeDPStaleEndpoints}, absent: []string{report.CodeDPRulesMatch}},
 		{name: "the Node object wins when read", zoneOnEndpoints: true, nodeZone: "b", ipt: zoneA,
-			want: []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints}},
+			want: []string{report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -498,7 +499,7 @@ func TestTopologyHintsWithNodeUnread(t *testing.T) {
 				in.Gaps = append(in.Gaps, Gap{Verb: "get", Resource: resNodes, Forbidden: true, Impact: "node readiness not checked"})
 			}
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
-			got := nodeCodes(tr, LayerDatapath, "n1")
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, code := range tt.want {
 				if _, ok := got[code]; !ok {
 					t.Errorf("missing %s; got %v", code, keysOf(got))
@@ -524,15 +525,15 @@ func TestSliceProtocolMismatchIsNoDatapathFault(t *testing.T) {
 			Filter: []collectorapi.IPTablesRule{{Raw: `-A KUBE-SERVICES -d 10.96.0.20/32 -p udp -m comment --comment "default/web:http has no endpoints" -m udp --dport 80 -j REJECT`,
 				Comment: "default/web:http has no endpoints", Jump: "REJECT"}}}}}}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
-	got := nodeCodes(tr, LayerDatapath, "n1")
-	if c, ok := got[CodeDPRejectWithEPs]; ok {
-		t.Errorf("%s: %q", CodeDPRejectWithEPs, c.Message)
+	got := nodeCodes(tr, report.LayerDatapath, "n1")
+	if c, ok := got[report.CodeDPRejectWithEPs]; ok {
+		t.Errorf("%s: %q", report.CodeDPRejectWithEPs, c.Message)
 	}
-	if _, ok := got[CodeDPRejectNoEndpoints]; !ok {
-		t.Errorf("no %s; got %v", CodeDPRejectNoEndpoints, keysOf(got))
+	if _, ok := got[report.CodeDPRejectNoEndpoints]; !ok {
+		t.Errorf("no %s; got %v", report.CodeDPRejectNoEndpoints, keysOf(got))
 	}
-	if _, ok := codes(tr, LayerEndpoints)[CodePortSliceProtocol]; !ok {
-		t.Errorf("no %s in the endpoints layer", CodePortSliceProtocol)
+	if _, ok := codes(tr, report.LayerEndpoints)[report.CodePortSliceProtocol]; !ok {
+		t.Errorf("no %s in the endpoints layer", report.CodePortSliceProtocol)
 	}
 }
 
@@ -551,11 +552,11 @@ func TestDuplicateEndpointAcrossSlices(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
-			got := nodeCodes(tr, LayerDatapath, "n1")
-			if _, ok := got[CodeDPRulesMatch]; !ok {
-				t.Errorf("no %s; got %v", CodeDPRulesMatch, keysOf(got))
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
+			if _, ok := got[report.CodeDPRulesMatch]; !ok {
+				t.Errorf("no %s; got %v", report.CodeDPRulesMatch, keysOf(got))
 			}
-			for _, code := range []string{CodeDPMissingEndpoints, CodeDPStaleEndpoints} {
+			for _, code := range []string{report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints} {
 				if c, ok := got[code]; ok {
 					t.Errorf("%s: %q", code, c.Message)
 				}
@@ -566,8 +567,8 @@ func TestDuplicateEndpointAcrossSlices(t *testing.T) {
 	wrong := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 		jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, wrong, nil)})
-	if _, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPStaleEndpoints]; !ok {
-		t.Errorf("no %s for rules that fit no slice order", CodeDPStaleEndpoints)
+	if _, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; !ok {
+		t.Errorf("no %s for rules that fit no slice order", report.CodeDPStaleEndpoints)
 	}
 }
 
@@ -622,19 +623,19 @@ func TestAffinityTimeoutCompared(t *testing.T) {
 		want string
 		msg  string
 	}{
-		{"iptables stale timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(10800), nil), CodeDPAffinityTimeout, "for 10800s, but the Service's sessionAffinityConfig asks for 600s"},
-		{"iptables right timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(600), nil), CodeDPAffinityOK, "session affinity ClientIP 600 s programmed on node n1"},
+		{"iptables stale timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(10800), nil), report.CodeDPAffinityTimeout, "for 10800s, but the Service's sessionAffinityConfig asks for 600s"},
+		{"iptables right timeout", affinity(600), observation(t, collectorapi.ModeIPTables, ipt(600), nil), report.CodeDPAffinityOK, "session affinity ClientIP 600 s programmed on node n1"},
 		{"default timeout", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
-			observation(t, collectorapi.ModeIPTables, ipt(10800), nil), CodeDPAffinityOK, "ClientIP 10800 s"},
-		{"nftables stale timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(10800, "10.244.1.5:8080", "10.244.2.7:8080")), CodeDPAffinityTimeout, "10800s"},
-		{"nftables right timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(600, "10.244.1.5:8080", "10.244.2.7:8080")), CodeDPAffinityOK, "600 s"},
-		{"ipvs stale timeout", affinity(600), ipvs(10800), CodeDPAffinityTimeout, "10800s"},
-		{"ipvs right timeout", affinity(600), ipvs(600), CodeDPAffinityOK, "600 s"},
+			observation(t, collectorapi.ModeIPTables, ipt(10800), nil), report.CodeDPAffinityOK, "ClientIP 10800 s"},
+		{"nftables stale timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(10800, "10.244.1.5:8080", "10.244.2.7:8080")), report.CodeDPAffinityTimeout, "10800s"},
+		{"nftables right timeout", affinity(600), observation(t, collectorapi.ModeNFTables, nil, nftAffinity(600, "10.244.1.5:8080", "10.244.2.7:8080")), report.CodeDPAffinityOK, "600 s"},
+		{"ipvs stale timeout", affinity(600), ipvs(10800), report.CodeDPAffinityTimeout, "10800s"},
+		{"ipvs right timeout", affinity(600), ipvs(600), report.CodeDPAffinityOK, "600 s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(tt.svc), NodeView{Node: "n1", Observation: tt.obs})
-			got := nodeCodes(tr, LayerDatapath, "n1")
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			c, ok := got[tt.want]
 			if !ok {
 				t.Fatalf("no %s; got %v", tt.want, keysOf(got))
@@ -642,11 +643,11 @@ func TestAffinityTimeoutCompared(t *testing.T) {
 			if !strings.Contains(c.Message, tt.msg) {
 				t.Errorf("%s message %q lacks %q", tt.want, c.Message, tt.msg)
 			}
-			if _, missing := got[CodeDPAffinityMissing]; missing {
+			if _, missing := got[report.CodeDPAffinityMissing]; missing {
 				t.Errorf("affinity reported missing")
 			}
-			_, match := got[CodeDPRulesMatch]
-			if stale := tt.want == CodeDPAffinityTimeout; match == stale {
+			_, match := got[report.CodeDPRulesMatch]
+			if stale := tt.want == report.CodeDPAffinityTimeout; match == stale {
 				t.Errorf("rules-match reported %v with %s", match, tt.want)
 			}
 		})
@@ -675,7 +676,7 @@ func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
 		obs.Sections.Route.Data.RPFilterAll = tt.all
 		obs.Sections.Route.Data.Routes[1].RPFilterDevice = tt.dev
 		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-		c, got := nodeCodes(tr, LayerRoute, "n1")[CodeRTRPFilter]
+		c, got := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTRPFilter]
 		if got != tt.strict {
 			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)
 		}
@@ -741,11 +742,11 @@ func TestEndpointSharesToleranceIsRelative(t *testing.T) {
 			"one share unmatched":      {rules(missing, fair), true},
 		} {
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: tt.obs})
-			got := nodeCodes(tr, LayerDatapath, "n1")
-			if _, uneven := got[CodeDPUnequalShares]; uneven != tt.uneven {
-				t.Errorf("%d endpoints, %s: DP010 %v, want %v (%q)", n, name, uneven, tt.uneven, got[CodeDPUnequalShares].Message)
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
+			if _, uneven := got[report.CodeDPUnequalShares]; uneven != tt.uneven {
+				t.Errorf("%d endpoints, %s: DP010 %v, want %v (%q)", n, name, uneven, tt.uneven, got[report.CodeDPUnequalShares].Message)
 			}
-			if _, match := got[CodeDPRulesMatch]; match == tt.uneven {
+			if _, match := got[report.CodeDPRulesMatch]; match == tt.uneven {
 				t.Errorf("%d endpoints, %s: rules-match %v; got %v", n, name, match, keysOf(got))
 			}
 		}
@@ -769,23 +770,23 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 		svc      func(*corev1.Service)
 		slices   func(in *Input)
 		ipt      *collectorapi.IPTablesObservation
-		service  map[string]Status // service-layer code → status
+		service  map[string]report.Status // service-layer code → status
 		datapath []string
 		absent   []string
 	}{
 		{name: "service-proxy-name with an empty value",
 			svc: func(s *corev1.Service) { s.Labels = map[string]string{labelServiceProxyName: ""} },
-			ipt: &collectorapi.IPTablesObservation{}, service: map[string]Status{CodeSvcProxyName: StatusWarn},
-			datapath: []string{CodeDPIgnoredByProxy}, absent: []string{CodeDPNoRules}},
+			ipt: &collectorapi.IPTablesObservation{}, service: map[string]report.Status{report.CodeSvcProxyName: report.StatusWarn},
+			datapath: []string{report.CodeDPIgnoredByProxy}, absent: []string{report.CodeDPNoRules}},
 		{name: "every slice labelled headless: kube-proxy rejects",
 			slices:  func(in *Input) { headless(&in.Slices[0]) },
 			ipt:     reject,
-			service: map[string]Status{CodeSvcSlicesIgnored: StatusFail}, datapath: []string{CodeDPRejectNoEndpoints},
-			absent: []string{CodeDPRejectWithEPs, CodeDPNoRules}},
+			service: map[string]report.Status{report.CodeSvcSlicesIgnored: report.StatusFail}, datapath: []string{report.CodeDPRejectNoEndpoints},
+			absent: []string{report.CodeDPRejectWithEPs, report.CodeDPNoRules}},
 		{name: "every slice labelled headless, no rules read",
 			slices:  func(in *Input) { headless(&in.Slices[0]) },
 			ipt:     &collectorapi.IPTablesObservation{},
-			service: map[string]Status{CodeSvcSlicesIgnored: StatusFail}, absent: []string{CodeDPNoRules, CodeDPRulesMatch}},
+			service: map[string]report.Status{report.CodeSvcSlicesIgnored: report.StatusFail}, absent: []string{report.CodeDPNoRules, report.CodeDPRulesMatch}},
 		{name: "one of two slices labelled headless",
 			slices: func(in *Input) {
 				second := slice("web-def", "web", "http", 8080, ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true})
@@ -794,12 +795,12 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 				in.Slices = append(in.Slices, *second)
 			},
 			ipt:     onlyFirst,
-			service: map[string]Status{CodeSvcSlicesIgnored: StatusWarn}, datapath: []string{CodeDPRulesMatch},
-			absent: []string{CodeDPMissingEndpoints}},
+			service: map[string]report.Status{report.CodeSvcSlicesIgnored: report.StatusWarn}, datapath: []string{report.CodeDPRulesMatch},
+			absent: []string{report.CodeDPMissingEndpoints}},
 		{name: "the label on the Service itself is not copied to its slices",
 			svc:     func(s *corev1.Service) { s.Labels = map[string]string{corev1.IsHeadlessService: ""} },
 			ipt:     healthyIPT(),
-			service: map[string]Status{}, datapath: []string{CodeDPRulesMatch}},
+			service: map[string]report.Status{}, datapath: []string{report.CodeDPRulesMatch}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -812,7 +813,7 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 				tt.slices(in)
 			}
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
-			svc := codes(tr, LayerService)
+			svc := codes(tr, report.LayerService)
 			for code, st := range tt.service {
 				if c, ok := svc[code]; !ok {
 					t.Errorf("no %s; service checks %v", code, keys(svc))
@@ -820,10 +821,10 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 					t.Errorf("%s is %s, want %s: %q", code, c.Status, st, c.Message)
 				}
 			}
-			if _, ok := svc[CodeSvcSlicesIgnored]; ok && tt.service[CodeSvcSlicesIgnored] == "" {
-				t.Errorf("%s fired: %q", CodeSvcSlicesIgnored, svc[CodeSvcSlicesIgnored].Message)
+			if _, ok := svc[report.CodeSvcSlicesIgnored]; ok && tt.service[report.CodeSvcSlicesIgnored] == "" {
+				t.Errorf("%s fired: %q", report.CodeSvcSlicesIgnored, svc[report.CodeSvcSlicesIgnored].Message)
 			}
-			got := nodeCodes(tr, LayerDatapath, "n1")
+			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, code := range tt.datapath {
 				if _, ok := got[code]; !ok {
 					t.Errorf("no %s; got %v", code, keysOf(got))
@@ -871,16 +872,16 @@ func TestLeftoversAcrossIPVS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
-			dp := nodeCodes(tr, LayerDatapath, "n1")
-			c, ok := dp[CodeDPLeftovers]
+			dp := nodeCodes(tr, report.LayerDatapath, "n1")
+			c, ok := dp[report.CodeDPLeftovers]
 			if tt.leftover == "" {
 				if ok {
-					t.Fatalf("unexpected %s: %s", CodeDPLeftovers, c.Message)
+					t.Fatalf("unexpected %s: %s", report.CodeDPLeftovers, c.Message)
 				}
-			} else if !ok || !strings.Contains(c.Message, tt.leftover) || c.Status != StatusWarn {
-				t.Fatalf("%s = %+v (present %v), want a warning saying %q; got %v", CodeDPLeftovers, c.Message, ok, tt.leftover, keysOf(dp))
+			} else if !ok || !strings.Contains(c.Message, tt.leftover) || c.Status != report.StatusWarn {
+				t.Fatalf("%s = %+v (present %v), want a warning saying %q; got %v", report.CodeDPLeftovers, c.Message, ok, tt.leftover, keysOf(dp))
 			}
-			if _, ok := dp[CodeDPRulesMatch]; !ok {
+			if _, ok := dp[report.CodeDPRulesMatch]; !ok {
 				t.Errorf("the live datapath's rules are not judged: %v", keysOf(dp))
 			}
 		})

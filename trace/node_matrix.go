@@ -6,9 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // maxMatrixCells bounds the cells of one port's grid that the result spells
@@ -17,21 +16,20 @@ import (
 var maxMatrixCells = 20000
 
 // endpointMatrix lays the node observations out as the node × endpoint grid.
-// It reads the same expectation (ExpectForNode and the zone and slice-order
-// choices) and the same programmed ports as judgeDatapath, so a cell agrees
-// with the node's datapath checks; it adds nothing to the layers.
-func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatrix {
+// It reads the expectation and the programmed ports judgeDatapath computed
+// for each node (nodeJudge.expectation, nodeJudge.programmed), so a cell
+// agrees with the node's datapath checks; it adds nothing to the layers.
+func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
+	in := nj.in
 	svc := in.Service
 	if svc == nil || skippedByKubeProxy(svc) || len(views) == 0 {
 		return nil
 	}
 	views = append([]NodeView(nil), views...)
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
-	orders := newReadOrders(in.Slices)
-	nj := &nodeJudge{in: in, t: t}
 
 	type portGrid struct {
-		port    MatrixPort
+		port    report.MatrixPort
 		columns map[string]bool
 		rows    []matrixRowCells
 	}
@@ -40,7 +38,7 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 	grid := func(label string) *portGrid {
 		g := grids[label]
 		if g == nil {
-			g = &portGrid{port: MatrixPort{Port: label, Endpoints: []string{}, Nodes: []MatrixRow{}}, columns: map[string]bool{}}
+			g = &portGrid{port: report.MatrixPort{Port: label, Endpoints: []string{}, Nodes: []report.MatrixRow{}}, columns: map[string]bool{}}
 			grids[label] = g
 			order = append(order, label)
 		}
@@ -60,9 +58,8 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 	}
 
 	for _, v := range views {
-		zone, zoneKnown := nodeZone(in, v.Node)
-		expect := ExpectForNode(svc, in.Slices, v.Node, map[string]string{corev1.LabelTopologyZone: zone})
-		choices := choicesForNode(svc, orders, v.Node, zone, zoneKnown)
+		ne := nj.expectation(v.Node)
+		expect, choices := ne.expect, ne.choices
 		var ports []programmedPort
 		readable, reason := v.Observation != nil, v.Failure
 		if v.Observation == nil && reason == "" {
@@ -70,12 +67,12 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 		}
 		var probes map[string]string
 		if obs := v.Observation; obs != nil {
-			mode, owner := datapathOwner(obs)
-			switch mode {
+			np := nj.programmed(v.Node, obs)
+			switch np.mode {
 			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
-				readable, reason = false, owner+": programmed endpoints not compared per endpoint"
+				readable, reason = false, np.owner+": programmed endpoints not compared per endpoint"
 			default:
-				ports, _, _ = programmedFromObservation(obs, mode)
+				ports = np.ports
 			}
 			probes = endpointProbes(obs)
 		}
@@ -107,7 +104,7 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 		}
 	}
 
-	m := &EndpointMatrix{}
+	m := &report.EndpointMatrix{}
 	for _, label := range order {
 		g := grids[label]
 		for e := range g.columns {
@@ -123,7 +120,7 @@ func endpointMatrix(in *Input, t *ServiceTrace, views []NodeView) *EndpointMatri
 			if g.port.Sparse {
 				kept := row.Cells[:0]
 				for _, c := range row.Cells {
-					if c.Status != StatusPass && c.Status != StatusSkipped {
+					if c.Status != report.StatusPass && c.Status != report.StatusSkipped {
 						kept = append(kept, c)
 					}
 				}
@@ -194,10 +191,10 @@ type matrixRowCells struct {
 // misses an endpoint it should program, keeps one it should not, or cannot
 // connect to a programmed one; it warns when a share is off the fair one by
 // more than judgeDatapath's tolerance.
-func (r matrixRowCells) judge(columns []string) MatrixRow {
-	row := MatrixRow{Node: r.node, Datapath: r.datapath, Status: StatusPass}
+func (r matrixRowCells) judge(columns []string) report.MatrixRow {
+	row := report.MatrixRow{Node: r.node, Datapath: r.datapath, Status: report.StatusPass}
 	if !r.readable {
-		row.Status, row.Reason = StatusUnknown, r.reason
+		row.Status, row.Reason = report.StatusUnknown, r.reason
 	}
 	// As judgeDatapath does, a share is fair against the endpoints the node
 	// did program: a missing endpoint is reported as missing, not as every
@@ -207,7 +204,7 @@ func (r matrixRowCells) judge(columns []string) MatrixRow {
 		fair = 1 / float64(n)
 	}
 	for _, col := range columns {
-		c := MatrixCell{Endpoint: col, Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
+		c := report.MatrixCell{Endpoint: col, Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
 		share, programmed := r.programmed[col]
 		c.Programmed, c.Share = programmed, share
 		if c.Expected || c.Programmed {
@@ -215,21 +212,21 @@ func (r matrixRowCells) judge(columns []string) MatrixRow {
 		}
 		switch {
 		case !r.readable:
-			c.Status = StatusUnknown
+			c.Status = report.StatusUnknown
 		case c.Expected && !c.Programmed:
-			c.Status, c.Problem = StatusFail, "missing"
+			c.Status, c.Problem = report.StatusFail, "missing"
 		case !c.Expected && c.Programmed:
-			c.Status, c.Problem = StatusFail, "stale"
+			c.Status, c.Problem = report.StatusFail, "stale"
 		case !c.Expected:
-			c.Status = StatusSkipped
+			c.Status = report.StatusSkipped
 		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
-			c.Status, c.Problem = StatusFail, c.Probe
+			c.Status, c.Problem = report.StatusFail, c.Probe
 		case math.Abs(c.Share-fair) > shareTolerance*fair:
-			c.Status, c.Problem = StatusWarn, "unequal share"
+			c.Status, c.Problem = report.StatusWarn, "unequal share"
 		default:
-			c.Status = StatusPass
+			c.Status = report.StatusPass
 		}
-		if c.Status != StatusSkipped && statusRank[c.Status] > statusRank[row.Status] {
+		if c.Status != report.StatusSkipped && statusRank[c.Status] > statusRank[row.Status] {
 			row.Status = c.Status
 		}
 		if c.Expected {

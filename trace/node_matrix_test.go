@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestEndpointMatrix: each node's row says what it programmed and reached
@@ -41,19 +42,19 @@ func TestEndpointMatrix(t *testing.T) {
 		t.Fatalf("port %q endpoints %v", p.Port, p.Endpoints)
 	}
 	type cell struct {
-		status  Status
+		status  report.Status
 		problem string
 		share   float64
 		probe   string
 	}
 	want := map[string]struct {
-		status Status
+		status report.Status
 		cells  []cell
 	}{
-		"n1": {StatusPass, []cell{{StatusPass, "", 0.5, "ok"}, {StatusPass, "", 0.5, "ok"}}},
-		"n2": {StatusFail, []cell{{StatusPass, "", 1, ""}, {StatusFail, "missing", 0, ""}}},
-		"n3": {StatusFail, []cell{{StatusPass, "", 0.5, "ok"}, {StatusFail, "refused", 0.5, "refused"}}},
-		"n4": {StatusUnknown, []cell{{StatusUnknown, "", 0, ""}, {StatusUnknown, "", 0, ""}}},
+		"n1": {report.StatusPass, []cell{{report.StatusPass, "", 0.5, "ok"}, {report.StatusPass, "", 0.5, "ok"}}},
+		"n2": {report.StatusFail, []cell{{report.StatusPass, "", 1, ""}, {report.StatusFail, "missing", 0, ""}}},
+		"n3": {report.StatusFail, []cell{{report.StatusPass, "", 0.5, "ok"}, {report.StatusFail, "refused", 0.5, "refused"}}},
+		"n4": {report.StatusUnknown, []cell{{report.StatusUnknown, "", 0, ""}, {report.StatusUnknown, "", 0, ""}}},
 	}
 	if len(p.Nodes) != len(want) {
 		t.Fatalf("%d rows, want %d", len(p.Nodes), len(want))
@@ -71,7 +72,7 @@ func TestEndpointMatrix(t *testing.T) {
 		}
 	}
 	// The row of n2 fails where the datapath check does.
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPMissingEndpoints, "n2")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, "n2")
 }
 
 // TestEndpointMatrixNotInspected: no node report, no grid.
@@ -87,10 +88,10 @@ func TestEndpointMatrixUnequalShare(t *testing.T) {
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}}, nil)
 	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: skewed})
 	row := tr.Matrix.Ports[0].Nodes[0]
-	if row.Status != StatusWarn || row.Cells[0].Problem != "unequal share" || row.Cells[0].FairShare != 0.5 {
+	if row.Status != report.StatusWarn || row.Cells[0].Problem != "unequal share" || row.Cells[0].FairShare != 0.5 {
 		t.Fatalf("row %+v", row)
 	}
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPUnequalShares, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPUnequalShares, "n1")
 }
 
 // TestEndpointMatrixSparse: past the cell bound, rows keep their counts
@@ -108,7 +109,7 @@ func TestEndpointMatrixSparse(t *testing.T) {
 	if !p.Sparse {
 		t.Fatal("6 cells over a bound of 3, not sparse")
 	}
-	byNode := map[string]MatrixRow{}
+	byNode := map[string]report.MatrixRow{}
 	for _, r := range p.Nodes {
 		byNode[r.Node] = r
 	}
@@ -118,7 +119,7 @@ func TestEndpointMatrixSparse(t *testing.T) {
 	if r := byNode["n2"]; len(r.Cells) != 1 || r.Cells[0].Endpoint != "10.244.2.7:8080" || r.Cells[0].Problem != "missing" || r.Programmed != 1 {
 		t.Errorf("n2 %+v", r)
 	}
-	if r := byNode["n3"]; len(r.Cells) != 0 || r.Status != StatusUnknown {
+	if r := byNode["n3"]; len(r.Cells) != 0 || r.Status != report.StatusUnknown {
 		t.Errorf("n3 %+v", r)
 	}
 }
@@ -126,12 +127,12 @@ func TestEndpointMatrixSparse(t *testing.T) {
 // TestMetadataClient: the --from client is recorded as --from names it.
 func TestMetadataClient(t *testing.T) {
 	in := nodeInput()
-	from := &PolicyClient{Pod: pod("frontend", "shop", "10.244.3.3", "n1")}
+	from := &report.PolicyClient{Pod: pod("frontend", "shop", "10.244.3.3", "n1")}
 	from.Pod.Namespace = "shop"
 	if got := Assemble(in, nil, Options{Now: fixedNow, From: from}).Metadata.Client; got != "pod/shop/frontend" {
 		t.Errorf("client %q", got)
 	}
-	if got := Assemble(nodeInput(), nil, Options{Now: fixedNow, From: &PolicyClient{NodeName: "n2"}}).Metadata.Client; got != "node/n2" {
+	if got := Assemble(nodeInput(), nil, Options{Now: fixedNow, From: &report.PolicyClient{NodeName: "n2"}}).Metadata.Client; got != "node/n2" {
 		t.Errorf("client %q", got)
 	}
 	if got := Assemble(nodeInput(), nil, Options{Now: fixedNow}).Metadata.Client; got != "" {

@@ -7,10 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // The collector probes from the node's host network namespace, so a probe is
@@ -64,9 +63,7 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 		droppedByDesign: map[probePort]bool{},
 		blocked:         map[string]policyBlock{},
 	}
-	svc := nj.in.Service
-	zone, _ := nodeZone(nj.in, node)
-	expect := ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})
+	expect := nj.expectation(node).expect
 	sc.known = expect != nil
 	add := func(m map[probePort]map[string]bool, k probePort, eps []ExpectedEndpoint, proto string) {
 		if m[k] == nil {
@@ -150,8 +147,7 @@ func (nj *nodeJudge) usable(sc *probeScope, node string, p collectorapi.Probe, k
 	case p.Target == "nodePort" && p.Node != "" && p.Node != node:
 		if sc.remote[p.Node] == nil {
 			sc.remote[p.Node] = map[probePort]map[string]bool{}
-			zone, _ := nodeZone(nj.in, p.Node)
-			for _, pe := range ExpectForNode(nj.in.Service, nj.in.Slices, p.Node, map[string]string{corev1.LabelTopologyZone: zone}) {
+			for _, pe := range nj.expectation(p.Node).expect {
 				pk := probePortOf(pe.PortName, pe.Protocol)
 				if sc.remote[p.Node][pk] == nil {
 					sc.remote[p.Node][pk] = map[string]bool{}
@@ -310,34 +306,34 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		}
 	}
 
-	if len(refused) > 0 && !nj.skipped(LayerEndpoints) {
+	if len(refused) > 0 && !nj.skipped(report.LayerEndpoints) {
 		hint := nj.declaredPortsHint(refusedPods)
 		if nj.sockets != nil {
 			hint += nj.sockets.refusalHint(refusedKeys)
 		}
-		nj.emit(CodeEpsRefused, node, Args{"targets": listNames(refused), "hint": hint}, raw)
+		nj.EmitNode(report.CodeEpsRefused, node, report.Args{"targets": listNames(refused), "hint": hint}, raw)
 	}
-	if len(timeouts) > 0 && !nj.skipped(LayerRoute) {
-		nj.emit(CodeRTPodTimeout, node, Args{"targets": listNames(timeouts)}, raw)
+	if len(timeouts) > 0 && !nj.skipped(report.LayerRoute) {
+		nj.EmitNode(report.CodeRTPodTimeout, node, report.Args{"targets": listNames(timeouts)}, raw)
 	}
-	if len(policyExplained) > 0 && !nj.skipped(LayerRoute) {
+	if len(policyExplained) > 0 && !nj.skipped(report.LayerRoute) {
 		pols := sortedKeys(policies)
-		nj.emit(CodeRTPolicyExplains, node, Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
+		nj.EmitNode(report.CodeRTPolicyExplains, node, report.Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
 			fieldItems("policies", pols))
 	}
-	if len(datapathFails) > 0 && !nj.skipped(LayerDatapath) {
-		nj.emit(CodeDPClusterIPFails, node, Args{"frontend": listNames(datapathFails), "error": "see evidence",
+	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
+		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
 	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
-		if nj.skipped(LayerDatapath) {
+		if nj.skipped(report.LayerDatapath) {
 			break
 		}
-		nj.emit(CodeDPNodePortFails, owner, Args{"frontend": listNames(nodePortFails[owner]), "from": node,
+		nj.EmitNode(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
 			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
 	}
 	nj.judgeHealthCheck(node, s.Data.HealthCheck)
-	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(LayerRoute) {
+	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(report.LayerRoute) {
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
 			sample = fmt.Sprintf(" (probed %d of %d endpoints: this node's first, then ready ones)", d.EndpointsProbed, d.EndpointsTotal)
@@ -345,7 +341,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		if len(slow) > 0 {
 			sample += fmt.Sprintf("; %s answered only when probed again with twice the timeout: slow, not unreachable", listNames(slow))
 		}
-		nj.emit(CodeRTPodsReached, node, Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
+		nj.EmitNode(report.CodeRTPodsReached, node, report.Args{"count": strconv.Itoa(okEndpoints), "sample": sample}, nil)
 	}
 }
 
@@ -391,7 +387,7 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 // 200 only while that count is above zero and kube-proxy is healthy. Load
 // balancers send traffic only to nodes that answer 200.
 func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
-	if hc == nil || nj.skipped(LayerDatapath) {
+	if hc == nil || nj.skipped(report.LayerDatapath) {
 		return
 	}
 	want := map[string]bool{}
@@ -402,23 +398,23 @@ func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckP
 			}
 		}
 	}
-	a := Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
+	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
 	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
 	switch {
 	case hc.Error != "":
 		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
-		nj.emit(CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
 		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
-		nj.emit(CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case (hc.StatusCode == 200) != (len(want) > 0):
 		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
 		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
 			a["detail"] += ", kube-proxy itself unhealthy"
 		}
-		nj.emit(CodeDPHealthCheck, node, a, raw)
+		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	default:
-		nj.emit(CodeDPHealthCheckOK, node, Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
+		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func probes(ps ...collectorapi.Probe) *collectorapi.Section[collectorapi.ProbeObservation] {
@@ -32,7 +33,7 @@ func allowFromFrontend() networkingv1.NetworkPolicy {
 		}}
 }
 
-func assertNoCode(t *testing.T, tr *ServiceTrace, layer LayerName, node string, codes ...string) {
+func assertNoCode(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, node string, codes ...string) {
 	t.Helper()
 	got := nodeCodes(tr, layer, node)
 	for _, c := range codes {
@@ -55,23 +56,23 @@ func TestProbesKeptOutByPolicy(t *testing.T) {
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodTimeout)
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
-	c, ok := nodeCodes(tr, LayerRoute, "n1")[CodeRTPolicyExplains]
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodTimeout)
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
+	c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPolicyExplains]
 	if !ok {
-		t.Fatalf("no %s: %v", CodeRTPolicyExplains, keysOf(nodeCodes(tr, LayerRoute, "n1")))
+		t.Fatalf("no %s: %v", report.CodeRTPolicyExplains, keysOf(nodeCodes(tr, report.LayerRoute, "n1")))
 	}
 	for _, want := range []string{"web-2", "clusterIP 10.96.0.20:80", "default/web-from-frontend"} {
 		if !strings.Contains(c.Message, want) {
-			t.Errorf("%s message %q lacks %q", CodeRTPolicyExplains, c.Message, want)
+			t.Errorf("%s message %q lacks %q", report.CodeRTPolicyExplains, c.Message, want)
 		}
 	}
-	for _, l := range []LayerName{LayerRoute, LayerDatapath} {
-		if s := tr.Layer(l).Status; s == StatusFail {
+	for _, l := range []report.LayerName{report.LayerRoute, report.LayerDatapath} {
+		if s := tr.Layer(l).Status; s == report.StatusFail {
 			t.Errorf("layer %s failed: %s", l, tr.Layer(l).Reason)
 		}
 	}
-	if tr.Verdict.Status == StatusFail {
+	if tr.Verdict.Status == report.StatusFail {
 		t.Errorf("verdict %s (%s): a policy that admits the frontend is not a fault", tr.Verdict.Status, tr.Verdict.FirstFailingLayer)
 	}
 }
@@ -90,8 +91,8 @@ func TestProbesNotExplainedByAdmittingPolicy(t *testing.T) {
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	requireNodeCheck(t, tr, LayerRoute, CodeRTPodTimeout, "n1")
-	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPolicyExplains)
+	requireNodeCheck(t, tr, report.LayerRoute, report.CodeRTPodTimeout, "n1")
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPolicyExplains)
 }
 
 // TestITPLocalDropsByDesign: internalTrafficPolicy Local, the only endpoint on
@@ -109,24 +110,24 @@ func TestITPLocalDropsByDesign(t *testing.T) {
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails, CodeDPNoRules)
-	c, ok := nodeCodes(tr, LayerDatapath, "n1")[CodeDPDroppedByDesign]
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails, report.CodeDPNoRules)
+	c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPDroppedByDesign]
 	if !ok {
-		t.Fatalf("no %s: %v", CodeDPDroppedByDesign, keysOf(nodeCodes(tr, LayerDatapath, "n1")))
+		t.Fatalf("no %s: %v", report.CodeDPDroppedByDesign, keysOf(nodeCodes(tr, report.LayerDatapath, "n1")))
 	}
-	if c.Status != StatusWarn || !strings.Contains(c.Message, "the drop rule for it is programmed") {
-		t.Errorf("%s = %s %q", CodeDPDroppedByDesign, c.Status, c.Message)
+	if c.Status != report.StatusWarn || !strings.Contains(c.Message, "the drop rule for it is programmed") {
+		t.Errorf("%s = %s %q", report.CodeDPDroppedByDesign, c.Status, c.Message)
 	}
-	var n1 *NodeResult
-	for i, r := range tr.Layer(LayerDatapath).Nodes {
+	var n1 *report.NodeResult
+	for i, r := range tr.Layer(report.LayerDatapath).Nodes {
 		if r.Node == "n1" {
-			n1 = &tr.Layer(LayerDatapath).Nodes[i]
+			n1 = &tr.Layer(report.LayerDatapath).Nodes[i]
 		}
 	}
-	if n1 == nil || n1.Status != StatusWarn {
+	if n1 == nil || n1.Status != report.StatusWarn {
 		t.Errorf("datapath result for n1 = %+v, want warn", n1)
 	}
-	if tr.Verdict.FirstFailingLayer == LayerDatapath {
+	if tr.Verdict.FirstFailingLayer == report.LayerDatapath {
 		t.Errorf("verdict blames the datapath: %+v", tr.Verdict)
 	}
 }
@@ -142,8 +143,8 @@ func TestITPLocalStaleRulesStillCompared(t *testing.T) {
 	ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-2", "10.244.2.7:8080", 1))}}
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPStaleEndpoints, "n1")
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPDroppedByDesign)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, "n1")
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPDroppedByDesign)
 }
 
 // TestClusterIPComparedPerPort: web has http (8080) and metrics (9090); the
@@ -165,8 +166,8 @@ func TestClusterIPComparedPerPort(t *testing.T) {
 		probe("endpoint", "metrics", "10.244.1.5:9090", "failed", "refused"),
 		probe("endpoint", "metrics", "10.244.2.7:9090", "failed", "refused"))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
-	requireNodeCheck(t, tr, LayerEndpoints, CodeEpsRefused, "n1")
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
+	requireNodeCheck(t, tr, report.LayerEndpoints, report.CodeEpsRefused, "n1")
 
 	// The same ClusterIP failure with the metrics endpoints answering
 	// directly is the datapath's.
@@ -175,7 +176,7 @@ func TestClusterIPComparedPerPort(t *testing.T) {
 		probe("endpoint", "metrics", "10.244.1.5:9090", "connected", ""),
 		probe("endpoint", "metrics", "10.244.2.7:9090", "connected", ""))
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPClusterIPFails, "n1")
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPClusterIPFails, "n1")
 }
 
 // TestNotReadyAnswerIsNoComparison: the only endpoint is not ready, so the
@@ -191,9 +192,9 @@ func TestNotReadyAnswerIsNoComparison(t *testing.T) {
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "refused"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	requireNodeCheck(t, tr, LayerDatapath, CodeDPRejectNoEndpoints, "n1")
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPClusterIPFails)
-	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodsReached)
+	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRejectNoEndpoints, "n1")
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodsReached)
 }
 
 func discoveryConditions(ready bool) discoveryv1.EndpointConditions {
@@ -208,11 +209,11 @@ func TestSlowProbeIsNoFailure(t *testing.T) {
 	late.Attempts, late.FirstError = 2, "dial tcp 10.244.2.7:8080: i/o timeout"
 	obs.Sections.Probe = probes(probe("endpoint", "http", "10.244.1.5:8080", "connected", ""), late)
 	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-	c := nodeCodes(tr, LayerRoute, "n1")[CodeRTPodsReached]
+	c := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodsReached]
 	if !strings.Contains(c.Message, "10.244.2.7:8080 answered only when probed again") {
-		t.Errorf("%s = %q", CodeRTPodsReached, c.Message)
+		t.Errorf("%s = %q", report.CodeRTPodsReached, c.Message)
 	}
-	assertNoCode(t, tr, LayerRoute, "n1", CodeRTPodTimeout)
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodTimeout)
 }
 
 // TestUnNATedUDPFlowPinsClients: the UDP blackhole after a Service gains
@@ -241,12 +242,12 @@ func TestUnNATedUDPFlowPinsClients(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Conntrack.Data.Flows = tt.f
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-			c, got := nodeCodes(tr, LayerConntrack, "n1")[CodeCTUnNATedUDP]
+			c, got := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTUnNATedUDP]
 			if got != tt.want {
-				t.Fatalf("%s present = %v, want %v", CodeCTUnNATedUDP, got, tt.want)
+				t.Fatalf("%s present = %v, want %v", report.CodeCTUnNATedUDP, got, tt.want)
 			}
 			if got && (!strings.Contains(c.Message, "3 unreplied UDP") || c.Evidence == nil || len(c.Evidence.Raw) != 1) {
-				t.Errorf("%s: %q %+v", CodeCTUnNATedUDP, c.Message, c.Evidence)
+				t.Errorf("%s: %q %+v", report.CodeCTUnNATedUDP, c.Message, c.Evidence)
 			}
 		})
 	}
@@ -274,11 +275,11 @@ func TestNodePortProbes(t *testing.T) {
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
 	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	c := nodeCodes(tr, LayerDatapath, "n2")[CodeDPNodePortFails]
+	c := nodeCodes(tr, report.LayerDatapath, "n2")[report.CodeDPNodePortFails]
 	if !strings.Contains(c.Message, "10.0.0.12:30080") || !strings.Contains(c.Message, "from n1") {
-		t.Fatalf("%s on n2 = %q; datapath checks %v", CodeDPNodePortFails, c.Message, keysOf(nodeCodes(tr, LayerDatapath, "")))
+		t.Fatalf("%s on n2 = %q; datapath checks %v", report.CodeDPNodePortFails, c.Message, keysOf(nodeCodes(tr, report.LayerDatapath, "")))
 	}
-	assertNoCode(t, tr, LayerDatapath, "n1", CodeDPNodePortFails, CodeDPClusterIPFails)
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPNodePortFails, report.CodeDPClusterIPFails)
 
 	// n2 without a local endpoint drops its NodePort by design: no finding.
 	in.Slices[0].Endpoints = in.Slices[0].Endpoints[:1]
@@ -286,7 +287,7 @@ func TestNodePortProbes(t *testing.T) {
 		np("n2", "10.0.0.12:30080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-	assertNoCode(t, tr, LayerDatapath, "n2", CodeDPNodePortFails)
+	assertNoCode(t, tr, report.LayerDatapath, "n2", report.CodeDPNodePortFails)
 }
 
 // TestHealthCheckNodePort: kube-proxy's answer is compared with the slices.
@@ -303,10 +304,10 @@ func TestHealthCheckNodePort(t *testing.T) {
 		hc   collectorapi.HealthCheckProbe
 		want string
 	}{
-		{"agrees", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(1)}, CodeDPHealthCheckOK},
-		{"stale count", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(2)}, CodeDPHealthCheck},
-		{"503 with a local endpoint", collectorapi.HealthCheckProbe{StatusCode: 503, LocalEndpoints: n(1), ServiceProxyHealthy: ptr(false)}, CodeDPHealthCheck},
-		{"not served", collectorapi.HealthCheckProbe{Error: "connection refused", ErrorClass: "refused"}, CodeDPHealthCheck},
+		{"agrees", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(1)}, report.CodeDPHealthCheckOK},
+		{"stale count", collectorapi.HealthCheckProbe{StatusCode: 200, LocalEndpoints: n(2)}, report.CodeDPHealthCheck},
+		{"503 with a local endpoint", collectorapi.HealthCheckProbe{StatusCode: 503, LocalEndpoints: n(1), ServiceProxyHealthy: ptr(false)}, report.CodeDPHealthCheck},
+		{"not served", collectorapi.HealthCheckProbe{Error: "connection refused", ErrorClass: "refused"}, report.CodeDPHealthCheck},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
@@ -314,8 +315,8 @@ func TestHealthCheckNodePort(t *testing.T) {
 			hc.Address = "10.0.0.11:30999"
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{HealthCheck: &hc})
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-			if _, ok := nodeCodes(tr, LayerDatapath, "n1")[tt.want]; !ok {
-				t.Errorf("want %s, got %v", tt.want, keysOf(nodeCodes(tr, LayerDatapath, "n1")))
+			if _, ok := nodeCodes(tr, report.LayerDatapath, "n1")[tt.want]; !ok {
+				t.Errorf("want %s, got %v", tt.want, keysOf(nodeCodes(tr, report.LayerDatapath, "n1")))
 			}
 		})
 	}
@@ -340,17 +341,17 @@ func TestClientEgressBlocksDNS(t *testing.T) {
 				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}},
 		}}
 	in.NetworkPolicies = []networkingv1.NetworkPolicy{egress}
-	find := func(tr *ServiceTrace, code string) *Check {
-		for _, c := range tr.Layer(LayerPolicy).Checks {
+	find := func(tr *report.ServiceTrace, code string) *report.Check {
+		for _, c := range tr.Layer(report.LayerPolicy).Checks {
 			if c.Code == code {
 				return &c
 			}
 		}
 		return nil
 	}
-	tr := Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: PolicyClientFromPod(client)})
-	if c := find(tr, CodeNPDNSDenied); c == nil || !strings.Contains(c.Message, "UDP Denied") {
-		t.Fatalf("NP009 = %+v; policy checks: %s", c, summarizeChecks(tr.Layer(LayerPolicy)))
+	tr := Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: report.PolicyClientFromPod(client)})
+	if c := find(tr, report.CodeNPDNSDenied); c == nil || !strings.Contains(c.Message, "UDP Denied") {
+		t.Fatalf("NP009 = %+v; policy checks: %s", c, summarizeChecks(tr.Layer(report.LayerPolicy)))
 	}
 
 	dns := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{
@@ -358,16 +359,16 @@ func TestClientEgressBlocksDNS(t *testing.T) {
 		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}},
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolUDP), Port: ptr(intstr.FromInt32(53))}, {Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromInt32(53))}}}
 	in.NetworkPolicies[0].Spec.Egress = append(in.NetworkPolicies[0].Spec.Egress, dns)
-	tr = Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: PolicyClientFromPod(client)})
-	if c := find(tr, CodeNPDNSDenied); c != nil {
+	tr = Assemble(in, nil, Options{Now: fixedNow, NoNode: true, From: report.PolicyClientFromPod(client)})
+	if c := find(tr, report.CodeNPDNSDenied); c != nil {
 		t.Errorf("DNS admitted, still NP009: %s", c.Message)
 	}
-	if c := find(tr, CodeNPDNSTCPDenied); c != nil {
+	if c := find(tr, report.CodeNPDNSTCPDenied); c != nil {
 		t.Errorf("DNS admitted, still NP010: %s", c.Message)
 	}
 }
 
-func summarizeChecks(l *Layer) string {
+func summarizeChecks(l *report.Layer) string {
 	var parts []string
 	for _, c := range l.Checks {
 		parts = append(parts, c.Code+" "+c.Message)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // socketKind is what an endpoint Pod's sockets say about one of its target
@@ -238,10 +239,10 @@ func (nj *nodeJudge) judgeSockets(node string) {
 		return
 	}
 	if msg, ok := idx.sectionErr[node]; ok {
-		nj.emit(CodeEpsSocketsUnread, node, Args{"pods": "the endpoint Pods", "reason": "the sockets section failed: " + msg}, nil)
+		nj.EmitNode(report.CodeEpsSocketsUnread, node, report.Args{"pods": "the endpoint Pods", "reason": "the sockets section failed: " + msg}, nil)
 	}
 	for _, u := range idx.unread[node] {
-		nj.emit(CodeEpsSocketsUnread, node, Args{"pods": "pod(s) " + listNames(u.pods), "reason": u.reason}, nil,
+		nj.EmitNode(report.CodeEpsSocketsUnread, node, report.Args{"pods": "pod(s) " + listNames(u.pods), "reason": u.reason}, nil,
 			fieldItems("pods", u.pods))
 	}
 	var listening []string
@@ -257,14 +258,14 @@ func (nj *nodeJudge) judgeSockets(node string) {
 			if ps.ListenDrops != nil {
 				drops = u64(*ps.ListenDrops)
 			}
-			nj.emit(CodeEpsAcceptOverflow, node, Args{"pod": f.pod, "overflows": u64(*ps.ListenOverflows), "drops": drops,
+			nj.EmitNode(report.CodeEpsAcceptOverflow, node, report.Args{"pod": f.pod, "overflows": u64(*ps.ListenOverflows), "drops": drops,
 				"port": strconv.Itoa(int(f.port)), "waiting": strconv.Itoa(int(waiting))}, socketLines(f),
 				fieldValue("listenOverflows", u64(*ps.ListenOverflows)), fieldValue("acceptQueue", strconv.Itoa(int(waiting))))
 		}
 		target := endpointKey(f.ip, f.port, f.protocol)
 		probe, probeRaw := nj.probeAgreement(f)
 		raw := append(socketLines(f), probeRaw...)
-		fields := []Field{fieldValue("pod", f.pod), fieldValue("targetPort", strconv.Itoa(int(f.port))+"/"+f.protocol)}
+		fields := []report.Field{fieldValue("pod", f.pod), fieldValue("targetPort", strconv.Itoa(int(f.port))+"/"+f.protocol)}
 		if f.ps.PID != 0 {
 			fields = append(fields, fieldValue("process", fmt.Sprintf("%d (%s)", f.ps.PID, orNone(f.ps.Command))))
 		}
@@ -272,7 +273,7 @@ func (nj *nodeJudge) judgeSockets(node string) {
 		case socketListening:
 			listening = append(listening, fmt.Sprintf("pod %s %s on %s", f.pod, target, listenerList(f.on)))
 		case socketLoopbackOnly:
-			nj.emit(CodeEpsLoopbackOnly, node, Args{"pod": f.pod, "port": strconv.Itoa(int(f.port)), "protocol": f.protocol,
+			nj.EmitNode(report.CodeEpsLoopbackOnly, node, report.Args{"pod": f.pod, "port": strconv.Itoa(int(f.port)), "protocol": f.protocol,
 				"addresses": listenerList(f.on), "ip": f.ip.String(), "probe": probe}, raw,
 				append(fields, fieldItems("listeners", listenerItems(f.on)))...)
 		case socketNotListening:
@@ -284,13 +285,13 @@ func (nj *nodeJudge) judgeSockets(node string) {
 			if f.portName != "" {
 				portName = " " + strconv.Quote(f.portName)
 			}
-			nj.emit(CodeEpsNotListening, node, Args{"pod": f.pod, "target": target, "portName": portName,
+			nj.EmitNode(report.CodeEpsNotListening, node, report.Args{"pod": f.pod, "target": target, "portName": portName,
 				"listening": other, "probe": probe}, raw,
 				append(fields, fieldItems("listeners", listenerItems(append(append([]collectorapi.Listener{}, f.on...), f.others...))))...)
 		}
 	}
 	if len(listening) > 0 {
-		nj.emit(CodeEpsListening, node, Args{"count": strconv.Itoa(len(listening)), "targets": strings.Join(capLines(listening, 5), "; ")}, nil,
+		nj.EmitNode(report.CodeEpsListening, node, report.Args{"count": strconv.Itoa(len(listening)), "targets": strings.Join(capLines(listening, 5), "; ")}, nil,
 			fieldItems("listening", listening))
 	}
 }

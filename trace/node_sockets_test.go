@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func socketsSection(pods ...collectorapi.PodSockets) *collectorapi.Section[collectorapi.SocketsObservation] {
@@ -50,26 +51,26 @@ func socketViews(t *testing.T, web2 collectorapi.PodSockets, probeRefused bool) 
 func TestSocketsLoopbackOnlyIsOneFindingWithTheProbe(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, socketViews(t, podSockets("web-2", "10.244.2.7", tcp("127.0.0.1", 8080), tcp("::1", 8080)), true)...)
-	eps2 := nodeCodes(tr, LayerEndpoints, "n2")
-	c, ok := eps2[CodeEpsLoopbackOnly]
+	eps2 := nodeCodes(tr, report.LayerEndpoints, "n2")
+	c, ok := eps2[report.CodeEpsLoopbackOnly]
 	if !ok {
-		t.Fatalf("no %s on n2: %v", CodeEpsLoopbackOnly, keysOf(eps2))
+		t.Fatalf("no %s on n2: %v", report.CodeEpsLoopbackOnly, keysOf(eps2))
 	}
 	for _, want := range []string{"pod web-2", "127.0.0.1:8080/TCP", "[::1]:8080/TCP", "Pod IP 10.244.2.7", "from n1 was refused", "0.0.0.0"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("loopback finding lacks %q: %s", want, c.Message)
 		}
 	}
-	if c.Status != StatusFail || c.Evidence == nil || !strings.Contains(strings.Join(c.Evidence.Raw, "\n"), "probe from n1") {
+	if c.Status != report.StatusFail || c.Evidence == nil || !strings.Contains(strings.Join(c.Evidence.Raw, "\n"), "probe from n1") {
 		t.Errorf("want a fail with the socket lines and the probe as evidence: %+v", c)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "")[CodeEpsRefused]; ok {
-		t.Errorf("the refusal the sockets explain is reported a second time as %s", CodeEpsRefused)
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "")[report.CodeEpsRefused]; ok {
+		t.Errorf("the refusal the sockets explain is reported a second time as %s", report.CodeEpsRefused)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsListening]; !ok {
-		t.Errorf("web-1 listening on [::]:8080 not reported on n1: %v", keysOf(nodeCodes(tr, LayerEndpoints, "n1")))
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsListening]; !ok {
+		t.Errorf("web-1 listening on [::]:8080 not reported on n1: %v", keysOf(nodeCodes(tr, report.LayerEndpoints, "n1")))
 	}
-	if tr.Verdict.FirstFailingLayer != LayerEndpoints || !strings.Contains(tr.Verdict.LikelyCause, "only on") {
+	if tr.Verdict.FirstFailingLayer != report.LayerEndpoints || !strings.Contains(tr.Verdict.LikelyCause, "only on") {
 		t.Errorf("verdict %+v, want the loopback finding as the likely cause", tr.Verdict)
 	}
 }
@@ -81,7 +82,7 @@ func TestCollectorMetadataSaysHostPID(t *testing.T) {
 		for _, v := range views {
 			v.Observation.Sections.Sockets.Data.HostPID = hostPID
 		}
-		tr := Assemble(in, &NodeReport{Collector: &CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}, Nodes: views}, Options{Now: fixedNow})
+		tr := Assemble(in, &NodeReport{Collector: &report.CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}, Nodes: views}, Options{Now: fixedNow})
 		if tr.Metadata.Collector.HostPID != hostPID {
 			t.Errorf("collectors saw hostPID=%v, metadata says %v", hostPID, tr.Metadata.Collector.HostPID)
 		}
@@ -92,9 +93,9 @@ func TestSocketsWrongPortNamesWhatItListensOn(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, socketViews(t, podSockets("web-2", "10.244.2.7", tcp("0.0.0.0", 8081),
 		collectorapi.Listener{Protocol: "UDP", Address: "0.0.0.0", Port: 9001, Family: "IPv4"}), true)...)
-	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsNotListening]
+	c, ok := nodeCodes(tr, report.LayerEndpoints, "n2")[report.CodeEpsNotListening]
 	if !ok {
-		t.Fatalf("no %s on n2: %v", CodeEpsNotListening, keysOf(nodeCodes(tr, LayerEndpoints, "n2")))
+		t.Fatalf("no %s on n2: %v", report.CodeEpsNotListening, keysOf(nodeCodes(tr, report.LayerEndpoints, "n2")))
 	}
 	if !strings.Contains(c.Message, "10.244.2.7:8080/TCP") || !strings.Contains(c.Message, "0.0.0.0:8081/TCP") || strings.Contains(c.Message, "9001") {
 		t.Errorf("message must name the target and the TCP port it listens on instead (not UDP ones): %s", c.Message)
@@ -108,20 +109,20 @@ func TestSocketsWrongPortNamesWhatItListensOn(t *testing.T) {
 	if len(listeners) != 1 || listeners[0] != "0.0.0.0:8081/TCP" {
 		t.Errorf("listeners evidence %v", listeners)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "")[CodeEpsRefused]; ok {
-		t.Errorf("%s repeated next to %s", CodeEpsRefused, CodeEpsNotListening)
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "")[report.CodeEpsRefused]; ok {
+		t.Errorf("%s repeated next to %s", report.CodeEpsRefused, report.CodeEpsNotListening)
 	}
 }
 
 func TestSocketsListeningButRefusedKeepsTheRefusal(t *testing.T) {
 	in := nodeInput()
 	tr := judgeViews(t, in, socketViews(t, podSockets("web-2", "10.244.2.7", tcp("0.0.0.0", 8080)), true)...)
-	c, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]
+	c, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]
 	if !ok || !strings.Contains(c.Message, "yet pod web-2 listens on 0.0.0.0:8080/TCP") {
 		t.Fatalf("refusal without the contradicting socket fact: %+v", c)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsListening]; !ok {
-		t.Errorf("no %s on n2", CodeEpsListening)
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "n2")[report.CodeEpsListening]; !ok {
+		t.Errorf("no %s on n2", report.CodeEpsListening)
 	}
 }
 
@@ -130,18 +131,18 @@ func TestSocketsNotReadIsInfoAndKeepsTheProbe(t *testing.T) {
 	web2 := collectorapi.PodSockets{PodName: "web-2", PodUID: "uid-web-2", IPs: []string{"10.244.2.7"},
 		Reason: "the collector does not see the node's processes: its Pod does not share the host PID namespace (hostPID)"}
 	tr := judgeViews(t, in, socketViews(t, web2, true)...)
-	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsSocketsUnread]
-	if !ok || c.Status != StatusPass || !strings.Contains(c.Message, "web-2") || !strings.Contains(c.Message, "hostPID") {
+	c, ok := nodeCodes(tr, report.LayerEndpoints, "n2")[report.CodeEpsSocketsUnread]
+	if !ok || c.Status != report.StatusPass || !strings.Contains(c.Message, "web-2") || !strings.Contains(c.Message, "hostPID") {
 		t.Fatalf("unread sockets: %+v", c)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsRefused]; !ok {
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]; !ok {
 		t.Errorf("without socket facts the probe refusal must stay")
 	}
 	// A failed section says so once for the node.
 	views := socketViews(t, web2, false)
 	views[1].Observation.Sections.Sockets = &collectorapi.Section[collectorapi.SocketsObservation]{Status: collectorapi.StatusError, Error: "open /proc: permission denied"}
 	tr = judgeViews(t, nodeInput(), views...)
-	if c := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsSocketsUnread]; !strings.Contains(c.Message, "permission denied") {
+	if c := nodeCodes(tr, report.LayerEndpoints, "n2")[report.CodeEpsSocketsUnread]; !strings.Contains(c.Message, "permission denied") {
 		t.Errorf("section error not reported: %+v", c)
 	}
 }
@@ -206,11 +207,11 @@ func TestAcceptQueueOverflow(t *testing.T) {
 	ov, drops := uint64(312), uint64(312)
 	web2.ListenOverflows, web2.ListenDrops = &ov, &drops
 	tr := judgeViews(t, nodeInput(), socketViews(t, web2, false)...)
-	c, ok := nodeCodes(tr, LayerEndpoints, "n2")[CodeEpsAcceptOverflow]
+	c, ok := nodeCodes(tr, report.LayerEndpoints, "n2")[report.CodeEpsAcceptOverflow]
 	if !ok || !strings.Contains(c.Message, "pod web-2") || !strings.Contains(c.Message, "dropped 312") || !strings.Contains(c.Message, "128 connection(s) wait") {
-		t.Fatalf("%s = %+v", CodeEpsAcceptOverflow, c)
+		t.Fatalf("%s = %+v", report.CodeEpsAcceptOverflow, c)
 	}
-	if _, ok := nodeCodes(tr, LayerEndpoints, "n1")[CodeEpsAcceptOverflow]; ok {
+	if _, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsAcceptOverflow]; ok {
 		t.Errorf("web-1 reported though its counters were not read")
 	}
 }

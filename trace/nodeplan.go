@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Roles say why a node is inspected.
@@ -62,7 +63,7 @@ type PlannedNode struct {
 // namespace that rejects the Pod); the node layers are then unknown with
 // that reason and the API layers still stand.
 type NodeReport struct {
-	Collector *CollectorRun
+	Collector *report.CollectorRun
 	Nodes     []NodeView
 	Failure   string
 }
@@ -79,7 +80,7 @@ type NodeInspector interface {
 // nodes that host endpoints, the client's and the selected ones. Errors
 // reading them are returned; without read access to nodes the collectors
 // still run, so callers may go on.
-func (in *Input) ReadPlanNodes(ctx context.Context, client kubernetes.Interface, sel NodeSelection, from *PolicyClient) error {
+func (in *Input) ReadPlanNodes(ctx context.Context, client kubernetes.Interface, sel NodeSelection, from *report.PolicyClient) error {
 	if sel.AllNodes || (len(sel.Nodes) == 0 && from == nil && in.needsStandIn()) {
 		if err := in.ReadNodes(ctx, client, nil, true); err != nil {
 			return fmt.Errorf("cannot list nodes: %w", err)
@@ -113,7 +114,7 @@ type nodeCandidate struct {
 }
 
 // nodeCandidates lists the nodes to inspect and why, sorted by name.
-func nodeCandidates(in *Input, sel NodeSelection, from *PolicyClient) []nodeCandidate {
+func nodeCandidates(in *Input, sel NodeSelection, from *report.PolicyClient) []nodeCandidate {
 	roles := map[string][]string{}
 	add := func(node, role string) {
 		if node != "" && !slices.Contains(roles[node], role) {
@@ -181,7 +182,7 @@ func standInNode(in *Input) string {
 // planned: a NotReady node never starts the Pod, so it is not waited on.
 // Call ReadPlanNodes first; a node it could not read is planned anyway (it
 // then fails with its own message).
-func PlanNodes(in *Input, sel NodeSelection, from *PolicyClient, clusterDomain string) NodePlan {
+func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterDomain string) NodePlan {
 	if clusterDomain == "" {
 		clusterDomain = DefaultClusterDomain
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestListsFollowContinue: EndpointSlices come back in two pages (Limit and
@@ -43,10 +45,10 @@ func TestListsFollowContinue(t *testing.T) {
 	if len(limits) != 2 || limits[0] != PageSize {
 		t.Fatalf("list calls with limits %v, want two pages of %d", limits, PageSize)
 	}
-	if tr.Endpoints.Total != 2 || len(tr.Endpoints.Slices) != 2 || tr.Layer(LayerEndpoints).Status != StatusPass {
-		t.Fatalf("endpoints %+v, layer %s", tr.Endpoints, tr.Layer(LayerEndpoints).Status)
+	if tr.Endpoints.Total != 2 || len(tr.Endpoints.Slices) != 2 || tr.Layer(report.LayerEndpoints).Status != report.StatusPass {
+		t.Fatalf("endpoints %+v, layer %s", tr.Endpoints, tr.Layer(report.LayerEndpoints).Status)
 	}
-	if _, ok := codes(tr, LayerEndpoints)[CodeEpsReadyPodMissing]; ok {
+	if _, ok := codes(tr, report.LayerEndpoints)[report.CodeEpsReadyPodMissing]; ok {
 		t.Fatal("a Pod of page 2 was reported missing")
 	}
 }

@@ -13,69 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
-)
-
-// LayerPolicy judges the NetworkPolicies in front of the backend Pods. It is
-// an API-side layer: whether a CNI enforces them is stated, never guessed.
-const LayerPolicy LayerName = "policy"
-
-// PolicyClient is the client a trace is run for (--from); nil means "any
-// client": the layer then says who is admitted.
-type PolicyClient struct {
-	Pod  *corev1.Pod  `json:"pod,omitempty"`
-	Node *corev1.Node `json:"node,omitempty"`
-	// NodeName is set for --from node/NAME even when the Node is unreadable.
-	NodeName string `json:"nodeName,omitempty"`
-}
-
-// Policy catalog codes.
-const (
-	CodeNPNone          = "NP001"
-	CodeNPAdmitted      = "NP002"
-	CodeNPDenied        = "NP003"
-	CodeNPIsolated      = "NP004"
-	CodeNPNothingAdmits = "NP005"
-	CodeNPEnforcement   = "NP006"
-	CodeNPEgressDenied  = "NP007"
-	CodeNPUndecided     = "NP008"
-	CodeNPDNSDenied     = "NP009"
-	CodeNPDNSTCPDenied  = "NP010"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 const resNetworkPolicies = "networkpolicies.networking.k8s.io"
-
-var policyCatalog = []CheckSpec{
-	{Code: CodeNPNone, Layer: LayerPolicy, Severity: SeverityInfo, Title: "No NetworkPolicy",
-		Message:  "no NetworkPolicy in namespace {namespace} selects the backend Pods: they accept traffic from any source",
-		NextStep: "kubectl get networkpolicies -n {namespace}"},
-	{Code: CodeNPAdmitted, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Client admitted",
-		Message:  "{line}",
-		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
-	{Code: CodeNPDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "NetworkPolicy denies the client",
-		Message:  "{line}; denying: {policies}",
-		NextStep: "kubectl describe networkpolicy -n {namespace} {firstPolicy}"},
-	{Code: CodeNPIsolated, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Backends isolated",
-		Message:  "{isolated} of {total} backend Pod/port pairs are isolated by {policies}; admitted sources: {sources}",
-		NextStep: "kubectl describe networkpolicy -n {namespace} {firstPolicy}"},
-	{Code: CodeNPNothingAdmits, Layer: LayerPolicy, Severity: SeverityError, Title: "No source admitted",
-		Message:  "{policies} isolate the backend Pods and no ingress rule admits any source on the target port",
-		NextStep: "kubectl describe networkpolicy -n {namespace} {firstPolicy}"},
-	{Code: CodeNPEnforcement, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement depends on the CNI",
-		Message:  "{note}",
-		NextStep: "kubectl get pods -n kube-system -o wide"},
-	{Code: CodeNPEgressDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "Client egress denied",
-		Message:  "the client's own egress policies do not let it reach {target}: {reason}",
-		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
-	{Code: CodeNPDNSDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "Client egress blocks DNS",
-		Message:  "the client's egress policies do not admit the cluster DNS (UDP {udp}, TCP {tcp}): every name lookup of the Service fails before a packet reaches it; {reason}",
-		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
-	{Code: CodeNPDNSTCPDenied, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Client egress blocks DNS over TCP",
-		Message:  "the client's egress policies admit the cluster DNS over UDP but not TCP (UDP {udp}, TCP {tcp}): answers too large for UDP (truncated, retried over TCP) fail; {reason}",
-		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
-	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
-		Message:  "{line}",
-		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
-}
 
 // fetchPolicies lists the NetworkPolicies of the Service's namespace (and of
 // the client Pod's, for its egress), paged. A failure becomes a gap that
@@ -86,7 +27,7 @@ func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) 
 		for {
 			list, err := client.NetworkingV1().NetworkPolicies(ns).List(ctx, opts)
 			if err != nil {
-				in.Gaps = append(in.Gaps, gapFor(LayerPolicy, "list", resNetworkPolicies, ns, err, "NetworkPolicies not judged"))
+				in.Gaps = append(in.Gaps, gapFor(report.LayerPolicy, "list", resNetworkPolicies, ns, err, "NetworkPolicies not judged"))
 				in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, ns)
 				break
 			}
@@ -127,9 +68,9 @@ func fetchDNSPods(ctx context.Context, client kubernetes.Interface, in *Input) {
 }
 
 // judgePolicy fills the policy layer.
-func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
-	l := t.Layer(LayerPolicy)
-	if l == nil || l.Status == StatusSkipped {
+func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *report.PolicyClient) {
+	l := t.Layer(report.LayerPolicy)
+	if l == nil || l.Status == report.StatusSkipped {
 		return
 	}
 	svc := in.Service
@@ -141,20 +82,10 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 		l.Skip("ExternalName Service: no backend Pods to protect")
 		return
 	}
-	if in.hasGap(LayerPolicy, resNetworkPolicies) && len(in.NetworkPolicies) == 0 {
+	if in.hasGap(report.LayerPolicy, resNetworkPolicies) && len(in.NetworkPolicies) == 0 {
 		return // the gap check already made the layer unknown
 	}
-	args := func(a Args) Args {
-		out := Args{"namespace": in.Namespace, "service": in.Name}
-		for k, v := range a {
-			out[k] = v
-		}
-		return out
-	}
-	add := func(code string, a Args, fields ...Field) *Check {
-		l.Add(NewCheck(code, args(a), fields...))
-		return &l.Checks[len(l.Checks)-1]
-	}
+	add := e.Emit
 	if len(in.Pods) == 0 {
 		l.Skip("no backend Pods selected: nothing for a NetworkPolicy to protect")
 		return
@@ -217,10 +148,10 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 		}
 		return strings.SplitN(l[0], "/", 2)[len(strings.SplitN(l[0], "/", 2))-1]
 	}
-	withRaw := func(c *Check) {
+	withRaw := func(c *report.Check) {
 		if len(evidence) > 0 {
 			if c.Evidence == nil {
-				c.Evidence = &Evidence{}
+				c.Evidence = &report.Evidence{}
 			}
 			c.Evidence.Raw = evidence
 		}
@@ -228,24 +159,24 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 
 	switch {
 	case s.Isolated == 0 && s.Unknown == 0:
-		add(CodeNPNone, nil)
+		add(report.CodeNPNone, nil)
 	case client.Kind == netpol.ClientAny && s.Isolated > 0 && len(sources) == 0 && s.Unknown == 0:
-		withRaw(add(CodeNPNothingAdmits, Args{"policies": strings.Join(isolating, ", "), "firstPolicy": first(isolating)}))
+		withRaw(add(report.CodeNPNothingAdmits, report.Args{"policies": strings.Join(isolating, ", "), "firstPolicy": first(isolating)}))
 	case client.Kind == netpol.ClientAny:
-		withRaw(add(CodeNPIsolated, Args{"isolated": strconv.Itoa(s.Isolated), "total": strconv.Itoa(s.Decisions),
+		withRaw(add(report.CodeNPIsolated, report.Args{"isolated": strconv.Itoa(s.Isolated), "total": strconv.Itoa(s.Decisions),
 			"policies": strings.Join(isolating, ", "), "firstPolicy": first(isolating), "sources": listOrNone(sources)},
 			fieldItems("admittedSources", sources)))
 	case s.Denied > 0:
-		withRaw(add(CodeNPDenied, Args{"line": s.Line, "policies": policies, "firstPolicy": first(s.DenyingPolicies)},
+		withRaw(add(report.CodeNPDenied, report.Args{"line": s.Line, "policies": policies, "firstPolicy": first(s.DenyingPolicies)},
 			fieldItems("denyingPolicies", s.DenyingPolicies)))
 	case s.Unknown > 0:
-		withRaw(add(CodeNPUndecided, Args{"line": s.Line}))
+		withRaw(add(report.CodeNPUndecided, report.Args{"line": s.Line}))
 	default:
-		withRaw(add(CodeNPAdmitted, Args{"line": s.Line}))
+		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}
 	for _, d := range res.Decisions {
 		if e := d.ClientEgress; e != nil && e.Allowed == netpol.Denied {
-			add(CodeNPEgressDenied, Args{"target": d.Pod.String() + " " + d.Port.String(), "reason": e.Reason,
+			add(report.CodeNPEgressDenied, report.Args{"target": d.Pod.String() + " " + d.Port.String(), "reason": e.Reason,
 				"clientNamespace": from.Pod.Namespace})
 			break
 		}
@@ -253,16 +184,16 @@ func judgePolicy(in *Input, t *ServiceTrace, from *PolicyClient) {
 	if d := res.DNS; d != nil && d.Isolated {
 		// Resolvers ask over UDP first and fall back to TCP for long
 		// answers: UDP denied breaks every lookup, TCP denied the large ones.
-		a := Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
+		a := report.Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
 		switch {
 		case d.UDP == netpol.Denied:
-			add(CodeNPDNSDenied, a)
+			add(report.CodeNPDNSDenied, a)
 		case d.TCP == netpol.Denied:
-			add(CodeNPDNSTCPDenied, a)
+			add(report.CodeNPDNSTCPDenied, a)
 		}
 	}
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {
-		add(CodeNPEnforcement, Args{"note": netpol.EnforcementNote})
+		add(report.CodeNPEnforcement, report.Args{"note": netpol.EnforcementNote})
 	}
 }
 
@@ -279,9 +210,4 @@ func portsForPolicy(svc *corev1.Service, port string) []netpol.TargetPort {
 		}
 	}
 	return out
-}
-
-// PolicyClientFromPod is a convenience for callers resolving --from.
-func PolicyClientFromPod(p *corev1.Pod) *PolicyClient {
-	return &PolicyClient{Pod: p, NodeName: p.Spec.NodeName}
 }

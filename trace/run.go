@@ -11,12 +11,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-)
 
-// Reasons for node layers that were not inspected.
-const (
-	ReasonNoNode      = "--no-node given"
-	ReasonNoCollector = "node collector not available in this build"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultClusterDomain is the DNS suffix used when none is given.
@@ -40,7 +36,7 @@ type Options struct {
 	// Nodes is which nodes to inspect (--node, --all-nodes).
 	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
-	From *PolicyClient
+	From *report.PolicyClient
 }
 
 // PortNotFoundError says --port names no port of the Service: a usage error,
@@ -64,12 +60,12 @@ func (e *PortNotFoundError) Error() string {
 // the inspector gets a plan and returns a report; it never touches the
 // input or the result. The error is set only when the trace could not run at
 // all (or --port names no port, a *PortNotFoundError).
-func Run(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*ServiceTrace, error) {
-	in, report, err := Collect(ctx, client, namespace, name, opts)
+func Run(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*report.ServiceTrace, error) {
+	in, nodes, err := Collect(ctx, client, namespace, name, opts)
 	if err != nil {
 		return nil, err
 	}
-	return Assemble(in, report, opts), nil
+	return Assemble(in, nodes, opts), nil
 }
 
 // Collect is the part of Run that reads the cluster: the API input and the
@@ -95,14 +91,14 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
 		fetchDNSPods(ctx, client, in)
 	}
-	var report *NodeReport
+	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
-		report, err = inspect(ctx, client, in, opts)
+		nodes, err = inspect(ctx, client, in, opts)
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	return in, report, nil
+	return in, nodes, nil
 }
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
@@ -122,14 +118,14 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		}
 	}
 	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
-	report, err := opts.Inspector.Inspect(ctx, plan)
+	nodes, err := opts.Inspector.Inspect(ctx, plan)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if err != nil {
 		return &NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
 	}
-	return report, nil
+	return nodes, nil
 }
 
 // checkPort returns a *PortNotFoundError when --port names no Service port.
@@ -154,30 +150,30 @@ func checkPort(in *Input, port string) error {
 // Assemble judges a trace from the API input and what the node side
 // reported (nil: the node layers were not inspected), with no I/O. It is
 // the one function both a live trace and a saved one go through.
-func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
+func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 	t := judgeAPI(in, opts)
 	if !in.ServiceNotFound {
 		switch reason := opts.nodeSkipReason(); {
 		case reason != "":
 			skipNodeLayers(t, reason)
-		case report == nil:
-			skipNodeLayers(t, ReasonNoCollector)
+		case nodes == nil:
+			skipNodeLayers(t, report.ReasonNoCollector)
 		default:
-			if report.Collector != nil {
-				c := *report.Collector
+			if nodes.Collector != nil {
+				c := *nodes.Collector
 				t.Metadata.Collector = &c
 			}
-			if report.Failure != "" {
-				for _, name := range NodeLayers {
+			if nodes.Failure != "" {
+				for _, name := range report.NodeLayers {
 					l := t.Layer(name)
 					if l.Status == "" && len(l.Checks) == 0 {
-						l.Status = StatusUnknown
-						l.Reason = report.Failure
+						l.Status = report.StatusUnknown
+						l.Reason = nodes.Failure
 					}
 				}
 			} else {
-				judgeNodes(in, t, slices.Clone(report.Nodes))
-				t.Matrix = endpointMatrix(in, t, report.Nodes)
+				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes))
+				t.Matrix = endpointMatrix(nj, nodes.Nodes)
 			}
 		}
 	}
@@ -189,14 +185,14 @@ func Assemble(in *Input, report *NodeReport, opts Options) *ServiceTrace {
 // nodeSkipReason is why node layers are not inspected, or "" when they are.
 func (o Options) nodeSkipReason() string {
 	if o.NoNode {
-		return ReasonNoNode
+		return report.ReasonNoNode
 	}
 	return ""
 }
 
 // finish computes each layer's status from its checks (unless the layer was
 // already skipped) and the verdict. It is idempotent.
-func finish(t *ServiceTrace) {
+func finish(t *report.ServiceTrace) {
 	for i := range t.Layers {
 		finishLayer(&t.Layers[i])
 	}
@@ -204,14 +200,14 @@ func finish(t *ServiceTrace) {
 	t.Verdict.Fingerprint = fingerprint(t)
 }
 
-var statusRank = map[Status]int{StatusPass: 1, StatusWarn: 2, StatusUnknown: 3, StatusFail: 4}
+var statusRank = map[report.Status]int{report.StatusPass: 1, report.StatusWarn: 2, report.StatusUnknown: 3, report.StatusFail: 4}
 
-func finishLayer(l *Layer) {
-	if l.Status == StatusSkipped {
+func finishLayer(l *report.Layer) {
+	if l.Status == report.StatusSkipped {
 		return
 	}
 	worst := l.Status // "" or a status preset by a gap or an inspector
-	var first *Check
+	var first *report.Check
 	for i := range l.Checks {
 		c := &l.Checks[i]
 		if statusRank[c.Status] > statusRank[worst] {
@@ -220,39 +216,39 @@ func finishLayer(l *Layer) {
 		}
 	}
 	if worst == "" {
-		worst = StatusUnknown
+		worst = report.StatusUnknown
 		if l.Reason == "" {
 			l.Reason = "no checks ran"
 		}
 		for _, c := range l.Checks {
-			if c.Status == StatusSkipped {
-				worst = StatusSkipped
+			if c.Status == report.StatusSkipped {
+				worst = report.StatusSkipped
 				l.Reason = c.Message
 				break
 			}
 		}
 	}
-	if l.Reason == "" && first != nil && worst != StatusPass {
+	if l.Reason == "" && first != nil && worst != report.StatusPass {
 		l.Reason = first.Title
 	}
 	l.Status = worst
 }
 
-func verdict(t *ServiceTrace) Verdict {
+func verdict(t *report.ServiceTrace) report.Verdict {
 	svc := t.Service.Namespace + "/" + t.Service.Name
 	var warned, unknown, skipped []string
 	for i := range t.Layers {
 		l := &t.Layers[i]
 		switch l.Status {
-		case StatusFail:
-			v := Verdict{
-				Status:            StatusFail,
+		case report.StatusFail:
+			v := report.Verdict{
+				Status:            report.StatusFail,
 				FirstFailingLayer: l.Name,
 				Summary:           fmt.Sprintf("traffic to %s fails at the %s layer: %s", svc, l.Name, l.Reason),
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
-				if cause := t.checkByRef(c.ExplainedBy); cause != nil {
+				if cause := checkByRef(t, c.ExplainedBy); cause != nil {
 					v.RootCauseLayer = c.ExplainedBy.Layer
 					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
 					if cause.Node != "" {
@@ -262,11 +258,11 @@ func verdict(t *ServiceTrace) Verdict {
 				}
 			}
 			return v
-		case StatusWarn:
+		case report.StatusWarn:
 			warned = append(warned, string(l.Name))
-		case StatusUnknown:
+		case report.StatusUnknown:
 			unknown = append(unknown, string(l.Name)+" ("+l.Reason+")")
-		case StatusSkipped:
+		case report.StatusSkipped:
 			skipped = append(skipped, string(l.Name))
 		}
 	}
@@ -274,20 +270,20 @@ func verdict(t *ServiceTrace) Verdict {
 	if len(skipped) > 0 {
 		suffix = "; not checked: " + strings.Join(skipped, ", ")
 	}
-	var v Verdict
+	var v report.Verdict
 	switch {
 	case len(unknown) > 0:
-		v = Verdict{Status: StatusUnknown,
+		v = report.Verdict{Status: report.StatusUnknown,
 			Summary: fmt.Sprintf("no layer of %s failed, but some could not be judged: %s%s", svc, strings.Join(unknown, "; "), suffix)}
 	case len(warned) > 0:
-		v = Verdict{Status: StatusWarn,
+		v = report.Verdict{Status: report.StatusWarn,
 			Summary: fmt.Sprintf("no layer of %s failed; warnings in %s%s", svc, strings.Join(warned, ", "), suffix)}
 	default:
-		return Verdict{Status: StatusPass, Summary: fmt.Sprintf("every checked layer of %s passed%s", svc, suffix)}
+		return report.Verdict{Status: report.StatusPass, Summary: fmt.Sprintf("every checked layer of %s passed%s", svc, suffix)}
 	}
 	c := firstCheck(t, v.Status)
-	if c == nil && v.Status == StatusUnknown {
-		c = firstCheck(t, StatusWarn)
+	if c == nil && v.Status == report.StatusUnknown {
+		c = firstCheck(t, report.StatusWarn)
 	}
 	if c != nil {
 		v.Code, v.Node = c.Code, c.Node
@@ -297,10 +293,10 @@ func verdict(t *ServiceTrace) Verdict {
 
 // firstCheck is the first check, in LayerOrder, with the given status in a
 // layer that was judged (a skipped layer's checks say nothing about traffic).
-func firstCheck(t *ServiceTrace, status Status) *Check {
+func firstCheck(t *report.ServiceTrace, status report.Status) *report.Check {
 	for i := range t.Layers {
 		l := &t.Layers[i]
-		if l.Status == StatusSkipped {
+		if l.Status == report.StatusSkipped {
 			continue
 		}
 		for j := range l.Checks {
@@ -320,9 +316,9 @@ func firstCheck(t *ServiceTrace, status Status) *Check {
 // stands in for the code. The result is the first 16 bytes of the SHA-256, in
 // hex. Nothing time- or order-dependent goes in: Layers and their checks are
 // in a fixed order, and nodes are judged sorted by name.
-func fingerprint(t *ServiceTrace) string {
+func fingerprint(t *report.ServiceTrace) string {
 	v := t.Verdict
-	if v.Status == StatusPass {
+	if v.Status == report.StatusPass {
 		return ""
 	}
 	service := t.Service.UID
@@ -346,11 +342,11 @@ func fingerprint(t *ServiceTrace) string {
 // explains rather than restates the failure; if only symptoms failed
 // (no ready endpoints), the first warning (a crash-looping Pod, say) is the
 // likelier cause.
-func likelyCause(l *Layer) *Check {
-	var symptom, explained *Check
+func likelyCause(l *report.Layer) *report.Check {
+	var symptom, explained *report.Check
 	for i := range l.Checks {
 		c := &l.Checks[i]
-		if c.Status != StatusFail {
+		if c.Status != report.StatusFail {
 			continue
 		}
 		if c.ExplainedBy != nil {
@@ -361,7 +357,7 @@ func likelyCause(l *Layer) *Check {
 			}
 			continue
 		}
-		if !Catalog[c.Code].Symptom {
+		if !report.Catalog[c.Code].Symptom {
 			return c
 		}
 		if symptom == nil {
@@ -372,7 +368,7 @@ func likelyCause(l *Layer) *Check {
 		return explained
 	}
 	for i := range l.Checks {
-		if l.Checks[i].Status == StatusWarn {
+		if l.Checks[i].Status == report.StatusWarn {
 			return &l.Checks[i]
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // Exit codes of kubectl-svctrace. kubectl execs the plugin, so these are the
@@ -48,13 +48,13 @@ func usageErrorf(format string, a ...any) error { return &UsageError{Err: fmt.Er
 
 // LayerFailedError says the trace ran and a layer failed. The result was
 // already printed, so main prints nothing more; it exits 3.
-type LayerFailedError struct{ Layer trace.LayerName }
+type LayerFailedError struct{ Layer report.LayerName }
 
 func (e *LayerFailedError) Error() string { return fmt.Sprintf("the %s layer failed", e.Layer) }
 
 // NotJudgedError says the trace ran, no layer failed, and some layers could
 // not be judged. The result was already printed; it exits 4.
-type NotJudgedError struct{ Layers []trace.LayerName }
+type NotJudgedError struct{ Layers []report.LayerName }
 
 func (e *NotJudgedError) Error() string {
 	names := make([]string, len(e.Layers))

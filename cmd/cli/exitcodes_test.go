@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // forbid makes the fake API server refuse one verb on one resource, the way
@@ -35,17 +35,17 @@ func TestExitCodeFollowsVerdict(t *testing.T) {
 		ready   bool
 		react   func(*fake.Clientset)
 		want    int
-		verdict trace.Status
-		unknown trace.LayerName
+		verdict report.Status
+		unknown report.LayerName
 	}{
-		{name: "healthy, node layers skipped", ready: true, want: ExitOK, verdict: trace.StatusPass},
-		{name: "no ready endpoint", ready: false, want: ExitLayerFailed, verdict: trace.StatusFail},
+		{name: "healthy, node layers skipped", ready: true, want: ExitOK, verdict: report.StatusPass},
+		{name: "no ready endpoint", ready: false, want: ExitLayerFailed, verdict: report.StatusFail},
 		{name: "endpointslices forbidden", ready: true, react: forbid("list", "endpointslices"),
-			want: ExitNotJudged, verdict: trace.StatusUnknown, unknown: trace.LayerEndpoints},
+			want: ExitNotJudged, verdict: report.StatusUnknown, unknown: report.LayerEndpoints},
 		{name: "policies forbidden", ready: true, react: forbid("list", "networkpolicies"),
-			want: ExitNotJudged, verdict: trace.StatusUnknown, unknown: trace.LayerPolicy},
+			want: ExitNotJudged, verdict: report.StatusUnknown, unknown: report.LayerPolicy},
 		{name: "policies forbidden and no ready endpoint", ready: false, react: forbid("list", "networkpolicies"),
-			want: ExitLayerFailed, verdict: trace.StatusFail, unknown: trace.LayerPolicy},
+			want: ExitLayerFailed, verdict: report.StatusFail, unknown: report.LayerPolicy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestExitCodeFollowsVerdict(t *testing.T) {
 			if err != nil && !Silent(err) {
 				t.Errorf("exit %d printed an extra error line: %v", tt.want, err)
 			}
-			var tr trace.ServiceTrace
+			var tr report.ServiceTrace
 			if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 				t.Fatalf("no result printed: %v\n%s", err, out)
 			}
@@ -65,12 +65,12 @@ func TestExitCodeFollowsVerdict(t *testing.T) {
 				t.Errorf("verdict %s, want %s: %s", tr.Verdict.Status, tt.verdict, tr.Verdict.Summary)
 			}
 			if tt.unknown != "" {
-				if s := tr.Layer(tt.unknown).Status; s != trace.StatusUnknown {
+				if s := tr.Layer(tt.unknown).Status; s != report.StatusUnknown {
 					t.Errorf("layer %s is %s, want unknown", tt.unknown, s)
 				}
 			}
-			for _, name := range trace.NodeLayers {
-				if s := tr.Layer(name).Status; s != trace.StatusSkipped {
+			for _, name := range report.NodeLayers {
+				if s := tr.Layer(name).Status; s != report.StatusSkipped {
 					t.Errorf("layer %s is %s, want skipped (--no-node)", name, s)
 				}
 			}

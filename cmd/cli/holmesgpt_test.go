@@ -18,6 +18,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/cliexample"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 const holmesToolsetPath = "../../integrations/holmesgpt/svctrace.yaml"
@@ -139,8 +140,8 @@ func TestHolmesGPTToolset(t *testing.T) {
 			if code := ExitCode(err); code != ExitLayerFailed {
 				t.Fatalf("exit %d (%v), want 3\nstderr: %s", code, err, stderr)
 			}
-			var tr trace.ServiceTrace
-			if err := json.Unmarshal(stdout.Bytes(), &tr); err != nil || tr.Verdict.Status != trace.StatusFail {
+			var tr report.ServiceTrace
+			if err := json.Unmarshal(stdout.Bytes(), &tr); err != nil || tr.Verdict.Status != report.StatusFail {
 				t.Fatalf("stdout is not a failing ServiceTrace (%v):\n%s", err, stdout)
 			}
 			if strings.Contains(stdout.String(), "\x1b[") {

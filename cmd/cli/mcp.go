@@ -18,6 +18,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // The MCP names svctrace serves.
@@ -160,19 +161,19 @@ func staticResource(uri string, body []byte) mcp.ResourceHandler {
 
 // catalogEntry is one check of the catalog resource.
 type catalogEntry struct {
-	Code     string          `json:"code"`
-	Layer    trace.LayerName `json:"layer,omitempty"`
-	Severity trace.Severity  `json:"severity"`
-	Title    string          `json:"title"`
-	Message  string          `json:"message"`
-	NextStep string          `json:"nextStep,omitempty"`
-	Symptom  bool            `json:"symptom,omitempty"`
+	Code     string           `json:"code"`
+	Layer    report.LayerName `json:"layer,omitempty"`
+	Severity report.Severity  `json:"severity"`
+	Title    string           `json:"title"`
+	Message  string           `json:"message"`
+	NextStep string           `json:"nextStep,omitempty"`
+	Symptom  bool             `json:"symptom,omitempty"`
 }
 
 func catalogJSON() ([]byte, error) {
 	var entries []catalogEntry
-	for _, code := range trace.CatalogCodes() {
-		c := trace.Catalog[code]
+	for _, code := range report.CatalogCodes() {
+		c := report.Catalog[code]
 		entries = append(entries, catalogEntry{Code: c.Code, Layer: c.Layer, Severity: c.Severity, Title: c.Title,
 			Message: c.Message, NextStep: c.NextStep, Symptom: c.Symptom})
 	}
@@ -180,7 +181,7 @@ func catalogJSON() ([]byte, error) {
 }
 
 // traceService is the tool: one trace, as the root command runs it.
-func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, args TraceServiceArgs) (*mcp.CallToolResult, *trace.ServiceTrace, error) {
+func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, args TraceServiceArgs) (*mcp.CallToolResult, *report.ServiceTrace, error) {
 	name, err := ParseServiceArg(args.Service)
 	if err != nil {
 		return nil, nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // fakeAPIKubeconfig serves default/web (one ready endpoint on node-a) from
@@ -90,7 +91,7 @@ func canonical(t *testing.T, v any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tr trace.ServiceTrace
+	var tr report.ServiceTrace
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("not a ServiceTrace: %v\n%s", err, b)
 	}
@@ -148,7 +149,7 @@ func TestMCPTraceServiceEqualsJSON(t *testing.T) {
 	if g, w := canonical(t, res.StructuredContent), canonical(t, cli); g != w {
 		t.Errorf("MCP result differs from -o json:\nmcp: %s\ncli: %s", g, w)
 	}
-	var tr trace.ServiceTrace
+	var tr report.ServiceTrace
 	_ = json.Unmarshal([]byte(canonical(t, res.StructuredContent)), &tr)
 	if !tr.Service.Found || tr.Endpoints.Ready != 1 || tr.Metadata.Context != "fake" {
 		t.Errorf("the trace did not read the fake API: %+v %+v", tr.Service, tr.Metadata)
@@ -163,10 +164,10 @@ func TestMCPErrorsAndResources(t *testing.T) {
 	for _, tt := range []struct {
 		args    map[string]any
 		isError bool
-		verdict trace.Status
+		verdict report.Status
 		msg     string
 	}{
-		{args: map[string]any{"service": "nope", "no_node": true}, verdict: trace.StatusFail},
+		{args: map[string]any{"service": "nope", "no_node": true}, verdict: report.StatusFail},
 		{args: map[string]any{"service": "web", "port": "grpc", "no_node": true}, isError: true, msg: "matches no port"},
 		{args: map[string]any{"service": "deploy/web", "no_node": true}, isError: true, msg: "is not a Service"},
 		{args: map[string]any{"service": "web", "namespace": "Bad_NS", "no_node": true}, isError: true, msg: "invalid namespace"},
@@ -186,7 +187,7 @@ func TestMCPErrorsAndResources(t *testing.T) {
 			t.Errorf("%v: isError %v %q, want %v %q", tt.args, res.IsError, text, tt.isError, tt.msg)
 		}
 		if !tt.isError {
-			var tr trace.ServiceTrace
+			var tr report.ServiceTrace
 			_ = json.Unmarshal([]byte(canonical(t, res.StructuredContent)), &tr)
 			if tr.Verdict.Status != tt.verdict {
 				t.Errorf("%v: verdict %s, want %s", tt.args, tr.Verdict.Status, tt.verdict)
@@ -199,8 +200,8 @@ func TestMCPErrorsAndResources(t *testing.T) {
 		t.Fatalf("catalog: %+v %v", res, err)
 	}
 	var entries []catalogEntry
-	if err := json.Unmarshal([]byte(res.Contents[0].Text), &entries); err != nil || len(entries) != len(trace.CatalogCodes()) {
-		t.Fatalf("catalog has %d entries (%v), want %d", len(entries), err, len(trace.CatalogCodes()))
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &entries); err != nil || len(entries) != len(report.CatalogCodes()) {
+		t.Fatalf("catalog has %d entries (%v), want %d", len(entries), err, len(report.CatalogCodes()))
 	}
 	if e := entries[0]; e.Code == "" || e.Title == "" || e.Message == "" || e.Severity == "" {
 		t.Errorf("catalog entry %+v", e)

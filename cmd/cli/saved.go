@@ -13,7 +13,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/bundle"
 	"github.com/svctrace/kubectl-svctrace/render"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var analyzeLong = `Judge a trace saved with --save again, with this build's checks, without a cluster.
@@ -213,13 +213,13 @@ func (o *DiffOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	d := trace.Diff(before, after)
+	d := report.Diff(before, after)
 	d.Before.Source, d.After.Source = o.Before, o.After
 	return render.PrintDiff(o.Out, d, o.Output, o.text)
 }
 
 // load reads one side: a bundle directory, judged again, or a printed result.
-func (o *DiffOptions) load(path string) (*trace.ServiceTrace, error) {
+func (o *DiffOptions) load(path string) (*report.ServiceTrace, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		b, err := bundle.Read(path)
 		if err != nil {
@@ -231,17 +231,17 @@ func (o *DiffOptions) load(path string) (*trace.ServiceTrace, error) {
 }
 
 // ReadResult reads a ServiceTrace printed with -o json or -o yaml.
-func ReadResult(path string) (*trace.ServiceTrace, error) {
+func ReadResult(path string) (*report.ServiceTrace, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var t trace.ServiceTrace
+	var t report.ServiceTrace
 	if err := yaml.Unmarshal(data, &t); err != nil {
 		return nil, fmt.Errorf("%s is not a trace printed with -o json or -o yaml: %w", path, err)
 	}
-	if t.APIVersion != trace.APIVersion || t.Kind != trace.Kind {
-		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", path, t.APIVersion, t.Kind, trace.APIVersion, trace.Kind)
+	if t.APIVersion != report.APIVersion || t.Kind != report.Kind {
+		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want %s %s", path, t.APIVersion, t.Kind, report.APIVersion, report.Kind)
 	}
 	return &t, nil
 }

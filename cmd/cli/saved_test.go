@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/kubectl-svctrace/bundle"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestSaveThenAnalyze: --save writes a bundle beside the printed result;
@@ -81,11 +81,11 @@ func TestAnalyzeSaysWhenJudgementChanged(t *testing.T) {
 	_ = run("web", "--no-node", "--save", dir)
 	path := filepath.Join(dir, bundle.ResultFile)
 	data, _ := os.ReadFile(path)
-	var r trace.ServiceTrace
+	var r report.ServiceTrace
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	r.Verdict.Status, r.Verdict.Code = trace.StatusPass, ""
+	r.Verdict.Status, r.Verdict.Code = report.StatusPass, ""
 	data, _ = json.Marshal(r)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -149,11 +149,11 @@ func TestDiffBundlesAndResults(t *testing.T) {
 		if err := run("diff", pair[0], pair[1], "-o", "json"); err != nil {
 			t.Fatalf("diff %s %s: %v", pair[0], pair[1], err)
 		}
-		var d trace.TraceDiff
+		var d report.TraceDiff
 		if err := json.Unmarshal(out.Bytes(), &d); err != nil {
 			t.Fatal(err)
 		}
-		if len(d.Added) == 0 || len(d.Gone) != 0 || d.After.Verdict.Status != trace.StatusFail || d.After.Source != pair[1] {
+		if len(d.Added) == 0 || len(d.Gone) != 0 || d.After.Verdict.Status != report.StatusFail || d.After.Source != pair[1] {
 			t.Errorf("diff %s %s: %+v", pair[0], pair[1], d)
 		}
 		var codes []string

@@ -24,6 +24,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultTimeout bounds a whole trace.
@@ -340,7 +341,7 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		}
 		o.Trace.From = pc
 	}
-	in, report, err := trace.Collect(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
+	in, nr, err := trace.Collect(ctx, o.Client, o.Namespace, o.ServiceName, o.Trace)
 	var noPort *trace.PortNotFoundError
 	if errors.As(err, &noPort) {
 		return &UsageError{Err: err}
@@ -354,12 +355,12 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	t := trace.Assemble(in, report, o.Trace)
+	t := trace.Assemble(in, nr, o.Trace)
 	if err := render.Print(o.Out, t, o.Output, o.Text); err != nil {
 		return err
 	}
 	if o.Save != "" {
-		b, err := bundle.New(in, report, o.Trace, t)
+		b, err := bundle.New(in, nr, o.Trace, t)
 		if err == nil {
 			err = b.Write(o.Save)
 		}
@@ -374,14 +375,14 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 // verdictError is the error a printed result exits with: a
 // LayerFailedError when a layer failed, a NotJudgedError when the verdict is
 // unknown, nil otherwise.
-func verdictError(t *trace.ServiceTrace) error {
+func verdictError(t *report.ServiceTrace) error {
 	if t.Failed() {
 		return &LayerFailedError{Layer: t.Verdict.FirstFailingLayer}
 	}
-	if t.Verdict.Status == trace.StatusUnknown {
-		var unknown []trace.LayerName
+	if t.Verdict.Status == report.StatusUnknown {
+		var unknown []report.LayerName
 		for _, l := range t.Layers {
-			if l.Status == trace.StatusUnknown {
+			if l.Status == report.StatusUnknown {
 				unknown = append(unknown, l.Name)
 			}
 		}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -171,11 +171,11 @@ func TestNotFoundExitsThreeWithClosestNames(t *testing.T) {
 	if ExitCode(err) != ExitLayerFailed {
 		t.Fatalf("exit %d (%v)", ExitCode(err), err)
 	}
-	var tr trace.ServiceTrace
+	var tr report.ServiceTrace
 	if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 		t.Fatal(err)
 	}
-	if tr.Verdict.FirstFailingLayer != trace.LayerService || !strings.Contains(tr.Verdict.LikelyCause, "web") {
+	if tr.Verdict.FirstFailingLayer != report.LayerService || !strings.Contains(tr.Verdict.LikelyCause, "web") {
 		t.Fatalf("verdict %+v", tr.Verdict)
 	}
 }
@@ -185,14 +185,14 @@ func TestJSONParsesBack(t *testing.T) {
 	if err := run("web", "-o", "json", "--no-node"); err != nil {
 		t.Fatal(err)
 	}
-	var tr trace.ServiceTrace
+	var tr report.ServiceTrace
 	if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if tr.APIVersion != trace.APIVersion || tr.Kind != trace.Kind || tr.Metadata.SvctraceVersion != "v1.2.3" {
+	if tr.APIVersion != report.APIVersion || tr.Kind != report.Kind || tr.Metadata.SvctraceVersion != "v1.2.3" {
 		t.Fatalf("header %+v %+v", tr.APIVersion, tr.Metadata)
 	}
-	if len(tr.Layers) < 6 || tr.Layer(trace.LayerDatapath).Reason != trace.ReasonNoNode {
+	if len(tr.Layers) < 6 || tr.Layer(report.LayerDatapath).Reason != report.ReasonNoNode {
 		t.Fatalf("layers %+v", tr.Layers)
 	}
 }
@@ -205,7 +205,7 @@ func TestYAMLAndPortFilter(t *testing.T) {
 	if !strings.Contains(out.String(), "kind: ServiceTrace") || !strings.Contains(out.String(), "port: http") {
 		t.Fatalf("yaml:\n%s", out)
 	}
-	if !strings.Contains(out.String(), trace.ReasonNoNode) {
+	if !strings.Contains(out.String(), report.ReasonNoNode) {
 		t.Fatalf("node layers should say --no-node:\n%s", out)
 	}
 }

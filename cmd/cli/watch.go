@@ -17,6 +17,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // DefaultReinspectInterval bounds how often --watch re-inspects the nodes.
@@ -124,7 +125,7 @@ func (w *traceWatch) run(ctx context.Context) error {
 
 // trace reads the API and, when allowed (first time, forced, or the interval
 // is over), the nodes, and judges them.
-func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace, error) {
+func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrace, error) {
 	o := w.o
 	tctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -134,7 +135,7 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace
 		opts.Inspector = nil
 	}
 	w.stale = !inspect && w.inspected
-	in, report, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
+	in, nr, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
 	if err != nil {
 		var noPort *trace.PortNotFoundError
 		if errors.As(err, &noPort) {
@@ -146,17 +147,17 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*trace.ServiceTrace
 		return nil, err
 	}
 	if inspect {
-		w.report, w.inspected, w.inspectedAt = report, true, w.clock()
+		w.report, w.inspected, w.inspectedAt = nr, true, w.clock()
 	}
 	return trace.Assemble(in, w.report, o.Trace), nil
 }
 
 // print writes what changed from last to t: lines for text, the whole new
 // result for JSON and YAML (one document per change).
-func (w *traceWatch) print(last, t *trace.ServiceTrace) error {
+func (w *traceWatch) print(last, t *report.ServiceTrace) error {
 	o := w.o
-	d := trace.Diff(last, t)
-	eps := trace.EndpointChanges(last, t)
+	d := report.Diff(last, t)
+	eps := report.EndpointChanges(last, t)
 	if d.Empty() && len(eps) == 0 {
 		return nil
 	}
@@ -183,7 +184,7 @@ type watchSource struct {
 
 // sources are the Service itself, its EndpointSlices and, when it has a
 // selector, the Pods it selects (the selector as it was at the first trace).
-func (w *traceWatch) sources(first *trace.ServiceTrace) []watchSource {
+func (w *traceWatch) sources(first *report.ServiceTrace) []watchSource {
 	o := w.o
 	ns, name := o.Namespace, o.ServiceName
 	out := []watchSource{

@@ -32,6 +32,10 @@ type Options struct {
 	FlowCap             int
 	ProbeConcurrency    int
 	ConntrackMethod     string
+	// IPTablesReader is iptables.Query.Reader: empty reads each backend from
+	// the kernel (netlink for nf_tables, the table blob for legacy) with the
+	// iptables commands as fallback; "text" reads through the commands only.
+	IPTablesReader string
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -92,7 +96,7 @@ func sections(req *collectorapi.Request, opts Options, out *collectorapi.Section
 			HealthzAddress: opts.ProxyHealthzAddress,
 			BPFFSRoot:      opts.BPFFSRoot,
 		}),
-		newSection(collectorapi.SectionIPTables, &out.IPTables, iptables.Read, iptables.Query{Service: req.Service, Endpoints: req.Endpoints}),
+		newSection(collectorapi.SectionIPTables, &out.IPTables, iptables.Read, iptables.Query{Service: req.Service, Endpoints: req.Endpoints, Reader: opts.IPTablesReader}),
 		newSection(collectorapi.SectionNFTables, &out.NFTables, nftables.Read, nftables.Query{Service: req.Service, Endpoints: req.Endpoints}),
 		newSection(collectorapi.SectionIPVS, &out.IPVS, ipvs.Read, req),
 		newSection(collectorapi.SectionEBPF, &out.EBPF, func(ctx context.Context, root string) (*collectorapi.EBPFObservation, error) {

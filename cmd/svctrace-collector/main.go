@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.IntVar(&opts.FlowCap, "flow-cap", 50, "most conntrack flows listed per list (counts stay exact)")
 	fs.IntVar(&opts.ProbeConcurrency, "probe-concurrency", 8, "concurrent probes")
 	fs.StringVar(&opts.ConntrackMethod, "conntrack-method", "", "conntrack flow dump: tuple-filter, status-filter, or empty for tuple-filter with fallback")
+	fs.StringVar(&opts.IPTablesReader, "iptables-reader", "", "iptables rules: empty reads them from the kernel (netlink for nf_tables, the table blob for legacy) with the iptables commands as fallback; text reads through the iptables commands only")
 	fs.BoolVar(&pretty, "pretty", false, "indent the JSON")
 	fs.BoolVar(&showVer, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {

@@ -1,9 +1,12 @@
 // Package iptables reads one Service's kube-proxy iptables state on a node,
-// in the cheapest way for each backend: on nf_tables it lists the Service's
-// chains one by one (`iptables-nft -t nat -S CHAIN`), on legacy it streams one
-// `iptables-legacy-save` per table through a filter that keeps only this
-// Service's lines. It reports what it found, with the rule text as evidence;
-// it does not judge (collectors observe, trace judges).
+// in the cheapest way for each backend: on nf_tables it dumps the Service's
+// chains one by one over netlink and renders each rule as `iptables-nft -S`
+// prints it (falling back to `iptables-nft -t nat -S CHAIN` for a chain it
+// cannot render), on legacy it streams one `iptables-legacy-save` per table
+// through a filter that keeps only this Service's lines. Both produce the
+// same observation as the text listing, which stays available as the
+// reference. It reports what it found, with the rule text as evidence; it
+// does not judge (collectors observe, trace judges).
 package iptables
 
 import collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -32,6 +35,13 @@ type Query struct {
 	// listing needs a writable lock file; the collector Pod's root is
 	// read-only). Empty means a file in os.TempDir().
 	LockFile string `json:"lockFile,omitempty"`
+	// Reader forces the text reader (ReaderText: the iptables commands)
+	// instead of the kernel readers; empty picks the kernel readers when the
+	// rules are read for real (Runner unset).
+	Reader string `json:"reader,omitempty"`
 	// Parallel bounds concurrent per-chain listings on nf_tables (default 4).
 	Parallel int `json:"parallel,omitempty"`
 }
+
+// ReaderText, as Query.Reader, reads through the iptables commands only.
+const ReaderText = collectorapi.IPTablesReaderText

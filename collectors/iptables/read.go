@@ -257,8 +257,29 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	// Shared chains hold every Service's rules: only lines that can be
 	// about this Service are parsed.
 	pre := newSaveFilter(plan(q, family))
+	bo.Reader = collectorapi.IPTablesReaderText
+	var nl *nfnlConn
+	if q.Runner == nil && q.Reader != ReaderText {
+		if c, err := openNFNL(q.NetNS); err == nil {
+			nl = c
+			defer nl.close()
+			bo.Reader = collectorapi.IPTablesReaderNetlink
+		}
+	}
 	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
 		shared := sharedChains[k.chain] && k.chain != chainMarkMasq
+		if nl != nil {
+			l, err := listChainNetlink(nl, family, k, shared, pre)
+			if err == nil {
+				return l
+			}
+			if !errors.Is(err, errUnsupported) {
+				return &chainListing{err: err}
+			}
+			cmdMu.Lock()
+			bo.Reader = collectorapi.IPTablesReaderNetlinkText
+			cmdMu.Unlock()
+		}
 		c := Command{Name: cmdName, Args: []string{"-t", k.table, "-S", k.chain}}
 		cmdMu.Lock()
 		bo.Commands = append(bo.Commands, c.String())
@@ -323,6 +344,36 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	return bo
 }
 
+// listChainNetlink lists one chain over netlink. Shared chains keep only the
+// rules that can be about the Service (its comment, a jump to one of its
+// chains, the KUBE-NODEPORTS tail), decided before a rule is rendered. A rule
+// the decoder does not render fails the whole chain with errUnsupported, for
+// the caller to list it with iptables instead.
+func listChainNetlink(nl *nfnlConn, family string, k chainKey, shared bool, pre *saveFilter) (*chainListing, error) {
+	l := &chainListing{}
+	exists, err := nl.dumpChain(family, k.table, k.chain, func(r nfRule) error {
+		if shared {
+			target, comment := ruleSummary(r)
+			if target != chainNodePorts && !pre.wanted[target] && !pre.namesSpn(comment) {
+				return nil
+			}
+		}
+		line, err := renderRule(r, family == "IPv6")
+		if err != nil {
+			return err
+		}
+		if rule, err := ParseRule(line); err == nil {
+			l.rules = append(l.rules, rule)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.exists = exists
+	return l, nil
+}
+
 // readLegacy streams iptables-legacy-save per existing table.
 func readLegacy(ctx context.Context, r Runner, q Query, family string) collectorapi.IPTablesBackendObservation {
 	bo := collectorapi.IPTablesBackendObservation{Backend: collectorapi.IPTablesBackendLegacy, Family: family, Method: "save-stream"}
@@ -352,6 +403,21 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 		return bo
 	}
 	plans := plan(q, family)
+	if q.Runner == nil && q.Reader != ReaderText {
+		kb := bo
+		kb.Reader, kb.Method = collectorapi.IPTablesReaderKernelBlob, "blob"
+		st, err := legacyBlobStore(q.NetNS, family, tables, plans)
+		if err == nil {
+			readLegacyStore(ctx, st, q, family, &kb)
+			err = st.firstErr()
+		}
+		if err == nil {
+			return kb
+		}
+		// A rule the decoder does not render, or a socket the kernel
+		// refused: the save below reads the same tables.
+	}
+	bo.Reader = collectorapi.IPTablesReaderText
 	lock := q.LockFile
 	if lock == "" {
 		lock = filepath.Join(os.TempDir(), "svctrace-xtables.lock")
@@ -382,7 +448,13 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 	for _, g := range filters[1:] {
 		f.merge(g)
 	}
-	st := f.store()
+	readLegacyStore(ctx, f.store(), q, family, &bo)
+	return bo
+}
+
+// readLegacyStore fills bo from the legacy tables' chains.
+func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation) {
+	st.ensure(ctx, chainKey{"nat", chainCanary}, chainKey{"filter", chainCanary}, chainKey{"nat", chainServices})
 	if st.get(chainKey{"nat", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "nat")
 	}
@@ -390,10 +462,50 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 		bo.Canary = append(bo.Canary, "filter")
 	}
 	if !st.get(chainKey{"nat", chainServices}).exists {
-		return bo
+		return
 	}
-	assemble(ctx, st, q, family, &bo)
-	return bo
+	assemble(ctx, st, q, family, bo)
+}
+
+// legacyBlobStore reads the given legacy tables from the kernel (one
+// IPT_SO_GET_ENTRIES each) and renders chains from them on demand. Shared
+// chains keep only the rules that can be about the Service, decided before a
+// rule is rendered.
+func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*store, error) {
+	blobs := map[string]*blobTable{}
+	for _, t := range tables {
+		b, err := readBlob(netns, family, t)
+		if err != nil {
+			return nil, err
+		}
+		blobs[t] = b
+	}
+	pre := newSaveFilter(plans)
+	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	st.fetch = func(_ context.Context, k chainKey) *chainListing {
+		b := blobs[k.table]
+		if b == nil || !b.has(k.chain) {
+			return &chainListing{}
+		}
+		var keep func(string, []byte) bool
+		if sharedChains[k.chain] && k.chain != chainMarkMasq {
+			keep = func(target string, comment []byte) bool {
+				return target == chainNodePorts || pre.wanted[target] || pre.namesSpn(comment)
+			}
+		}
+		lines, err := b.rules(k.chain, keep)
+		if err != nil {
+			return &chainListing{err: err}
+		}
+		l := &chainListing{exists: true}
+		for _, line := range lines {
+			if r, err := ParseRule(line); err == nil {
+				l.rules = append(l.rules, r)
+			}
+		}
+		return l
+	}
+	return st, nil
 }
 
 // assemble builds the per-port observation from a store.

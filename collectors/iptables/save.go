@@ -161,6 +161,17 @@ func (f *saveFilter) mayConcern(line []byte) bool {
 	return bytes.Contains(line, jumpNodePorts) || f.jumpsToWanted(line)
 }
 
+// namesSpn reports whether b (a rule's comment) names one of the Service
+// ports.
+func (f *saveFilter) namesSpn(b []byte) bool {
+	for _, s := range f.spnB {
+		if bytes.Contains(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *saveFilter) jumpsToWanted(line []byte) bool {
 	i := bytes.LastIndex(line, []byte(" -j "))
 	if i < 0 {

@@ -25,14 +25,15 @@ type IPSetTester interface {
 	IpsetTest(setName string, entry *netlink.IPSetEntry) (bool, error)
 }
 
-// netlinkIPSet tests through the kernel's ipset netlink interface.
-type netlinkIPSet struct{}
+// netlinkIPSet tests through the kernel's ipset netlink interface, on the
+// reader's netfilter socket.
+type netlinkIPSet struct{ h *netlink.Handle }
 
-func (netlinkIPSet) IpsetTest(set string, e *netlink.IPSetEntry) (bool, error) {
+func (s netlinkIPSet) IpsetTest(set string, e *netlink.IPSetEntry) (bool, error) {
 	if e.IP == nil && e.Port != nil {
 		return testPortEntry(set, *e.Port)
 	}
-	return netlink.IpsetTest(set, e)
+	return s.h.IpsetTest(set, e)
 }
 
 // testPortEntry tests a bitmap:port entry. netlink.IpsetTest always sends a

@@ -87,7 +87,16 @@ func Available(proc string) bool {
 // Read opens IPVS in the current network namespace and reads the Service.
 func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObservation, error) {
 	obs := &collectorapi.IPVSObservation{}
-	kubeIPVS0, nodeIPs := linkAddresses(&req.Service)
+	// One handle, one socket per netlink family, for every route and ipset
+	// request of the read: the package-level netlink functions open, bind
+	// and close a socket per call, and system calls are what the read costs
+	// (a dozen of them saved per Service, more with NodePorts).
+	nlh, err := netlink.NewHandle(unix.NETLINK_ROUTE, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return obs, fmt.Errorf("netlink: %w", err)
+	}
+	defer nlh.Close()
+	kubeIPVS0, nodeIPs := linkAddresses(nlh, &req.Service)
 	obs.KubeIPVS0 = kubeIPVS0
 	if !Available("/proc/thread-self") {
 		obs.Status = "ipvs not available in this kernel (no /proc/net/ip_vs: ip_vs not built or not loaded)"
@@ -99,7 +108,7 @@ func Read(ctx context.Context, req *collectorapi.Request) (*collectorapi.IPVSObs
 		return obs, fmt.Errorf("ipvs netlink: %w", err)
 	}
 	defer h.Close()
-	return (&Reader{Handle: h, NodeIPs: nodeIPs, KubeIPVS0: kubeIPVS0, IPSets: netlinkIPSet{},
+	return (&Reader{Handle: h, NodeIPs: nodeIPs, KubeIPVS0: kubeIPVS0, IPSets: netlinkIPSet{nlh},
 		Sysctls: readSysctls("/proc/sys"), KernelRelease: kernelRelease()}).Read(ctx, req)
 }
 
@@ -208,10 +217,10 @@ func protoNumber(p string) uint16 {
 //   - Node IPs are kube-proxy's (GetAllLocalAddressesExcept): every address
 //     not on kube-ipvs0, loopback and IPv6 link-local excluded; read per link
 //     with the kernel filtering the dump by interface (strict checking).
-func linkAddresses(svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, []netip.Addr) {
+func linkAddresses(nlh *netlink.Handle, svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, []netip.Addr) {
 	la := &collectorapi.LinkAddresses{Name: "kube-ipvs0"}
 	ipvsIndex := -1
-	link, err := netlink.LinkByName("kube-ipvs0")
+	link, err := nlh.LinkByName("kube-ipvs0")
 	switch {
 	case err == nil:
 		la.Present = true
@@ -230,7 +239,7 @@ func linkAddresses(svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, 
 		if !la.Present {
 			continue
 		}
-		routes, err := netlink.RouteGetWithOptions(net.IP(a.AsSlice()), &netlink.RouteGetOptions{FIBMatch: true})
+		routes, err := nlh.RouteGetWithOptions(net.IP(a.AsSlice()), &netlink.RouteGetOptions{FIBMatch: true})
 		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
 			continue // no route at all (no default route): not local either
 		}
@@ -254,7 +263,7 @@ func linkAddresses(svc *collectorapi.ServiceSpec) (*collectorapi.LinkAddresses, 
 	if !hasNodePort {
 		return la, nil
 	}
-	links, err := netlink.LinkList()
+	links, err := nlh.LinkList()
 	if err != nil {
 		la.Error = "links: " + err.Error()
 		return la, nil

@@ -57,7 +57,7 @@ up() {
 		log "$IPVS_NODE already up"
 		return 0
 	fi
-	local t0 i
+	local t0
 	t0=$(date +%s.%N)
 	down
 	mkdir -p "$dir/bin" "$dir/spool"
@@ -102,14 +102,17 @@ KP
 	in_ns "$IPVS_NODE" ip link set tap0 master br0 up
 	in_ns "$IPVS_NODE" ip link set br0 up
 	routes add
+	# The host kernel sometimes kills a UML process while it boots under
+	# load (signal frame overflowing its sigaltstack, see uml/README.md):
+	# uml_boot_until boots once more then, and only then.
+	local rc=0
 	UML_NETNS=$IPVS_NODE UML_NET="vec0:transport=tap,ifname=tap0" UML_WAIT=stop UML_MEM=${SVTB_IPVS_NODE_MEM:-1G} \
-		UML_MODULES=$UML_IPVS_MODULES uml_boot "$IPVS_NODE" "$TESTBED_DIR/uml/node-guest.sh" "$dir"
-	for ((i = 0; i < 1200; i++)); do
-		healthy && break
-		uml_alive "$IPVS_NODE" || { tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: the UML kernel exited"; }
-		sleep 0.1
-	done
-	healthy || { tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true; die "$IPVS_NODE: kube-proxy not healthy after 120s"; }
+		UML_MODULES=$UML_IPVS_MODULES uml_boot_until "$IPVS_NODE" 120 healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
+	if ((rc != 0)); then
+		tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true
+		((rc == 2)) && die "$IPVS_NODE: kube-proxy not healthy after 120s"
+		die "$IPVS_NODE: the UML kernel exited"
+	fi
 	log "$IPVS_NODE up (UML $(linux --version 2>/dev/null), kube-proxy ipvs, ${#IPVS_PODS[@]} pods) in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s"
 }
 

@@ -10,6 +10,14 @@ const (
 	IPTablesBackendLegacy   = "legacy"
 )
 
+// IPTablesBackendObservation.Reader values.
+const (
+	IPTablesReaderNetlink     = "netlink"
+	IPTablesReaderNetlinkText = "netlink+text"
+	IPTablesReaderKernelBlob  = "kernel-blob"
+	IPTablesReaderText        = "text"
+)
+
 // IPTablesObservation is everything the iptables reader saw for one Service.
 type IPTablesObservation struct {
 	// DefaultMode is the mode of the node's plain `iptables` command
@@ -27,9 +35,17 @@ type IPTablesObservation struct {
 type IPTablesBackendObservation struct {
 	Backend string `json:"backend"` // nf_tables | legacy
 	Family  string `json:"family"`  // IPv4 | IPv6
-	// Method is how the rules were read: "per-chain" (nf_tables) or
-	// "save-stream" (legacy).
+	// Method is how the rules were read: "per-chain" (nf_tables, over
+	// netlink or with iptables -S), "blob" (legacy, the kernel's table) or
+	// "save-stream" (legacy, iptables-legacy-save).
 	Method string `json:"method"`
+	// Reader is which reader produced the rules: IPTablesReaderNetlink
+	// (nf_tables rules dumped per chain over netlink), IPTablesReaderKernelBlob
+	// (the legacy table's IPT_SO_GET_ENTRIES blob), IPTablesReaderText
+	// (iptables' own listing), or IPTablesReaderNetlinkText when some chains
+	// held rules the netlink reader does not render and were listed with
+	// iptables (those commands are in Commands).
+	Reader string `json:"reader,omitempty"`
 	// Commands are the commands that were run, in order of issue.
 	Commands []string `json:"commands,omitempty"`
 	// LegacyTables are the legacy tables that exist (from

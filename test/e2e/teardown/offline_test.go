@@ -15,18 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // offlineBundle is a trace of a faulty Service saved while the testbed
 // runs, to be judged again once it is down.
 type offlineBundle struct {
 	bin, dir string
-	saved    *trace.ServiceTrace
+	saved    *report.ServiceTrace
 }
 
 // runJSON runs the plugin binary and decodes its -o json output.
-func runJSON(t *testing.T, bin string, env []string, args ...string) (*trace.ServiceTrace, int, string) {
+func runJSON(t *testing.T, bin string, env []string, args ...string) (*report.ServiceTrace, int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -41,7 +41,7 @@ func runJSON(t *testing.T, bin string, env []string, args ...string) (*trace.Ser
 	} else if err != nil {
 		t.Fatalf("running %s: %v", bin, err)
 	}
-	var tr trace.ServiceTrace
+	var tr report.ServiceTrace
 	if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 		t.Fatalf("%v: output is not a ServiceTrace (exit %d): %v\n%s\n%s", args, exit, err, out.String(), errb.String())
 	}
@@ -98,7 +98,7 @@ func (b *offlineBundle) judgeOffline(t *testing.T) {
 	}
 }
 
-func keys(tr *trace.ServiceTrace) []string {
+func keys(tr *report.ServiceTrace) []string {
 	var out []string
 	for _, l := range tr.Layers {
 		for _, c := range l.Checks {

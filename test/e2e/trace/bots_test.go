@@ -18,13 +18,13 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/browser"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // checkKeys lists every check of a trace as layer/code/node=status, sorted:
 // what two traces of the same state must agree on, whatever their timings
 // and collector Pod names.
-func checkKeys(tr *trace.ServiceTrace) []string {
+func checkKeys(tr *report.ServiceTrace) []string {
 	var out []string
 	for _, l := range tr.Layers {
 		for _, c := range l.Checks {
@@ -35,7 +35,7 @@ func checkKeys(tr *trace.ServiceTrace) []string {
 	return out
 }
 
-func sameVerdict(t *testing.T, what string, got, want trace.Verdict) {
+func sameVerdict(t *testing.T, what string, got, want report.Verdict) {
 	t.Helper()
 	if got.Status != want.Status || got.Code != want.Code || got.Node != want.Node || got.Fingerprint != want.Fingerprint || got.FirstFailingLayer != want.FirstFailingLayer {
 		t.Errorf("%s verdict %s %s %s %s (%s), want %s %s %s %s (%s)", what, got.Status, got.FirstFailingLayer, got.Code, got.Node, got.Fingerprint,
@@ -43,7 +43,7 @@ func sameVerdict(t *testing.T, what string, got, want trace.Verdict) {
 	}
 }
 
-func sameChecks(t *testing.T, what string, got, want *trace.ServiceTrace) {
+func sameChecks(t *testing.T, what string, got, want *report.ServiceTrace) {
 	t.Helper()
 	if g, w := checkKeys(got), checkKeys(want); !slices.Equal(g, w) {
 		t.Errorf("%s checks differ from -o json:\n got %v\nwant %v", what, g, w)
@@ -86,7 +86,7 @@ func TestMCPToolEqualsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	validateSchema(t, raw)
-	var got trace.ServiceTrace
+	var got report.ServiceTrace
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("structured content is not a ServiceTrace: %v\n%s", err, raw)
 	}
@@ -125,23 +125,23 @@ func TestDiffAroundFault(t *testing.T) {
 	tb.SetEchoReady(t, ns, pods[0].Name, false)
 	tb.WaitReadyEndpoints(t, ns, "web", 1)
 	after := savedTrace(t, tb, filepath.Join(dir, "after"), "web", "-n", ns)
-	if check(after.Trace, trace.LayerEndpoints, trace.CodeEpsNotReady, "") == nil {
-		t.Fatalf("the trace after the fault has no %s", trace.CodeEpsNotReady)
+	if check(after.Trace, report.LayerEndpoints, report.CodeEpsNotReady, "") == nil {
+		t.Fatalf("the trace after the fault has no %s", report.CodeEpsNotReady)
 	}
 
 	stdout, stderr, exit := runIn(t, dir, nil, "diff", "before", "after", "-o", "json")
 	if exit != 0 {
 		t.Fatalf("diff: exit %d\n%s", exit, stderr)
 	}
-	var d trace.TraceDiff
+	var d report.TraceDiff
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatalf("diff -o json: %v\n%s", err, stdout)
 	}
-	findingKeys := func(tr *trace.ServiceTrace) map[string]bool {
+	findingKeys := func(tr *report.ServiceTrace) map[string]bool {
 		m := map[string]bool{}
 		for _, l := range tr.Layers {
 			for _, c := range l.Checks {
-				if c.Status == trace.StatusWarn || c.Status == trace.StatusFail || c.Status == trace.StatusUnknown {
+				if c.Status == report.StatusWarn || c.Status == report.StatusFail || c.Status == report.StatusUnknown {
 					m[fmt.Sprintf("%s/%s/%s", l.Name, c.Code, c.Node)] = true
 				}
 			}
@@ -165,8 +165,8 @@ func TestDiffAroundFault(t *testing.T) {
 	if !slices.Equal(gotAdded, wantAdded) {
 		t.Errorf("diff added %v, want exactly the new findings %v", gotAdded, wantAdded)
 	}
-	if !slices.Contains(gotAdded, string(trace.LayerEndpoints)+"/"+trace.CodeEpsNotReady+"/") {
-		t.Errorf("diff added %v, without the not-ready endpoint %s", gotAdded, trace.CodeEpsNotReady)
+	if !slices.Contains(gotAdded, string(report.LayerEndpoints)+"/"+report.CodeEpsNotReady+"/") {
+		t.Errorf("diff added %v, without the not-ready endpoint %s", gotAdded, report.CodeEpsNotReady)
 	}
 	if len(d.Gone) != 0 {
 		t.Errorf("diff says findings went that the healthy trace did not have: %+v", d.Gone)
@@ -175,8 +175,8 @@ func TestDiffAroundFault(t *testing.T) {
 
 	// The text view names the same finding for a person.
 	text, _, exit := runIn(t, dir, nil, "diff", "before", "after", "--color", "never")
-	if exit != 0 || !strings.Contains(text, trace.CodeEpsNotReady) {
-		t.Errorf("diff text (exit %d) does not name %s:\n%s", exit, trace.CodeEpsNotReady, text)
+	if exit != 0 || !strings.Contains(text, report.CodeEpsNotReady) {
+		t.Errorf("diff text (exit %d) does not name %s:\n%s", exit, report.CodeEpsNotReady, text)
 	}
 }
 
@@ -355,14 +355,14 @@ func TestHolmesGPTToolsetOnTestbed(t *testing.T) {
 					t.Fatalf("%q: exit %d, want 0 (a verdict is a result)", line, exit)
 				}
 				validateSchema(t, []byte(out))
-				var tr trace.ServiceTrace
+				var tr report.ServiceTrace
 				if err := json.Unmarshal([]byte(out), &tr); err != nil {
 					t.Fatalf("%q did not print a ServiceTrace: %v\n%s", line, err, out)
 				}
 				if tr.Service.Namespace != c.ns {
 					t.Errorf("traced %s/%s, want %s/web", tr.Service.Namespace, tr.Service.Name, c.ns)
 				}
-				if failed := tr.Verdict.Status == trace.StatusFail; failed == c.healthy {
+				if failed := tr.Verdict.Status == report.StatusFail; failed == c.healthy {
 					t.Errorf("%q: verdict %s %s", line, tr.Verdict.Status, tr.Verdict.Code)
 				}
 			})

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestFromClientPolicyAndNode traces from a client Pod on the other node:
@@ -48,11 +48,11 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	}
 
 	r := svctrace(t, tb, "web", "-n", ns, "--from", "pod/"+client.Name)
-	denied := requireCheck(t, r, trace.LayerPolicy, trace.CodeNPDenied, "")
+	denied := requireCheck(t, r, report.LayerPolicy, report.CodeNPDenied, "")
 	if !strings.Contains(denied.Message, "web-only-allowed") {
 		t.Errorf("NP003 does not name the policy: %q", denied.Message)
 	}
-	requireCheck(t, r, trace.LayerPolicy, trace.CodeNPEnforcement, "")
+	requireCheck(t, r, report.LayerPolicy, report.CodeNPEnforcement, "")
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3 (the policy layer fails for this client)", r.Exit)
 	}
@@ -68,8 +68,8 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	}
 
 	r = svctrace(t, tb, "web", "-n", ns, "--from", "pod/"+ns+"/"+allowed.Name)
-	requireCheck(t, r, trace.LayerPolicy, trace.CodeNPAdmitted, "")
-	if c := check(r.Trace, trace.LayerPolicy, trace.CodeNPDenied, ""); c != nil {
+	requireCheck(t, r, report.LayerPolicy, report.CodeNPAdmitted, "")
+	if c := check(r.Trace, report.LayerPolicy, report.CodeNPDenied, ""); c != nil {
 		t.Errorf("allowed client judged denied: %s", c.Message)
 	}
 
@@ -83,7 +83,7 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	if !slices.Contains(nodeRoles[clientNode.Name], "client") {
 		t.Errorf("--from node/%s: collector roles %v", clientNode.Name, nodeRoles)
 	}
-	if c := requireCheck(t, r, trace.LayerPolicy, trace.CodeNPDenied, ""); !strings.Contains(c.Message, "node "+clientNode.Name) {
+	if c := requireCheck(t, r, report.LayerPolicy, report.CodeNPDenied, ""); !strings.Contains(c.Message, "node "+clientNode.Name) {
 		t.Errorf("NP003 does not name the client node: %q", c.Message)
 	}
 }

@@ -23,7 +23,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // CollectorImage is the collector image the testbed imports into every node.
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 
 // result is one run of the binary.
 type result struct {
-	Trace  *trace.ServiceTrace
+	Trace  *report.ServiceTrace
 	Exit   int
 	Stdout string
 	Stderr string
@@ -99,7 +99,7 @@ func runSvctrace(t *testing.T, kubeconfig string, args ...string) result {
 		t.Fatalf("running kubectl-svctrace: %v", err)
 	}
 	if out.Len() > 0 {
-		var tr trace.ServiceTrace
+		var tr report.ServiceTrace
 		if err := json.Unmarshal(out.Bytes(), &tr); err != nil {
 			t.Fatalf("output is not a ServiceTrace: %v\n%s", err, out.String())
 		}
@@ -115,7 +115,7 @@ func runSvctrace(t *testing.T, kubeconfig string, args ...string) result {
 }
 
 // check finds a check by layer, code and node ("" = any node).
-func check(tr *trace.ServiceTrace, layer trace.LayerName, code, node string) *trace.Check {
+func check(tr *report.ServiceTrace, layer report.LayerName, code, node string) *report.Check {
 	if tr == nil {
 		return nil
 	}
@@ -132,7 +132,7 @@ func check(tr *trace.ServiceTrace, layer trace.LayerName, code, node string) *tr
 	return nil
 }
 
-func requireCheck(t *testing.T, r result, layer trace.LayerName, code, node string) *trace.Check {
+func requireCheck(t *testing.T, r result, layer report.LayerName, code, node string) *report.Check {
 	t.Helper()
 	c := check(r.Trace, layer, code, node)
 	if c == nil {
@@ -141,7 +141,7 @@ func requireCheck(t *testing.T, r result, layer trace.LayerName, code, node stri
 	return c
 }
 
-func summarize(tr *trace.ServiceTrace, layer trace.LayerName) string {
+func summarize(tr *report.ServiceTrace, layer report.LayerName) string {
 	if tr == nil {
 		return "<no trace>"
 	}
@@ -158,7 +158,7 @@ func requireNoFail(t *testing.T, r result) {
 		t.Fatalf("no trace (exit %d): %s", r.Exit, r.Stderr)
 	}
 	for _, l := range r.Trace.Layers {
-		if l.Status == trace.StatusFail {
+		if l.Status == report.StatusFail {
 			t.Errorf("layer %s failed: %s\n  %s", l.Name, l.Reason, summarize(r.Trace, l.Name))
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // ipvsNode is the testbed's IPVS node (test/testbed/ipvs-node.sh): a
@@ -193,7 +194,7 @@ type ipvsInspector struct {
 }
 
 func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
-	rep := &trace.NodeReport{Collector: &trace.CollectorRun{Image: "svctrace-collector binary run in the UML node", Profile: "netadmin"},
+	rep := &trace.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML node", Profile: "netadmin"},
 		Nodes: append([]trace.NodeView(nil), plan.NotInspected...)}
 	for _, pn := range plan.Nodes {
 		v := trace.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
@@ -228,7 +229,7 @@ func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace
 
 // traceIPVS traces a Service with the IPVS node's collector; exit is what
 // kubectl-svctrace would exit with.
-func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string) (*trace.ServiceTrace, int) {
+func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string) (*report.ServiceTrace, int) {
 	t.Helper()
 	tr, err := trace.Run(framework.Context(t, 3*time.Minute), tb.Client, ns, name, trace.Options{
 		Inspector: ipvsInspector{t, n}, Nodes: trace.NodeSelection{Nodes: []string{n.Name}}})
@@ -237,10 +238,10 @@ func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string
 	}
 	exit := 0
 	for _, l := range tr.Layers {
-		if l.Status == trace.StatusUnknown && exit == 0 {
+		if l.Status == report.StatusUnknown && exit == 0 {
 			exit = 4
 		}
-		if l.Status == trace.StatusFail {
+		if l.Status == report.StatusFail {
 			exit = 3
 		}
 	}
@@ -332,7 +333,7 @@ func ipvsPort() corev1.ServicePort {
 	return corev1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoHTTPPort)}
 }
 
-func requireTraceCheck(t *testing.T, tr *trace.ServiceTrace, layer trace.LayerName, code, node string) *trace.Check {
+func requireTraceCheck(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, code, node string) *report.Check {
 	t.Helper()
 	c := check(tr, layer, code, node)
 	if c == nil {
@@ -341,7 +342,7 @@ func requireTraceCheck(t *testing.T, tr *trace.ServiceTrace, layer trace.LayerNa
 	return c
 }
 
-func refuseTraceCheck(t *testing.T, tr *trace.ServiceTrace, layer trace.LayerName, code string) {
+func refuseTraceCheck(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, code string) {
 	t.Helper()
 	if c := check(tr, layer, code, ""); c != nil {
 		t.Errorf("unexpected %s on %s: %s", code, c.Node, c.Message)
@@ -359,14 +360,14 @@ func TestIPVSNode(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
-		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
-		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSDeprecated, n.Name)
-		owner := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPOwner, n.Name)
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSDeprecated, n.Name)
+		owner := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPOwner, n.Name)
 		if !strings.Contains(owner.Message, "ipvs") {
 			t.Errorf("owner %q", owner.Message)
 		}
-		for _, c := range []string{trace.CodeDPNodePortMissing, trace.CodeDPIPVSNotOnDummy, trace.CodeDPIPVSSetReject, trace.CodeDPIPVSSysctl} {
-			refuseTraceCheck(t, tr, trace.LayerDatapath, c)
+		for _, c := range []string{report.CodeDPNodePortMissing, report.CodeDPIPVSNotOnDummy, report.CodeDPIPVSSetReject, report.CodeDPIPVSSysctl} {
+			refuseTraceCheck(t, tr, report.LayerDatapath, c)
 		}
 		if exit != 0 {
 			t.Errorf("exit %d, want 0: %s (%s)", exit, tr.Verdict.Summary, tr.Verdict.Code)
@@ -381,9 +382,9 @@ func TestIPVSNode(t *testing.T) {
 			t.Fatalf("NodePort virtual server %s: %s", np, out)
 		}
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
-		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPNodePortMissing)
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSSetMissing)
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSSetMissing)
 		if exit != 0 {
 			t.Errorf("exit %d, want 0: %s (%s)", exit, tr.Verdict.Summary, tr.Verdict.Code)
 		}
@@ -400,9 +401,9 @@ func TestIPVSNode(t *testing.T) {
 			t.Fatalf("ETP Local NodePort virtual server %s holds more than the local endpoints: %s", np, out)
 		}
 		tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
-		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSExternalRealServers)
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPETPLocalNoLocal)
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSExternalRealServers)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPETPLocalNoLocal)
 	})
 
 	t.Run("ETP Local without a local endpoint", func(t *testing.T) {
@@ -423,12 +424,12 @@ func TestIPVSNode(t *testing.T) {
 			t.Fatalf("ETP Local NodePort virtual server %s without a local endpoint: %s (kube-proxy v1.37 lists the cluster endpoints)", np, out)
 		}
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSETPLocalFallback, n.Name)
-		if c.Status != trace.StatusWarn {
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSETPLocalFallback, n.Name)
+		if c.Status != report.StatusWarn {
 			t.Errorf("%s is %s, want a warning", c.Code, c.Status)
 		}
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPNodePortMissing)
-		refuseTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPMissingEndpoints)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints)
 		if exit == 3 {
 			t.Errorf("exit 3: the drop is by design (%s %s)", tr.Verdict.Code, tr.Verdict.Summary)
 		}
@@ -439,7 +440,7 @@ func TestIPVSNode(t *testing.T) {
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, SessionAffinity: corev1.ServiceAffinityClientIP,
 				SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(300))}}}})
 		tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPAffinityOK, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPAffinityOK, n.Name)
 		if !strings.Contains(c.Message, "300") {
 			t.Errorf("affinity: %q", c.Message)
 		}
@@ -455,7 +456,7 @@ func TestIPVSNode(t *testing.T) {
 		if out := n.exec(t, "ipvsadm", "-Ln", "-t", vip); strings.Contains(out, gone) {
 			t.Skipf("kube-proxy re-added %s before the trace finished; nothing to judge", gone)
 		}
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPMissingEndpoints, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, n.Name)
 		if !strings.Contains(c.Message, gone) {
 			t.Errorf("DP007 does not name %s: %q", gone, c.Message)
 		}
@@ -472,9 +473,9 @@ func TestIPVSNode(t *testing.T) {
 		if out := n.exec(t, "ip", "-o", "addr", "show", "dev", "kube-ipvs0"); strings.Contains(out, svc.Spec.ClusterIP+"/") {
 			t.Skipf("kube-proxy re-bound %s before the trace finished; nothing to judge", svc.Spec.ClusterIP)
 		}
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPIPVSNotOnDummy, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSNotOnDummy, n.Name)
 		if !strings.Contains(c.Message, svc.Spec.ClusterIP) {
-			t.Errorf("%s does not name %s: %q", trace.CodeDPIPVSNotOnDummy, svc.Spec.ClusterIP, c.Message)
+			t.Errorf("%s does not name %s: %q", report.CodeDPIPVSNotOnDummy, svc.Spec.ClusterIP, c.Message)
 		}
 		if exit != 3 {
 			t.Errorf("exit %d, want 3", exit)
@@ -549,9 +550,9 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPStaleEndpoints, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, n.Name)
 		if !strings.Contains(c.Message, gone) {
-			t.Errorf("%s does not name the removed endpoint %s: %q", trace.CodeDPStaleEndpoints, gone, c.Message)
+			t.Errorf("%s does not name the removed endpoint %s: %q", report.CodeDPStaleEndpoints, gone, c.Message)
 		}
 		if exit != 3 {
 			t.Errorf("exit %d, want 3", exit)
@@ -580,14 +581,14 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 			t.Skipf("kube-proxy in iptables mode removed the IPVS virtual server %s; no leftover to judge", vip)
 		}
 		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
-		owner := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPOwner, n.Name)
+		owner := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPOwner, n.Name)
 		if !strings.Contains(owner.Message, "iptables") {
 			t.Errorf("owner %q, want kube-proxy iptables", owner.Message)
 		}
-		requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
-		c := requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPLeftovers, n.Name)
+		requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPLeftovers, n.Name)
 		if !strings.Contains(c.Message, "ipvs") || !strings.Contains(c.Message, vip) {
-			t.Errorf("%s does not name the IPVS virtual server %s: %q", trace.CodeDPLeftovers, vip, c.Message)
+			t.Errorf("%s does not name the IPVS virtual server %s: %q", report.CodeDPLeftovers, vip, c.Message)
 		}
 		if exit == 3 {
 			t.Errorf("exit 3: leftovers that do not capture the Service are a warning, not a failure (%s)", tr.Verdict.Code)
@@ -611,9 +612,9 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 				"iptables -t nat -F KUBE-SVC-SVTBIPVSLEFT00; iptables -t nat -X KUBE-SVC-SVTBIPVSLEFT00", svc.Spec.ClusterIP, comment))
 		})
 		tr, _ = traceIPVS(t, tb, n, ns, svc.Name)
-		c = requireTraceCheck(t, tr, trace.LayerDatapath, trace.CodeDPLeftovers, n.Name)
+		c = requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPLeftovers, n.Name)
 		if !strings.Contains(c.Message, "iptables") || !strings.Contains(c.Message, "ipvs is active") {
-			t.Errorf("%s does not say IPVS is active and iptables holds this Service: %q", trace.CodeDPLeftovers, c.Message)
+			t.Errorf("%s does not say IPVS is active and iptables holds this Service: %q", report.CodeDPLeftovers, c.Message)
 		}
 	})
 }

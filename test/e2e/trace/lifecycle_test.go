@@ -20,7 +20,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/cmd/cli"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestInterruptCleansUp interrupts a trace with SIGINT and SIGTERM at each
@@ -152,7 +152,7 @@ func TestNotReadyNodeIsReportedNotAwaited(t *testing.T) {
 	if d := time.Since(start); d > 90*time.Second {
 		t.Errorf("took %s: the NotReady node was waited on", d)
 	}
-	c := requireCheck(t, r, trace.LayerDatapath, trace.CodeNodeCollectorFailed, "svtb-ghost")
+	c := requireCheck(t, r, report.LayerDatapath, report.CodeNodeCollectorFailed, "svtb-ghost")
 	if !strings.Contains(c.Message, "NotReady") {
 		t.Errorf("message does not say NotReady: %q", c.Message)
 	}
@@ -193,9 +193,9 @@ func requireNodeLayersUnknownWithAPILayers(t *testing.T, r result, want ...strin
 	if r.Exit != cli.ExitNotJudged {
 		t.Errorf("exit %d, want %d: a collector that cannot run must not abort the trace, nor pass it", r.Exit, cli.ExitNotJudged)
 	}
-	for _, name := range trace.NodeLayers {
+	for _, name := range report.NodeLayers {
 		l := r.Trace.Layer(name)
-		if l.Status != trace.StatusUnknown {
+		if l.Status != report.StatusUnknown {
 			t.Errorf("layer %s is %s, want unknown", name, l.Status)
 		}
 		for _, w := range want {
@@ -204,8 +204,8 @@ func requireNodeLayersUnknownWithAPILayers(t *testing.T, r result, want ...strin
 			}
 		}
 	}
-	for _, name := range []trace.LayerName{trace.LayerService, trace.LayerEndpoints} {
-		if l := r.Trace.Layer(name); l.Status != trace.StatusPass {
+	for _, name := range []report.LayerName{report.LayerService, report.LayerEndpoints} {
+		if l := r.Trace.Layer(name); l.Status != report.StatusPass {
 			t.Errorf("API layer %s is %s (%s), want pass", name, l.Status, l.Reason)
 		}
 	}
@@ -251,7 +251,7 @@ func TestRestrictedKubeconfig(t *testing.T) {
 	r := svctraceWith(t, kc, "web", "-n", ns)
 	requireNoFail(t, r)
 	for _, l := range r.Trace.Layers {
-		if l.Status == trace.StatusUnknown {
+		if l.Status == report.StatusUnknown {
 			t.Errorf("layer %s unknown with the shipped RBAC: %s", l.Name, l.Reason)
 		}
 	}

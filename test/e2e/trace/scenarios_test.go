@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // nodeWithMode returns the testbed node whose kube-proxy runs in mode.
@@ -89,15 +89,15 @@ func TestHealthyIPTablesAndNFTables(t *testing.T) {
 			n := nodeWithMode(t, tb, mode)
 			ns, _ := deployWeb(t, tb, 2, []string{n.Name})
 			r := svctraceUntil(t, tb, func(r result) bool {
-				return check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil
+				return check(r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) != nil
 			}, "web", "-n", ns)
 			requireNoFail(t, r)
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
-			requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
-			requireCheck(t, r, trace.LayerRoute, trace.CodeRTHealthy, n.Name)
-			requireCheck(t, r, trace.LayerConntrack, trace.CodeCTHealthy, n.Name)
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+			requireCheck(t, r, report.LayerDNS, report.CodeDNSLiveOK, "")
+			requireCheck(t, r, report.LayerRoute, report.CodeRTHealthy, n.Name)
+			requireCheck(t, r, report.LayerConntrack, report.CodeCTHealthy, n.Name)
 			// The collector read both Pods' sockets: each listens on 8080.
-			if c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsListening, n.Name); !strings.HasPrefix(c.Message, "2 endpoint port(s)") {
+			if c := requireCheck(t, r, report.LayerEndpoints, report.CodeEpsListening, n.Name); !strings.HasPrefix(c.Message, "2 endpoint port(s)") {
 				t.Errorf("want both endpoints seen listening: %s", c.Message)
 			}
 			if c := r.Trace.Metadata.Collector; c == nil || c.Profile != "netadmin" || len(c.Nodes) != 1 || !c.Nodes[0].Inspected {
@@ -117,11 +117,11 @@ func TestSelectorTypo(t *testing.T) {
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3", r.Exit)
 	}
-	c := requireCheck(t, r, trace.LayerService, trace.CodeSvcSelectorNoPods, "")
+	c := requireCheck(t, r, report.LayerService, report.CodeSvcSelectorNoPods, "")
 	if !strings.Contains(c.Message, "app=wbe") {
 		t.Errorf("message does not show the selector: %q", c.Message)
 	}
-	if r.Trace.Verdict.FirstFailingLayer != trace.LayerService {
+	if r.Trace.Verdict.FirstFailingLayer != report.LayerService {
 		t.Errorf("first failing layer %s, want service", r.Trace.Verdict.FirstFailingLayer)
 	}
 }
@@ -149,7 +149,7 @@ func TestNamedTargetPortMissingOnOnePod(t *testing.T) {
 	tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
 	tb.CreateService(t, ns, framework.NewService("web", "web", framework.WithPorts(corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")})))
 	r := svctrace(t, tb, "web", "-n", ns, "--no-node")
-	c := requireCheck(t, r, trace.LayerService, trace.CodePortNameUnresolved, "")
+	c := requireCheck(t, r, report.LayerService, report.CodePortNameUnresolved, "")
 	if !strings.Contains(c.Message, "web-unnamed") {
 		t.Errorf("message does not name the Pod without the port: %q", c.Message)
 	}
@@ -168,14 +168,14 @@ func TestAppOnWrongPort(t *testing.T) {
 	}
 	// The collector on the endpoint's node read the Pod's sockets: nothing
 	// on 8080, the app is on 8081. That finding stands for the refused probe.
-	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotListening, n.Name)
+	c := requireCheck(t, r, report.LayerEndpoints, report.CodeEpsNotListening, n.Name)
 	if l := evidenceItems(c, "listeners"); !slices.Contains(l, "[::]:8081/TCP") && !slices.Contains(l, "0.0.0.0:8081/TCP") {
 		t.Errorf("listeners in evidence %v, want the app's real port 8081", l)
 	}
 	if !strings.Contains(c.Message, ":8080/TCP") || !strings.Contains(c.Message, ":8081/TCP") {
 		t.Errorf("message does not name the target port and the one the app listens on: %q", c.Message)
 	}
-	if d := check(r.Trace, trace.LayerEndpoints, trace.CodeEpsRefused, ""); d != nil {
+	if d := check(r.Trace, report.LayerEndpoints, report.CodeEpsRefused, ""); d != nil {
 		t.Errorf("the refusal the sockets explain is reported twice: %s", d.Message)
 	}
 	if col := r.Trace.Metadata.Collector; col == nil || !col.HostPID {
@@ -192,11 +192,11 @@ func TestOnePodNotReady(t *testing.T) {
 	// The kubelet's Event reaches the API shortly after the probe fails.
 	const probeText = `kubelet: "Readiness probe failed: HTTP probe failed with statuscode: 503"`
 	r := svctraceUntil(t, tb, func(r result) bool {
-		c := check(r.Trace, trace.LayerEndpoints, trace.CodePodNotReady, "")
+		c := check(r.Trace, report.LayerEndpoints, report.CodePodNotReady, "")
 		return c != nil && strings.Contains(c.Message, probeText)
 	}, "web", "-n", ns, "--no-node")
-	requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsNotReady, "")
-	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodePodNotReady, "")
+	requireCheck(t, r, report.LayerEndpoints, report.CodeEpsNotReady, "")
+	c := requireCheck(t, r, report.LayerEndpoints, report.CodePodNotReady, "")
 	if !strings.Contains(c.Message, pods[0].Name) || !strings.Contains(c.Message, probeText) {
 		t.Errorf("not-ready Pod check does not name %s and quote the probe failure: %q", pods[0].Name, c.Message)
 	}
@@ -219,9 +219,9 @@ func TestKubeProxyStoppedThenEndpointsChanged(t *testing.T) {
 			tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 2)
 			tb.WaitReadyEndpoints(t, ns, "web", 2)
 			r := svctrace(t, tb, "web", "-n", ns)
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPStaleEndpoints, n.Name)
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPMissingEndpoints, n.Name)
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPProxyUnreachable, n.Name)
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPStaleEndpoints, n.Name)
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPMissingEndpoints, n.Name)
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPProxyUnreachable, n.Name)
 			if r.Exit != 3 {
 				t.Errorf("exit %d, want 3", r.Exit)
 			}
@@ -235,7 +235,7 @@ func TestLegacyLeftovers(t *testing.T) {
 	ns, _ := deployWeb(t, tb, 1, []string{n.Name})
 	tb.WriteLegacyLeftovers(t, n.Name)
 	r := svctrace(t, tb, "web", "-n", ns)
-	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPLeftovers, n.Name)
+	requireCheck(t, r, report.LayerDatapath, report.CodeDPLeftovers, n.Name)
 }
 
 func TestIPForwardOff(t *testing.T) {
@@ -244,7 +244,7 @@ func TestIPForwardOff(t *testing.T) {
 	ns, _ := deployWeb(t, tb, 1, []string{n.Name})
 	tb.SetIPForward(t, n.Name, false)
 	r := svctrace(t, tb, "web", "-n", ns)
-	requireCheck(t, r, trace.LayerRoute, trace.CodeRTForwardOff, n.Name)
+	requireCheck(t, r, report.LayerRoute, report.CodeRTForwardOff, n.Name)
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3", r.Exit)
 	}
@@ -257,12 +257,12 @@ func TestRouteToOtherPodCIDRRemoved(t *testing.T) {
 	ns, _ := deployWeb(t, tb, 1, []string{other.Name})
 	tb.DeleteRouteToNode(t, n.Name, other.Name)
 	r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
-	c := check(r.Trace, trace.LayerRoute, trace.CodeRTPodTimeout, n.Name)
+	c := check(r.Trace, report.LayerRoute, report.CodeRTPodTimeout, n.Name)
 	if c == nil {
-		c = check(r.Trace, trace.LayerRoute, trace.CodeRTNoRoute, n.Name)
+		c = check(r.Trace, report.LayerRoute, report.CodeRTNoRoute, n.Name)
 	}
 	if c == nil {
-		t.Fatalf("no route failure on %s: %s", n.Name, summarize(r.Trace, trace.LayerRoute))
+		t.Fatalf("no route failure on %s: %s", n.Name, summarize(r.Trace, report.LayerRoute))
 	}
 }
 
@@ -272,8 +272,8 @@ func TestETPLocalNodeWithoutEndpoints(t *testing.T) {
 	other := otherNode(t, tb, n.Name)
 	ns, _ := deployWeb(t, tb, 1, []string{n.Name}, framework.NodePortLocal())
 	r := svctrace(t, tb, "web", "-n", ns, "--node", other.Name)
-	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPETPLocalNoLocal, other.Name)
-	requireCheck(t, r, trace.LayerService, trace.CodeSvcETPLocal, "")
+	requireCheck(t, r, report.LayerDatapath, report.CodeDPETPLocalNoLocal, other.Name)
+	requireCheck(t, r, report.LayerService, report.CodeSvcETPLocal, "")
 }
 
 func TestSessionAffinityProgrammed(t *testing.T) {
@@ -284,11 +284,11 @@ func TestSessionAffinityProgrammed(t *testing.T) {
 			ns, _ := deployWeb(t, tb, 2, []string{n.Name}, framework.SessionAffinityClientIP(600))
 			time.Sleep(2 * time.Second)
 			r := svctrace(t, tb, "web", "-n", ns)
-			requireCheck(t, r, trace.LayerService, trace.CodeSvcSessionAffinity, "")
-			if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPAffinityMissing, n.Name); c != nil {
+			requireCheck(t, r, report.LayerService, report.CodeSvcSessionAffinity, "")
+			if c := check(r.Trace, report.LayerDatapath, report.CodeDPAffinityMissing, n.Name); c != nil {
 				t.Errorf("affinity reported missing: %s", c.Message)
 			}
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
 		})
 	}
 }
@@ -298,8 +298,8 @@ func TestCoreDNSScaledToZero(t *testing.T) {
 	ns, _ := deployWeb(t, tb, 1, nil)
 	tb.ScaleCoreDNS(t, 0)
 	r := svctrace(t, tb, "web", "-n", ns)
-	requireCheck(t, r, trace.LayerDNS, trace.CodeDNSNoEndpoints, "")
-	if r.Trace.Verdict.FirstFailingLayer != trace.LayerDNS {
+	requireCheck(t, r, report.LayerDNS, report.CodeDNSNoEndpoints, "")
+	if r.Trace.Verdict.FirstFailingLayer != report.LayerDNS {
 		t.Errorf("first failing layer %s, want dns", r.Trace.Verdict.FirstFailingLayer)
 	}
 }
@@ -312,17 +312,17 @@ func TestHeadlessAndExternalName(t *testing.T) {
 	tb.WaitReadyEndpoints(t, ns, "web", 2)
 	r := svctrace(t, tb, "web", "-n", ns)
 	requireNoFail(t, r)
-	requireCheck(t, r, trace.LayerService, trace.CodeSvcHeadless, "")
-	requireCheck(t, r, trace.LayerDNS, trace.CodeDNSLiveOK, "")
-	if s := r.Trace.Layer(trace.LayerDatapath).Status; s != trace.StatusSkipped {
+	requireCheck(t, r, report.LayerService, report.CodeSvcHeadless, "")
+	requireCheck(t, r, report.LayerDNS, report.CodeDNSLiveOK, "")
+	if s := r.Trace.Layer(report.LayerDatapath).Status; s != report.StatusSkipped {
 		t.Errorf("headless datapath %s, want skipped", s)
 	}
 
 	tb.CreateService(t, ns, framework.NewService("ext", "", framework.ExternalName("example.invalid")))
 	r = svctrace(t, tb, "ext", "-n", ns)
-	requireCheck(t, r, trace.LayerService, trace.CodeSvcExternalName, "")
-	if check(r.Trace, trace.LayerDNS, trace.CodeDNSLiveOK, "") == nil && check(r.Trace, trace.LayerDNS, trace.CodeDNSLiveWrong, "") != nil {
-		t.Errorf("CoreDNS's CNAME for the ExternalName judged wrong: %s", summarize(r.Trace, trace.LayerDNS))
+	requireCheck(t, r, report.LayerService, report.CodeSvcExternalName, "")
+	if check(r.Trace, report.LayerDNS, report.CodeDNSLiveOK, "") == nil && check(r.Trace, report.LayerDNS, report.CodeDNSLiveWrong, "") != nil {
+		t.Errorf("CoreDNS's CNAME for the ExternalName judged wrong: %s", summarize(r.Trace, report.LayerDNS))
 	}
 }
 
@@ -346,7 +346,7 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 	}
 	// kube-proxy programs 120 new endpoints on its next sync; trace until it has.
 	r := svctraceUntil(t, tb, func(r result) bool {
-		return check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) != nil
+		return check(r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) != nil
 	}, "many", "-n", ns, "--node", n.Name)
 	if got := r.Trace.Endpoints.Total; got != 120 {
 		t.Errorf("endpoints total %d, want 120", got)
@@ -354,7 +354,7 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 	if got := len(r.Trace.Endpoints.Slices); got != 3 {
 		t.Errorf("slices %d, want 3", got)
 	}
-	requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+	requireCheck(t, r, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
 }
 
 // TestOverThousandEndpoints: 1,200 endpoints in 12 slices. Above 1,000
@@ -378,7 +378,7 @@ func TestOverThousandEndpoints(t *testing.T) {
 	tb.WaitReadyEndpoints(t, ns, "huge", 1200)
 	programmed := func(r result) bool {
 		for _, n := range tb.Nodes {
-			if check(r.Trace, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name) == nil {
+			if check(r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) == nil {
 				return false
 			}
 		}
@@ -389,7 +389,7 @@ func TestOverThousandEndpoints(t *testing.T) {
 		t.Errorf("endpoints total %d, want 1200", got)
 	}
 	for _, n := range tb.Nodes {
-		requireCheck(t, r, trace.LayerDatapath, trace.CodeDPRulesMatch, n.Name)
+		requireCheck(t, r, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
 	}
 	for _, cn := range r.Trace.Metadata.Collector.Nodes {
 		if !cn.Inspected {
@@ -426,7 +426,7 @@ func TestLongLivedConnectionsSkew(t *testing.T) {
 	tb.WaitReadyEndpoints(t, ns, "web", 2)
 	time.Sleep(3 * time.Second) // kube-proxy syncs the second endpoint
 	r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
-	c := requireCheck(t, r, trace.LayerConntrack, trace.CodeCTSkew, n.Name)
+	c := requireCheck(t, r, report.LayerConntrack, report.CodeCTSkew, n.Name)
 	if !strings.Contains(c.Message, "long-lived connections") {
 		t.Errorf("skew not explained: %q", c.Message)
 	}
@@ -461,9 +461,9 @@ func TestITPLocalFromNodeWithoutEndpoints(t *testing.T) {
 			tb.WaitReadyEndpoints(t, ns, "web", 1)
 			time.Sleep(2 * time.Second) // kube-proxy sync; there is no ClusterIP answer to wait for from n
 			r := svctrace(t, tb, "web", "-n", ns, "--node", n.Name)
-			requireCheck(t, r, trace.LayerDatapath, trace.CodeDPDroppedByDesign, n.Name)
-			requireCheck(t, r, trace.LayerService, trace.CodeSvcITPLocal, "")
-			if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPClusterIPFails, n.Name); c != nil {
+			requireCheck(t, r, report.LayerDatapath, report.CodeDPDroppedByDesign, n.Name)
+			requireCheck(t, r, report.LayerService, report.CodeSvcITPLocal, "")
+			if c := check(r.Trace, report.LayerDatapath, report.CodeDPClusterIPFails, n.Name); c != nil {
 				t.Errorf("the drop by design blamed on the datapath: %s", c.Message)
 			}
 			requireNoFail(t, r)
@@ -507,9 +507,9 @@ func TestDNSThroughNodeThatDoesNotForward(t *testing.T) {
 		t.Errorf("exit %d, want 3", r.Exit)
 	}
 	v := r.Trace.Verdict
-	if v.Code != trace.CodeRTForwardOff || v.Node != dnsNode || v.RootCauseLayer != trace.LayerRoute {
+	if v.Code != report.CodeRTForwardOff || v.Node != dnsNode || v.RootCauseLayer != report.LayerRoute {
 		t.Errorf("verdict rests on %s on %q (root cause layer %q, first failing %s), want %s on %s: %s",
-			v.Code, v.Node, v.RootCauseLayer, v.FirstFailingLayer, trace.CodeRTForwardOff, dnsNode, v.Summary)
+			v.Code, v.Node, v.RootCauseLayer, v.FirstFailingLayer, report.CodeRTForwardOff, dnsNode, v.Summary)
 	}
 }
 
@@ -555,8 +555,8 @@ func TestNodePortsAndHealthCheck(t *testing.T) {
 	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
 	requireNoFail(t, r)
 	for _, node := range []string{n.Name, other.Name} {
-		requireCheck(t, r, trace.LayerDatapath, trace.CodeDPHealthCheckOK, node)
-		if c := check(r.Trace, trace.LayerDatapath, trace.CodeDPNodePortFails, node); c != nil {
+		requireCheck(t, r, report.LayerDatapath, report.CodeDPHealthCheckOK, node)
+		if c := check(r.Trace, report.LayerDatapath, report.CodeDPNodePortFails, node); c != nil {
 			t.Errorf("NodePort of %s: %s", node, c.Message)
 		}
 	}

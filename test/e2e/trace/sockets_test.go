@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // TestAppListensOnlyOnLoopback: the app binds 127.0.0.1 (its readiness probe
@@ -24,17 +24,17 @@ func TestAppListensOnlyOnLoopback(t *testing.T) {
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3", r.Exit)
 	}
-	c := requireCheck(t, r, trace.LayerEndpoints, trace.CodeEpsLoopbackOnly, n.Name)
+	c := requireCheck(t, r, report.LayerEndpoints, report.CodeEpsLoopbackOnly, n.Name)
 	if !strings.Contains(c.Message, "127.0.0.1:8080/TCP") {
 		t.Errorf("message does not show the loopback listener: %q", c.Message)
 	}
 	if l := evidenceItems(c, "listeners"); len(l) != 1 || l[0] != "127.0.0.1:8080/TCP" {
 		t.Errorf("listeners in evidence %v, want only 127.0.0.1:8080/TCP", l)
 	}
-	if d := check(r.Trace, trace.LayerEndpoints, trace.CodeEpsRefused, ""); d != nil {
+	if d := check(r.Trace, report.LayerEndpoints, report.CodeEpsRefused, ""); d != nil {
 		t.Errorf("the refusal the sockets explain is reported twice: %s", d.Message)
 	}
-	if r.Trace.Verdict.FirstFailingLayer != trace.LayerEndpoints || !strings.Contains(r.Trace.Verdict.LikelyCause, "only on") {
+	if r.Trace.Verdict.FirstFailingLayer != report.LayerEndpoints || !strings.Contains(r.Trace.Verdict.LikelyCause, "only on") {
 		t.Errorf("verdict %+v, want the loopback finding as the likely cause", r.Trace.Verdict)
 	}
 	if col := r.Trace.Metadata.Collector; col == nil || !col.HostPID || col.Profile != "netadmin" {
@@ -43,7 +43,7 @@ func TestAppListensOnlyOnLoopback(t *testing.T) {
 }
 
 // evidenceItems returns a check's evidence list field.
-func evidenceItems(c *trace.Check, key string) []string {
+func evidenceItems(c *report.Check, key string) []string {
 	if c == nil || c.Evidence == nil {
 		return nil
 	}

@@ -77,6 +77,9 @@ uml_boot() {
 	[[ -x $UML_KERNEL ]] || { uml_log "no UML kernel at $UML_KERNEL (apt: user-mode-linux; test/testbed/deps.sh)"; return 1; }
 	[[ $job == /* && -x $job ]] || { uml_log "job must be an absolute path to an executable: $job"; return 1; }
 	uml_stop "$name" 5
+	# The console of the previous boot is what says why it ended (a retry
+	# must not erase it).
+	[[ -f $d/console.log ]] && mv -f "$d/console.log" "$d/console.log.prev"
 	rm -rf "$d/out"
 	mkdir -p "$d/out" "$d/umldir"
 	local IFS=,
@@ -127,5 +130,58 @@ uml_job_ready() {
 	done
 	uml_log "$name: job not started; console tail:"
 	tail -20 "$d/console.log" >&2
+	return 1
+}
+
+# uml_host_kills NAME: the host kernel's reports, since the instance booted,
+# of UML processes it killed because a signal frame did not fit on their
+# alternate signal stack ("signal: linux[PID] overflowed sigaltstack"). With
+# AVX-512 a frame needs ~3.4 KB (AT_MINSIGSTKSZ 3376 on this host) and
+# UML 6.1 nests signals on small stacks; it happens rarely, under host load,
+# and takes the kernel down. Prints the lines; fails when there are none.
+uml_host_kills() {
+	local d=$UML_STATE/$1 since
+	[[ -f $d/started ]] || return 1
+	since=$(date -u -d "@$(cut -d. -f1 "$d/started")" +%Y-%m-%dT%H:%M:%S)
+	TZ=UTC dmesg --time-format iso 2>/dev/null |
+		awk -v since="$since" 'substr($1, 1, 19) >= since && /signal: linux\[[0-9]+\] overflowed sigaltstack/' | grep . || return 1
+}
+
+# uml_death NAME: say why an instance that should be running is gone: the
+# host kernel's kills (uml_host_kills) and the tail of its console (a guest
+# panic, e.g. "Attempted to kill init", is there).
+uml_death() {
+	local name=$1 d=$UML_STATE/$1 kills
+	if kills=$(uml_host_kills "$name"); then
+		uml_log "$name: the host kernel killed UML processes (signal frame larger than their sigaltstack):"
+		printf '%s\n' "$kills" >&2
+	fi
+	uml_log "$name: console tail:"
+	tail -n 15 "$d/console.log" >&2 2>/dev/null || true
+}
+
+# uml_boot_until NAME TIMEOUT_S READY_CMD JOB [ARG...]: uml_boot, then wait
+# until READY_CMD (a command or function) succeeds. An instance the host
+# kernel killed meanwhile (uml_host_kills) is booted once more; any other
+# death fails at once. Returns 0 ready, 1 dead or not booted, 2 timed out.
+uml_boot_until() {
+	local name=$1 timeout=$2 ready=$3 attempt i
+	shift 3
+	for attempt in 1 2; do
+		uml_boot "$name" "$@" || return 1
+		for ((i = 0; i < timeout * 10; i++)); do
+			"$ready" && return 0
+			if ! uml_alive "$name"; then
+				uml_death "$name"
+				if ((attempt == 1)) && uml_host_kills "$name" >/dev/null; then
+					uml_log "$name: killed by the host kernel while booting; booting it once more"
+					continue 2
+				fi
+				return 1
+			fi
+			sleep 0.1
+		done
+		return 2
+	done
 	return 1
 }

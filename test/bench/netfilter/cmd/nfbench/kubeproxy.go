@@ -19,9 +19,10 @@ const (
 	benchNode    = "bench-node"
 	benchNodeIP  = "10.250.0.1"
 	benchCIDR    = "10.0.0.0/8" // detect-local, as kpgen's default
+	benchNodeIP6 = "fd00:250::1"
+	benchCIDR6   = "fd00::/8"
 	fakeAPIAddr  = "127.0.0.1:18080"
 	metricsURL   = "127.0.0.1:10249/metrics"
-	kpTimeout    = 15 * time.Minute
 	pollInterval = time.Second
 )
 
@@ -87,13 +88,17 @@ type programmed struct {
 // are in the rules (rule count / map size), checks that they landed in the
 // mode's backend, and stops kube-proxy and the fake API (SIGKILL, by PID: the
 // rules stay, and nothing resyncs while we measure).
-func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
+func programWithKubeProxy(api, kp, tmp, ns, mode string, n int, ipv6 bool, timeout time.Duration) (programmed, error) {
 	nsPath := "/var/run/netns/" + ns
 	inNS := func(args ...string) []string { return append([]string{"nsenter", "--net=" + nsPath, "--"}, args...) }
+	nodeIP, cidr, plen := benchNodeIP, benchCIDR, "/24"
+	if ipv6 {
+		nodeIP, cidr, plen = benchNodeIP6, benchCIDR6, "/64"
+	}
 	run(inNS("ip", "link", "set", "lo", "up")...)
 	// Both ends of the veth pair stay in the namespace (no dummy module here).
 	run(inNS("ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0-peer")...)
-	run(inNS("ip", "addr", "add", benchNodeIP+"/24", "dev", "eth0")...)
+	run(inNS("ip", "addr", "add", nodeIP+plen, "dev", "eth0", "nodad")...)
 	run(inNS("ip", "link", "set", "eth0", "up")...)
 	run(inNS("ip", "link", "set", "eth0-peer", "up")...)
 
@@ -101,7 +106,16 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		fail(err)
 	}
-	apiCmd := start(inNS(api, "serve", fakeAPIAddr, benchNode, benchNodeIP, strconv.Itoa(n), "4"), nil, filepath.Join(dir, "fakeapi.log"))
+	serve := inNS(api, "serve", fakeAPIAddr, benchNode, nodeIP, strconv.Itoa(n), "4")
+	if ipv6 {
+		cluster := filepath.Join(dir, "cluster.json")
+		c := fmt.Sprintf(`{"NodeName":%q,"NodeIP":%q,"BenchServices":%d,"BenchEndpoints":4,"BenchIPv6":true}`, benchNode, nodeIP, n)
+		if err := os.WriteFile(cluster, []byte(c), 0o600); err != nil {
+			fail(err)
+		}
+		serve = inNS(api, "serve-cluster", fakeAPIAddr, cluster)
+	}
+	apiCmd := start(serve, nil, filepath.Join(dir, "fakeapi.log"))
 	defer stop(apiCmd)
 	waitFor(30*time.Second, "fake API listening", func() bool {
 		out, _ := nsCmd(nsPath, "ss", "-Hltn", "sport", "= :18080").Output()
@@ -110,19 +124,19 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 
 	config := filepath.Join(dir, "kube-proxy.yaml") // and kubeconfig, written by the fake API's config mode
 	kpMode := map[string]string{"nft": "iptables", "legacy": "iptables", "nftables": "nftables"}[mode]
-	run(api, "config", dir, fakeAPIAddr, kpMode, benchNode, benchNodeIP, benchCIDR)
+	run(api, "config", dir, fakeAPIAddr, kpMode, benchNode, nodeIP, cidr)
 	env := os.Environ()
 	var ipt []string // our own listing command for the mode's backend
 	switch mode {
 	case "nft":
 		env = append(env, "PATH="+backendBin(filepath.Join(tmp, "bin-nft"), "xtables-nft-multi")+":"+os.Getenv("PATH"))
-		ipt = []string{"iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES"}
+		ipt = []string{iptCmd(ipv6, "-nft"), "-t", "nat", "-S", "KUBE-SERVICES"}
 	case "legacy":
 		// Its own lock file: kube-proxy's iptables-restore -w must not
 		// wait on (or hold) the host's /run/xtables.lock.
 		env = append(env, "PATH="+backendBin(filepath.Join(tmp, "bin-legacy"), "xtables-legacy-multi")+":"+os.Getenv("PATH"),
 			"XTABLES_LOCKFILE="+filepath.Join(dir, "xtables.lock"))
-		ipt = []string{"iptables-legacy", "-w", "-t", "nat", "-S", "KUBE-SERVICES"}
+		ipt = []string{iptCmd(ipv6, "-legacy"), "-w", "-t", "nat", "-S", "KUBE-SERVICES"}
 	}
 	t0 := time.Now()
 	kpCmd := start(inNS(kp, "--config="+config, "-v=1"), env, filepath.Join(dir, "kube-proxy.log"))
@@ -130,7 +144,11 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 
 	count := func() int {
 		if mode == "nftables" {
-			out, _ := nsCmd(nsPath, "nft", "list", "map", "ip", "kube-proxy", "service-ips").Output()
+			fam := "ip"
+			if ipv6 {
+				fam = "ip6"
+			}
+			out, _ := nsCmd(nsPath, "nft", "list", "map", fam, "kube-proxy", "service-ips").Output()
 			return bytes.Count(out, []byte(" goto service-"))
 		}
 		c := nsCmd(nsPath, ipt...)
@@ -140,16 +158,16 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 	}
 	var res programmed
 	var got int
-	deadline := time.Now().Add(kpTimeout)
+	deadline := time.Now().Add(timeout)
 	for {
 		if kpCmd.exited() {
-			fail(fmt.Errorf("%s n=%d: kube-proxy exited; log tail:\n%s", mode, n, logTail(filepath.Join(dir, "kube-proxy.log"))))
+			return res, fmt.Errorf("%s n=%d: kube-proxy exited; log tail:\n%s", mode, n, logTail(filepath.Join(dir, "kube-proxy.log")))
 		}
-		m := metrics(nsPath)
+		m := metrics(nsPath, ipv6)
 		if m["kubeproxy_sync_full_proxy_rules_duration_seconds_count"] >= 1 {
 			if got = count(); got == n {
 				res.Observed = time.Since(t0).Seconds()
-				m = metrics(nsPath)
+				m = metrics(nsPath, ipv6)
 				res.Seconds = m["kubeproxy_sync_proxy_rules_last_timestamp_seconds"] - float64(t0.UnixNano())/1e9
 				res.FullSyncs = int(m["kubeproxy_sync_full_proxy_rules_duration_seconds_count"])
 				res.FullSyncSum = m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"]
@@ -157,7 +175,7 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 			}
 		}
 		if time.Now().After(deadline) {
-			fail(fmt.Errorf("%s n=%d: kube-proxy programmed %d of %d Services in %v; log tail:\n%s", mode, n, got, n, kpTimeout, logTail(filepath.Join(dir, "kube-proxy.log"))))
+			return res, fmt.Errorf("%s n=%d: kube-proxy programmed %d of %d Services in %v", mode, n, got, n, timeout)
 		}
 		time.Sleep(pollInterval)
 	}
@@ -165,19 +183,32 @@ func programWithKubeProxy(api, kp, tmp, ns, mode string, n int) programmed {
 	stop(apiCmd)
 
 	// The rules must be in the mode's backend and only there.
-	legacyTables, _ := nsCmd(nsPath, "cat", "/proc/net/ip_tables_names").Output()
-	nftNat := nsCmd(nsPath, "iptables-nft", "-t", "nat", "-S", "KUBE-SERVICES").Run() == nil
+	names := "/proc/net/ip_tables_names"
+	if ipv6 {
+		names = "/proc/net/ip6_tables_names"
+	}
+	legacyTables, _ := nsCmd(nsPath, "cat", names).Output()
+	nftNat := nsCmd(nsPath, iptCmd(ipv6, "-nft"), "-t", "nat", "-S", "KUBE-SERVICES").Run() == nil
 	switch mode {
 	case "legacy":
 		if !bytes.Contains(legacyTables, []byte("nat")) || nftNat {
-			fail(fmt.Errorf("legacy: kube-proxy did not write legacy-only rules (ip_tables_names %q, iptables-nft KUBE-SERVICES present %v)", legacyTables, nftNat))
+			return res, fmt.Errorf("legacy: kube-proxy did not write legacy-only rules (ip_tables_names %q, iptables-nft KUBE-SERVICES present %v)", legacyTables, nftNat)
 		}
 	case "nft":
 		if len(bytes.TrimSpace(legacyTables)) > 0 || !nftNat {
-			fail(fmt.Errorf("nft: kube-proxy did not write nf_tables-only rules (ip_tables_names %q)", legacyTables))
+			return res, fmt.Errorf("nft: kube-proxy did not write nf_tables-only rules (ip_tables_names %q)", legacyTables)
 		}
 	}
-	return res
+	return res, nil
+}
+
+// iptCmd is the iptables command of a family and backend ("-nft", "-legacy",
+// "-legacy-save", ...).
+func iptCmd(ipv6 bool, suffix string) string {
+	if ipv6 {
+		return "ip6tables" + suffix
+	}
+	return "iptables" + suffix
 }
 
 // logTail is the end of a log file (the run's directory is removed on failure).
@@ -189,9 +220,13 @@ func logTail(path string) string {
 	return string(b)
 }
 
-// metrics fetches kube-proxy's IPv4 samples: name{ip_family="IPv4"} (and
-// unlabelled ones) by name.
-func metrics(nsPath string) map[string]float64 {
+// metrics fetches kube-proxy's samples of one family: name{ip_family="IPv4"}
+// (or IPv6, and unlabelled ones) by name.
+func metrics(nsPath string, ipv6 bool) map[string]float64 {
+	label := `{ip_family="IPv4"}`
+	if ipv6 {
+		label = `{ip_family="IPv6"}`
+	}
 	out, _ := nsCmd(nsPath, "curl", "-s", "-m", "2", metricsURL).Output()
 	m := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -200,7 +235,7 @@ func metrics(nsPath string) map[string]float64 {
 		if len(f) != 2 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		name := strings.TrimSuffix(f[0], `{ip_family="IPv4"}`)
+		name := strings.TrimSuffix(f[0], label)
 		if strings.Contains(name, "{") {
 			continue
 		}

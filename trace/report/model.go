@@ -1,10 +1,10 @@
-// Package trace holds svctrace's result model, its check catalog, the checks
-// that need only the Kubernetes API, and the verdict. It is cobra-free and
-// never prints: cmd/ wires it to flags, render/ turns its result into text,
-// JSON or YAML.
-package trace
+package report
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // APIVersion and Kind identify the result document. Field names below are
 // part of the v1alpha1 contract (docs/schema/servicetrace.v1alpha1.json):
@@ -298,11 +298,6 @@ func (l *Layer) Skip(reason string) {
 	l.Reason = reason
 }
 
-// fieldValue and fieldItems build evidence fields.
-func fieldValue(key, value string) Field { return Field{Key: key, Value: value} }
-
-func fieldItems(key string, items []string) Field { return Field{Key: key, Items: items} }
-
 // String names the client as --from does: pod/NAMESPACE/NAME or node/NAME;
 // "" for none.
 func (c *PolicyClient) String() string {
@@ -318,3 +313,34 @@ func (c *PolicyClient) String() string {
 	}
 	return ""
 }
+
+// CheckRef points at one check of the same trace.
+type CheckRef struct {
+	Layer LayerName `json:"layer"`
+	Code  string    `json:"code"`
+	Node  string    `json:"node,omitempty"`
+}
+
+// LayerPolicy judges the NetworkPolicies in front of the backend Pods. It is
+// an API-side layer: whether a CNI enforces them is stated, never guessed.
+const LayerPolicy LayerName = "policy"
+
+// PolicyClient is the client a trace is run for (--from); nil means "any
+// client": the layer then says who is admitted.
+type PolicyClient struct {
+	Pod  *corev1.Pod  `json:"pod,omitempty"`
+	Node *corev1.Node `json:"node,omitempty"`
+	// NodeName is set for --from node/NAME even when the Node is unreadable.
+	NodeName string `json:"nodeName,omitempty"`
+}
+
+// PolicyClientFromPod is a convenience for callers resolving --from.
+func PolicyClientFromPod(p *corev1.Pod) *PolicyClient {
+	return &PolicyClient{Pod: p, NodeName: p.Spec.NodeName}
+}
+
+// Reasons for node layers that were not inspected.
+const (
+	ReasonNoNode      = "--no-node given"
+	ReasonNoCollector = "node collector not available in this build"
+)

@@ -1,4 +1,4 @@
-package trace
+package report
 
 // CollectorRun records how the node layers were observed: which image ran
 // where, with which privileges, and which nodes could not be inspected. The

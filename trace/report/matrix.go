@@ -1,4 +1,4 @@
-package trace
+package report
 
 // EndpointMatrix is the node × endpoint grid: for each Service port, what
 // each inspected node's datapath programmed for each endpoint and whether the

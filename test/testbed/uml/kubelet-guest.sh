@@ -1,0 +1,164 @@
+#!/bin/sh
+# kubelet-guest.sh DIR: a real kubelet with containerd, runc and the CNI
+# bridge plugin inside user-mode Linux (a uml/lib.sh job, run by init.sh as
+# root of the guest). Standalone: no API server; the kubelet runs the static
+# Pods in DIR/manifests. DIR (a host directory, shared over hostfs) holds:
+#   env         KUBELET CONTAINERD_BIN IMAGES NODE_NAME NODE_IP POD_CIDR
+#               (POD_CIDR's first address is the bridge's)
+#   manifests/  static Pod manifests
+# and receives containerd.log, kubelet.log, pod-logs/, status (one line a
+# step) and ready (once the kubelet's healthz answers). Then it waits for the
+# host to stop the guest ($SVTB_OUT/stop).
+#
+# Everything the kubelet and containerd write lives in the guest: their roots
+# are a tmpfs (overlayfs needs a real upper file system, hostfs is not one),
+# and tmpfs is mounted over the machine-wide paths they would otherwise
+# create or clean on the host through hostfs (/var/log/containers, /var/lib/
+# kubelet, /var/lib/cni, /etc/cni, ...): the host's testbed kubelets use them.
+set -u
+dir=$1
+. "$dir/env"
+status() { echo "$(cut -d' ' -f1 /proc/uptime) $*" >>"$dir/status"; }
+: >"$dir/status"
+
+# cgroup v2 (init.sh mounted it): give the children every controller the
+# kernel has; the kubelet and runc use cpu, memory and pids.
+read -r controllers </sys/fs/cgroup/cgroup.controllers
+for c in $controllers; do echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || status "controller $c not enabled"; done
+status "cgroup controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+
+state=/run/svctrace-kubelet
+mkdir -p "$state"
+mount -t tmpfs -o size=600m tmpfs "$state"
+for p in /var/log/containers /var/log/pods /var/lib/kubelet /var/lib/cni /etc/cni /usr/libexec/kubernetes /var/lib/containerd /opt/cni /opt/containerd; do
+	[ -d "$p" ] && mount -t tmpfs tmpfs "$p"
+done
+mkdir -p "$state/cni/net.d" "$state/kubelet" "$state/containerd" "$state/containerd-state" "$dir/pod-logs"
+
+# cadvisor (in the kubelet) takes the CPU's clock from cpufreq or from "cpu
+# MHz" in /proc/cpuinfo, and UML has neither ("could not detect clock speed"):
+# a copy with the line, bound over it in the guest only.
+awk '{print} /^processor/{print "cpu MHz\t\t: 1000.000"}' /proc/cpuinfo >"$state/cpuinfo"
+mount --bind "$state/cpuinfo" /proc/cpuinfo
+
+# The node's address (the kubelet wants one) and the Pod bridge's network.
+ip link add eth0 type dummy 2>/dev/null
+ip addr add "$NODE_IP/24" dev eth0
+ip link set eth0 up
+ip route add default dev eth0 2>/dev/null
+sysctl -qw net.ipv4.ip_forward=1
+
+cat >"$state/containerd.toml" <<TOML
+version = 2
+root = "$state/containerd"
+state = "$state/containerd-state"
+[grpc]
+  address = "$state/containerd.sock"
+[ttrpc]
+  address = "$state/containerd.sock.ttrpc"
+[debug]
+  level = "info"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "svctrace.local/pause:v1"
+  disable_apparmor = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$state/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "${SNAPSHOTTER:-overlayfs}"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$state/runc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$state/opt"
+TOML
+gw=${POD_CIDR%.*/*}.1
+cat >"$state/cni/net.d/10-bridge.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "$NODE_NAME",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$state/cni-ipam",
+        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$gw"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+CNI
+
+"$CONTAINERD_BIN" --config "$state/containerd.toml" >"$dir/containerd.log" 2>&1 &
+for i in $(seq 100); do [ -S "$state/containerd.sock" ] && break; sleep 0.2; done
+status "containerd: $( [ -S "$state/containerd.sock" ] && echo up || echo 'no socket')"
+for img in $IMAGES; do
+	ctr -a "$state/containerd.sock" -n k8s.io images import "$img" >>"$dir/import.log" 2>&1 || status "import $img failed"
+done
+status "images: $(ctr -a "$state/containerd.sock" -n k8s.io images ls -q 2>&1 | grep -c svctrace.local)"
+
+cat >"$state/kubelet.yaml" <<KCFG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://$state/containerd.sock
+staticPodPath: $dir/manifests
+volumePluginDir: $state/volume-plugins
+podLogsDir: $dir/pod-logs
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "20Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%"}
+fileCheckFrequency: 2s
+seccompDefault: true
+KCFG
+status "kubelet starting"
+"$KUBELET" --config="$state/kubelet.yaml" --root-dir="$state/kubelet" --cert-dir="$state/kubelet/pki" \
+	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" -v=2 >"$dir/kubelet.log" 2>&1 &
+kubelet=$!
+for i in $(seq 600); do
+	if curl -fsS -m 2 http://127.0.0.1:10248/healthz >/dev/null 2>&1; then status "kubelet healthy"; : >"$dir/ready"; break; fi
+	kill -0 "$kubelet" 2>/dev/null || { status "kubelet exited"; break; }
+	sleep 0.5
+done
+
+# Report what runs, for the host (every 5 s until the stop).
+while [ ! -e "$SVTB_OUT/stop" ]; do
+	{
+		echo "# $(cut -d' ' -f1 /proc/uptime)"
+		ctr -a "$state/containerd.sock" -n k8s.io containers ls 2>&1
+		ctr -a "$state/containerd.sock" -n k8s.io tasks ls 2>&1
+		cat "$state"/cni-ipam/"$NODE_NAME"/10.* 2>/dev/null | head -5
+		ls "$state/cni-ipam/$NODE_NAME" 2>/dev/null
+		ip -br addr 2>&1
+	} >"$dir/guest-state.tmp" 2>&1
+	mv "$dir/guest-state.tmp" "$dir/guest-state"
+	for f in "$dir"/probe.*.cmd; do
+		[ -e "$f" ] || continue
+		id=${f%.cmd}
+		sh "$f" >"$id.out" 2>&1
+		echo $? >"$id.rc"
+		rm -f "$f"
+	done
+	sleep 1
+done
+kill "$kubelet" 2>/dev/null

@@ -1,0 +1,122 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+type iptBackendPorts struct {
+	obs   collectorapi.IPTablesBackendObservation
+	ports []programmedPort
+}
+
+func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
+	var out []programmedPort
+	for _, p := range b.Ports {
+		pp := programmedPort{
+			Datapath: fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family),
+			Family:   familyOf(b.Family),
+			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+			NodePortFound: len(p.NodePorts) > 0,
+		}
+		var internal *collectorapi.IPTablesChain
+		for _, e := range p.Entry {
+			pp.Evidence = append(pp.Evidence, e.Raw)
+			if e.Kind != "clusterIP" {
+				continue
+			}
+			target := e.Target()
+			for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local} {
+				if c != nil && c.Name == target && c.Exists {
+					internal = c
+					pp.Captured = true
+					pp.InternalLocal = c == p.Local
+				}
+			}
+		}
+		for _, r := range p.NodePorts {
+			pp.Evidence = append(pp.Evidence, r.Raw)
+		}
+		for _, r := range p.Filter {
+			pp.Evidence = append(pp.Evidence, r.Raw)
+			switch {
+			case strings.Contains(r.Comment, "has no endpoints") && r.Jump == "REJECT":
+				pp.Rejected = true
+			case strings.Contains(r.Comment, "has no local endpoints") && r.Jump == "DROP" && !r.NotDstType && r.DstType == "":
+				pp.DroppedNoLocal = true
+			}
+		}
+		if internal != nil {
+			for _, r := range internal.Rules {
+				pp.Evidence = append(pp.Evidence, r.Raw)
+			}
+			dnat := map[string]string{}
+			for _, ec := range p.Endpoints {
+				for _, r := range ec.Rules {
+					pp.Evidence = append(pp.Evidence, r.Raw)
+				}
+				if ec.DNAT != "" {
+					dnat[ec.Name] = ec.DNAT
+				}
+			}
+			pp.Endpoints = iptSelection(internal, dnat)
+			pp.Unmatched = internal.UnmatchedShare
+			for _, a := range internal.Affinity {
+				pp.addAffinityTimeout(a.Seconds)
+			}
+		}
+		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
+		// KUBE-EXT-…, whose last, unconditional rule sends it to KUBE-SVC-…
+		// (Cluster) or KUBE-SVL-… (Local); the rules before it short-circuit
+		// Pod and node-local sources to the cluster chain
+		// (pkg/proxy/iptables/proxier.go). With Local and no local endpoint
+		// that last rule is absent.
+		pp.externalRead = p.External != nil
+		if ext := p.External; ext != nil && ext.Exists {
+			pp.ExternalChain = ext.Name
+			dnat := map[string]string{}
+			for _, ec := range p.Endpoints {
+				if ec.DNAT != "" {
+					dnat[ec.Name] = ec.DNAT
+				}
+			}
+			for _, r := range ext.Rules {
+				pp.Evidence = append(pp.Evidence, r.Raw)
+				if r.Source != "" || r.SrcType != "" {
+					continue
+				}
+				to := r.Jump
+				if to == "" {
+					to = r.Goto
+				}
+				for _, c := range []struct {
+					chain *collectorapi.IPTablesChain
+					kind  string
+				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+					if c.chain != nil && c.chain.Exists && c.chain.Name == to {
+						pp.ExternalTo = c.kind
+						pp.ExternalEndpoints = iptSelection(c.chain, dnat)
+					}
+				}
+			}
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// iptSelection is the endpoints a KUBE-SVC/SVL chain chooses from, with their
+// shares; dnat maps KUBE-SEP chains to their DNAT destinations.
+func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []programmedEndpoint {
+	var out []programmedEndpoint
+	for _, s := range c.Selection {
+		ep := dnat[s.Target]
+		if ep == "" {
+			ep = s.Endpoint
+		}
+		out = append(out, programmedEndpoint{Endpoint: ep, Share: s.Share})
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []programmedPort {
+	var out []programmedPort
+	for _, p := range t.Ports {
+		pp := programmedPort{
+			Datapath: fmt.Sprintf("nftables (%s %s, via %s)", t.Family, t.Name, source),
+			Family:   familyOf(t.Family),
+			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+		}
+		chains := map[string]*collectorapi.NFTablesChain{}
+		for _, c := range append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
+			if c != nil && c.Exists {
+				chains[c.Name] = c
+			}
+		}
+		var internal *collectorapi.NFTablesChain
+		for _, e := range p.ServiceIPs {
+			if !e.Found {
+				continue
+			}
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			if c := chains[e.Target]; c != nil && (c == p.Service || c == p.Local) && internal == nil {
+				internal = c
+				pp.Captured = true
+				pp.InternalLocal = c == p.Local
+			}
+		}
+		for _, e := range p.ServiceNodePorts {
+			if e.Found {
+				pp.NodePortFound = true
+				pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			}
+		}
+		for _, e := range p.NoEndpointServices {
+			if !e.Found {
+				continue
+			}
+			pp.Evidence = append(pp.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+			if strings.Contains(e.Verdict, "reject") {
+				pp.Rejected = true
+			} else if strings.Contains(e.Verdict, "drop") {
+				pp.DroppedNoLocal = true
+			}
+		}
+		if internal != nil {
+			pp.Endpoints = nftChainEndpoints(internal, chains, p, &pp)
+		}
+		// The external- chain ends in "goto service-…" (Cluster) or
+		// "goto local-…" (Local); the rules before it short-circuit Pod
+		// sources ("ip saddr …") and local sources ("fib saddr type local")
+		// to the service chain (pkg/proxy/nftables/proxier.go).
+		pp.externalRead = p.External != nil
+		if ext := p.External; ext != nil && ext.Exists {
+			pp.ExternalChain = ext.Name
+			for _, r := range ext.Rules {
+				pp.Evidence = append(pp.Evidence, "chain "+ext.Name+": "+r.Text)
+				if r.SourceMatch != "" || strings.Contains(r.Text, "saddr") || r.Target == "" {
+					continue
+				}
+				for _, c := range []struct {
+					chain *collectorapi.NFTablesChain
+					kind  string
+				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+					if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
+						pp.ExternalTo = c.kind
+						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &programmedPort{})
+					}
+				}
+			}
+		}
+		out = append(out, pp)
+	}
+	return out
+}
+
+// nftChainEndpoints is the endpoints an nftables service- or local- chain
+// sends new connections to, with their shares; its rules and affinity sets
+// are recorded into pp.
+func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collectorapi.NFTablesChain, p collectorapi.NFTablesPortObservation, pp *programmedPort) []programmedEndpoint {
+	var eps []programmedEndpoint
+	for _, r := range c.Rules {
+		pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+r.Text)
+		if r.AffinityMatch != "" {
+			readable := false
+			for _, a := range p.Affinity {
+				if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
+					pp.addAffinityTimeout(int(a.TimeoutSeconds))
+					readable = true
+				}
+			}
+			if !readable && pp.AffinitySeconds == 0 {
+				pp.AffinitySeconds = -1 // rules without a readable timeout
+			}
+		}
+		if r.Numgen == nil {
+			continue
+		}
+		pp.Unmatched = r.Numgen.UnmatchedShare
+		for _, en := range r.Numgen.Entries {
+			ep := en.Address
+			if ep == "" {
+				if c := chains[en.Target]; c != nil {
+					for _, er := range c.Rules {
+						pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+er.Text)
+						if er.DNAT != "" {
+							ep = er.DNAT
+						}
+						if er.Update != "" {
+							for _, a := range p.Affinity {
+								if a.Name == er.Update && a.TimeoutSeconds > 0 {
+									pp.addAffinityTimeout(int(a.TimeoutSeconds))
+								}
+							}
+						}
+					}
+				}
+			}
+			if ep == "" {
+				ep = en.Target
+			}
+			eps = append(eps, programmedEndpoint{Endpoint: ep, Share: en.Share})
+		}
+	}
+	if eps == nil {
+		// A single endpoint: kube-proxy jumps straight to it.
+		for _, r := range c.Rules {
+			if r.DNAT != "" {
+				eps = append(eps, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
+			} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
+				for _, er := range c.Rules {
+					if er.DNAT != "" {
+						eps = append(eps, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
+					}
+				}
+			}
+		}
+	}
+	return eps
+}
