@@ -23,6 +23,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	ebpfreader "github.com/svctrace/kubectl-svctrace/collectors/ebpf"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // recordedDir holds what the real Cilium v1.20.2 agent wrote in the UML
@@ -387,16 +388,16 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 				}
 
 				tr := judgeViews(t, in, NodeView{Node: recordedNode, Observation: ebpfObservation(t, c, nil)})
-				got := nodeCodes(tr, LayerDatapath, recordedNode)
-				if o, ok := got[CodeDPEBPFOwner]; !ok || !strings.Contains(o.Message, "Cilium") {
+				got := nodeCodes(tr, report.LayerDatapath, recordedNode)
+				if o, ok := got[report.CodeDPEBPFOwner]; !ok || !strings.Contains(o.Message, "Cilium") {
 					t.Errorf("DP018 owner: %+v", o)
 				}
-				requireNoNodeCheck(t, tr, recordedNode, CodeDPNoRules, CodeDPNodePortMissing, CodeDPProxyUnreachable,
-					CodeDPEBPFLayoutUnknown, CodeDPEBPFUnreadable, CodeDPUnequalShares, CodeDPEBPFBrokenSlot, CodeDPAffinityTimeout, CodeDPAffinityMissing)
-				if _, ok := got[CodeDPAffinityOK]; ok != (svc == "sticky") {
+				requireNoNodeCheck(t, tr, recordedNode, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPProxyUnreachable,
+					report.CodeDPEBPFLayoutUnknown, report.CodeDPEBPFUnreadable, report.CodeDPUnequalShares, report.CodeDPEBPFBrokenSlot, report.CodeDPAffinityTimeout, report.CodeDPAffinityMissing)
+				if _, ok := got[report.CodeDPAffinityOK]; ok != (svc == "sticky") {
 					t.Errorf("affinity judged %v for %s: %v", ok, svc, codesOf(got))
 				}
-				stale, isStale := got[CodeDPStaleEndpoints]
+				stale, isStale := got[report.CodeDPStaleEndpoints]
 				if step == "stale" && (svc == "web" || svc == "dns") {
 					// The agent was stopped: the maps hold the scaled backends, the API the new ones.
 					if !isStale {
@@ -406,10 +407,10 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 					if !strings.Contains(stale.Message, want) {
 						t.Errorf("DP008 does not name %s: %s", want, stale.Message)
 					}
-					if _, ok := got[CodeDPMissingEndpoints]; !ok {
+					if _, ok := got[report.CodeDPMissingEndpoints]; !ok {
 						t.Errorf("the new endpoint is in no slot, want DP007: %v", codesOf(got))
 					}
-					if s := tr.Layer(LayerDatapath).Status; s != StatusFail {
+					if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusFail {
 						t.Errorf("datapath %s with stale backends", s)
 					}
 					return
@@ -417,10 +418,10 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 				if isStale {
 					t.Errorf("unexpected DP008: %s", stale.Message)
 				}
-				if c, ok := got[CodeDPMissingEndpoints]; ok {
+				if c, ok := got[report.CodeDPMissingEndpoints]; ok {
 					t.Errorf("unexpected DP007: %s", c.Message)
 				}
-				if s := tr.Layer(LayerDatapath).Status; s == StatusFail {
+				if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 					t.Errorf("datapath %s: %v", s, codesOf(got))
 				}
 			})
@@ -428,7 +429,7 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 	}
 }
 
-func codesOf(m map[string]Check) []string {
+func codesOf(m map[string]report.Check) []string {
 	var out []string
 	for code, c := range m {
 		out = append(out, code+" "+string(c.Status)+": "+c.Message)

@@ -34,6 +34,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // As in test/testbed/cilium/lib.sh.
@@ -115,7 +116,7 @@ func TestTraceOnRealCiliumAgent(t *testing.T) {
 type ciliumInspector struct{ t *testing.T }
 
 func (u ciliumInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
-	rep := &trace.NodeReport{Collector: &trace.CollectorRun{Image: "svctrace-collector binary run in the UML guest", Profile: "netadmin"},
+	rep := &trace.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML guest", Profile: "netadmin"},
 		Nodes: append([]trace.NodeView(nil), plan.NotInspected...)}
 	for _, pn := range plan.Nodes {
 		v := trace.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
@@ -217,7 +218,7 @@ func sameSet(a, b []string) bool {
 	return true
 }
 
-func runTrace(t *testing.T, client kubernetes.Interface, name string) *trace.ServiceTrace {
+func runTrace(t *testing.T, client kubernetes.Interface, name string) *report.ServiceTrace {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -228,15 +229,15 @@ func runTrace(t *testing.T, client kubernetes.Interface, name string) *trace.Ser
 		t.Fatalf("trace %s: %v", name, err)
 	}
 	t.Logf("trace %s: %.1fs", name, time.Since(start).Seconds())
-	for _, c := range tr.Layer(trace.LayerDatapath).Checks {
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
 		t.Logf("  %s %s %s %s: %s", name, c.Node, c.Code, c.Status, c.Message)
 	}
 	return tr
 }
 
-func datapathCodes(tr *trace.ServiceTrace) map[string]trace.Check {
-	out := map[string]trace.Check{}
-	for _, c := range tr.Layer(trace.LayerDatapath).Checks {
+func datapathCodes(tr *report.ServiceTrace) map[string]report.Check {
+	out := map[string]report.Check{}
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
 		if c.Node == nodeName {
 			out[c.Code] = c
 		}
@@ -291,7 +292,7 @@ func traceOnNode(t *testing.T) {
 				t.Errorf("%s: unexpected %s: %s", name, code, c.Message)
 			}
 		}
-		if s := tr.Layer(trace.LayerDatapath).Status; s == trace.StatusFail {
+		if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
 			t.Errorf("%s: datapath layer %s", name, s)
 		}
 		if _, ok := got["DP015"]; !ok {
@@ -326,13 +327,13 @@ func traceOnNode(t *testing.T) {
 		} else if !strings.Contains(c.Message, stale[name]) {
 			t.Errorf("%s: DP008 does not name %s: %s", name, stale[name], c.Message)
 		}
-		if s := tr.Layer(trace.LayerDatapath).Status; s != trace.StatusFail {
+		if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusFail {
 			t.Errorf("%s: datapath layer %s with stale backends", name, s)
 		}
 		if np := frontends[name+"/nodeport"]; np != "" {
 			// The agent writes the NodePort at the node's address too: it is read and judged.
 			var dp044 []string
-			for _, c := range tr.Layer(trace.LayerDatapath).Checks {
+			for _, c := range tr.Layer(report.LayerDatapath).Checks {
 				if c.Code == "DP044" {
 					dp044 = append(dp044, c.Message)
 				}
@@ -408,7 +409,7 @@ func keepReady(t *testing.T, client kubernetes.Interface) {
 	t.Cleanup(func() { close(done) })
 }
 
-func keys(m map[string]trace.Check) []string {
+func keys(m map[string]report.Check) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
