@@ -50,6 +50,11 @@ images: ## build the testbed images (pause, echo, coredns, collector) and import
 e2e: deps ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
 
+.PHONY: e2e-cilium
+e2e-cilium: ## (root, opt-in, not in ci) trace on the real Cilium agent in user-mode Linux; cold agent build ~30 min, see test/testbed/cilium/README.md
+	bash test/testbed/cilium/build.sh
+	SVCTRACE_E2E_CILIUM=1 nice $(GO) test -count=1 -v -timeout 60m ./test/e2e/cilium
+
 .PHONY: bench-netfilter bench-ipvs
 bench-netfilter: deps ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
 	$(GO) run ./test/bench/netfilter/cmd/nfbench

@@ -45,6 +45,8 @@ const (
 	CiliumBackends6 = "cilium_lb6_backends_v3"
 	CiliumMaglev4   = "cilium_lb4_maglev"
 	CiliumMaglev6   = "cilium_lb6_maglev"
+	// CiliumAffinityMatch holds the backends of ClientIP-affinity Services.
+	CiliumAffinityMatch = "cilium_lb_affinity_match"
 )
 
 // Read inspects the bpffs mounted at root (empty: /sys/fs/bpf).
@@ -108,6 +110,8 @@ const serviceValueSize = 12
 func readCilium(req *collectorapi.Request, dir string) *collectorapi.CiliumObservation {
 	c := &collectorapi.CiliumObservation{LayoutNote: LayoutNote}
 	c.Maps = append(glob(dir, "cilium_lb4_*"), glob(dir, "cilium_lb6_*")...)
+	// Session affinity's per-family-less map: {backend_id u32, rev_nat_id be16, pad} -> u8.
+	c.Maps = append(c.Maps, glob(dir, CiliumAffinityMatch)...)
 	for _, m := range c.Maps {
 		if m.Name == CiliumServices4 || m.Name == CiliumServices6 || strings.HasPrefix(m.Name, "cilium_lb4_services") || strings.HasPrefix(m.Name, "cilium_lb6_services") {
 			c.Detected = true
@@ -288,22 +292,35 @@ func ciliumLayout(pinned []collectorapi.PinnedMap) (string, string) {
 
 // ciliumFrontends are the Service's frontends plus, for each NodePort, the
 // "surrogate" frontend Cilium programs on the zero address (0.0.0.0:nodePort,
-// and [::]:nodePort for IPv6 Services), which stands for every node address.
+// and [::]:nodePort for IPv6 Services), which stands for every node address,
+// and the frontends the agent (v1.20 measured) also writes at each of this
+// node's own addresses (10.77.0.11:30080 beside 0.0.0.0:30080).
 func ciliumFrontends(req *collectorapi.Request) []collectorapi.Frontend {
 	fes := req.Service.Frontends()
-	zeros := []netip.Addr{netip.IPv4Unspecified()}
+	addrs := []netip.Addr{netip.IPv4Unspecified()}
+	has6 := false
 	for _, ip := range req.Service.ClusterIPAddrs() {
 		if ip.Is6() {
-			zeros = append(zeros, netip.IPv6Unspecified())
+			addrs, has6 = append(addrs, netip.IPv6Unspecified()), true
 			break
+		}
+	}
+	for _, na := range req.NodeAddresses {
+		if na.Node != req.NodeName {
+			continue
+		}
+		// Only the families the Service has: the other family's maps may
+		// not be pinned at all.
+		if a, err := netip.ParseAddr(na.IP); err == nil && !a.IsUnspecified() && (a.Unmap().Is4() || has6) {
+			addrs = append(addrs, a.Unmap())
 		}
 	}
 	for _, p := range req.Service.Ports {
 		if p.NodePort == 0 {
 			continue
 		}
-		for _, z := range zeros {
-			fes = append(fes, collectorapi.Frontend{Kind: "nodePort", PortName: p.Name, Addr: netip.AddrPortFrom(z, uint16(p.NodePort)), Protocol: p.Protocol, Port: p})
+		for _, a := range addrs {
+			fes = append(fes, collectorapi.Frontend{Kind: "nodePort", PortName: p.Name, Addr: netip.AddrPortFrom(a, uint16(p.NodePort)), Protocol: p.Protocol, Port: p})
 		}
 	}
 	return fes
