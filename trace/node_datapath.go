@@ -387,7 +387,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		problems++
 	}
 	if len(stale) > 0 {
-		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale)}), pp.Evidence,
+		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale), "programmer": programmerOf(mode)}), pp.Evidence,
 			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
 		problems++
 	}
@@ -788,4 +788,16 @@ func ipFamily(addr string) corev1.IPFamily {
 		return corev1.IPv6Protocol
 	}
 	return corev1.IPv4Protocol
+}
+
+// programmerOf names what writes the datapath's Service state on the node,
+// for the findings that say it has not caught up.
+func programmerOf(mode collectorapi.DatapathMode) string {
+	switch mode {
+	case collectorapi.ModeCilium:
+		return "the Cilium agent"
+	case collectorapi.ModeCalico:
+		return "Calico's Felix"
+	}
+	return "kube-proxy"
 }

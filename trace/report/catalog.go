@@ -391,7 +391,7 @@ var nodeCatalog = []CheckSpec{
 		Message:  "{datapath} for {port} lacks {count} endpoint(s) the EndpointSlices list as usable: {endpoints}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPStaleEndpoints, Layer: LayerDatapath, Severity: SeverityError, Title: "Stale endpoints in the rules",
-		Message:  "{datapath} for {port} still sends traffic to {count} endpoint(s) that are not usable any more: {endpoints} (kube-proxy has not synced since they changed)",
+		Message:  "{datapath} for {port} still sends traffic to {count} endpoint(s) that are not usable any more: {endpoints} ({programmer} has not synced since they changed)",
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPWrongDNATPort, Layer: LayerDatapath, Severity: SeverityError, Title: "Wrong DNAT target",
 		Message:  "{datapath} for {port} rewrites to {got}, but the EndpointSlice says {want}",
