@@ -194,6 +194,32 @@ func (tb *Testbed) ScaleCoreDNS(t testing.TB, replicas int32) Undo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Wait for the scale to be done and seen: the Pods gone or ready, and
+	// kube-dns's EndpointSlices listing that many ready endpoints. A trace
+	// in between sees the slices lag kube-proxy (DNS007 still counting a
+	// terminating Pod while the datapath already rejects), which is not
+	// what the scenarios that scale CoreDNS test.
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 50*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := deps.Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil || d.Status.Replicas != replicas || d.Status.ReadyReplicas != replicas {
+			return false, nil
+		}
+		sl, err := tb.Client.DiscoveryV1().EndpointSlices("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kube-dns"})
+		if err != nil {
+			return false, nil
+		}
+		var ready int32
+		for _, s := range sl.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					ready++
+				}
+			}
+		}
+		return ready == replicas, nil
+	}); err != nil {
+		t.Fatalf("CoreDNS scaled to %d, not seen in its Deployment and kube-dns's EndpointSlices: %v", replicas, err)
+	}
 	return tb.fault(t, func(ctx context.Context) error {
 		if _, err := scale(ctx, old); err != nil {
 			return err

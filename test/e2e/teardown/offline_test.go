@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,18 +92,7 @@ func (b *offlineBundle) judgeOffline(t *testing.T) {
 		t.Errorf("offline verdict %s %s %s %s (%s), when saved %s %s %s %s (%s)", g.Status, g.FirstFailingLayer, g.Code, g.Node, g.Fingerprint,
 			w.Status, w.FirstFailingLayer, w.Code, w.Node, w.Fingerprint)
 	}
-	if gk, wk := keys(got), keys(b.saved); !slices.Equal(gk, wk) {
+	if gk, wk := framework.CheckKeys(got), framework.CheckKeys(b.saved); !slices.Equal(gk, wk) {
 		t.Errorf("offline checks differ from the saved trace:\n got %v\nwant %v", gk, wk)
 	}
-}
-
-func keys(tr *report.ServiceTrace) []string {
-	var out []string
-	for _, l := range tr.Layers {
-		for _, c := range l.Checks {
-			out = append(out, fmt.Sprintf("%s/%s/%s=%s", l.Name, c.Code, c.Node, c.Status))
-		}
-	}
-	slices.Sort(out)
-	return out
 }

@@ -21,20 +21,6 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
-// checkKeys lists every check of a trace as layer/code/node=status, sorted:
-// what two traces of the same state must agree on, whatever their timings
-// and collector Pod names.
-func checkKeys(tr *report.ServiceTrace) []string {
-	var out []string
-	for _, l := range tr.Layers {
-		for _, c := range l.Checks {
-			out = append(out, fmt.Sprintf("%s/%s/%s=%s", l.Name, c.Code, c.Node, c.Status))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func sameVerdict(t *testing.T, what string, got, want report.Verdict) {
 	t.Helper()
 	if got.Status != want.Status || got.Code != want.Code || got.Node != want.Node || got.Fingerprint != want.Fingerprint || got.FirstFailingLayer != want.FirstFailingLayer {
@@ -45,7 +31,7 @@ func sameVerdict(t *testing.T, what string, got, want report.Verdict) {
 
 func sameChecks(t *testing.T, what string, got, want *report.ServiceTrace) {
 	t.Helper()
-	if g, w := checkKeys(got), checkKeys(want); !slices.Equal(g, w) {
+	if g, w := framework.CheckKeys(got), framework.CheckKeys(want); !slices.Equal(g, w) {
 		t.Errorf("%s checks differ from -o json:\n got %v\nwant %v", what, g, w)
 	}
 }
