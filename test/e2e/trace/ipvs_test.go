@@ -13,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
@@ -138,36 +136,7 @@ func (n *ipvsNode) registerNode(t *testing.T, tb *framework.Testbed) {
 	}); err != nil {
 		t.Fatalf("node status: %v", err)
 	}
-	leases := tb.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	renew := func() {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		l, err := leases.Get(c, n.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, _ = leases.Create(c, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
-				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n.Name), LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &metav1.MicroTime{Time: time.Now()}}}, metav1.CreateOptions{})
-			return
-		}
-		if err == nil {
-			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-			_, _ = leases.Update(c, l, metav1.UpdateOptions{})
-		}
-	}
-	renew()
-	done := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(10 * time.Second)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-				renew()
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done) })
+	framework.RenewNodeLease(t, tb.Client, n.Name)
 }
 
 // tryExec runs a command inside the node.
