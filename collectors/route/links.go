@@ -40,9 +40,14 @@ func ReadLinks(h *netlink.Handle, procRoot, sysRoot string) (*LinkFacts, error) 
 		sysRoot = "/sys"
 	}
 	out := &LinkFacts{}
-	if _, err := os.Stat(filepath.Join(sysRoot, "module", "br_netfilter")); err == nil {
+	// A built-in br_netfilter has no /sys/module entry (it has no
+	// parameters); its sysctls exist either way.
+	r := &Reader{ProcRoot: procRoot}
+	_, modErr := os.Stat(filepath.Join(sysRoot, "module", "br_netfilter"))
+	switch nf := r.sysctl("net/bridge/bridge-nf-call-iptables"); {
+	case modErr == nil || (nf != "absent" && !strings.HasPrefix(nf, "error")):
 		out.BrNetfilterLoaded = ptr(true)
-	} else if errors.Is(err, os.ErrNotExist) {
+	case errors.Is(modErr, os.ErrNotExist) && nf == "absent":
 		out.BrNetfilterLoaded = ptr(false)
 	}
 	byIndex := map[int]netlink.Link{}
@@ -60,7 +65,6 @@ func ReadLinks(h *netlink.Handle, procRoot, sysRoot string) (*LinkFacts, error) 
 			out.Overlays = append(out.Overlays, *o)
 		}
 	}
-	r := &Reader{ProcRoot: procRoot}
 	for _, fam := range []struct {
 		name, dir string
 		af        int

@@ -494,7 +494,8 @@ type RouteObservation struct {
 	BridgeNFCallIP6Tables string        `json:"bridgeNFCallIP6Tables"`
 	Routes                []RouteLookup `json:"routes"`
 
-	// BrNetfilterLoaded is whether /sys/module/br_netfilter exists.
+	// BrNetfilterLoaded is whether br_netfilter is in the kernel: its
+	// /sys/module entry (a loaded module) or its sysctls (built in too).
 	BrNetfilterLoaded *bool `json:"brNetfilterLoaded,omitempty"`
 	// Bridges are the node's Linux bridges and their ports.
 	Bridges []Bridge `json:"bridges,omitempty"`
