@@ -101,7 +101,9 @@ func TestReadBridgeAndVXLANInNetns(t *testing.T) {
 		if !slices.ContainsFunc(o.FDB, func(f collectorapi.FDBEntry) bool { return f.MAC == r.mac && f.Dst == r.publicIP }) {
 			t.Errorf("no FDB entry %s → %s in %+v", r.mac, r.publicIP, o.FDB)
 		}
-		if !slices.ContainsFunc(o.Neighbours, func(n collectorapi.NeighbourEntry) bool { return n.IP == r.subnetIP && n.MAC == r.mac && n.State == "permanent" }) {
+		if !slices.ContainsFunc(o.Neighbours, func(n collectorapi.NeighbourEntry) bool {
+			return n.IP == r.subnetIP && n.MAC == r.mac && n.State == "permanent"
+		}) {
 			t.Errorf("no neighbour %s → %s in %+v", r.subnetIP, r.mac, o.Neighbours)
 		}
 	}
