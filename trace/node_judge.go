@@ -60,6 +60,8 @@ type nodeJudge struct {
 	in   *Input
 	t    *report.ServiceTrace
 	fqdn string
+	// shares are the ports comparePort judged, per node, for the share table.
+	shares map[string][]recordedShares
 	// from is the --from client, nil without one.
 	from       *report.PolicyClient
 	eps        *endpointIndex
