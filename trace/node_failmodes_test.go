@@ -311,16 +311,34 @@ func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
 	}
 }
 
+// recordedPathMTU are the probes collectors/probe's namespace tests saw on
+// the real kernel (-record): both sizes answered, the large one lost on a
+// 1500 → 1400 veth with frag-needed dropped, and a router answering with
+// "fragmentation needed".
+func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/observations/real-pathmtu-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]collectorapi.PathMTUProbe
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestPathMTUBlackholeJudged(t *testing.T) {
+	rec := recordedPathMTU(t)
 	for _, tt := range []struct {
 		name  string
 		probe collectorapi.PathMTUProbe
 		want  bool
 	}{
-		{"both answered", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, SmallOK: true, LargeOK: true}, false},
-		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500}, false},
-		{"fragmentation needed came back", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, SmallOK: true, FragNeededMTU: 1400, LargeError: "message too long"}, false},
-		{"large lost silently", collectorapi.PathMTUProbe{Address: "10.244.2.7", Device: "eth0", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, SmallOK: true, LargeError: "timeout"}, true},
+		{"both answered", rec["healthy"], false},
+		{"fragmentation needed came back", rec["fragNeeded"], false},
+		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false},
+		{"large lost silently", rec["blackhole"], true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
@@ -330,9 +348,12 @@ func TestPathMTUBlackholeJudged(t *testing.T) {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole)
 				return
 			}
-			c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole, "576-byte", "1500-byte", "MTU 1500 via eth0")
+			c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole, "576-byte", "1500-byte", "MTU 1500 via eth0", tt.probe.Address)
 			if !strings.Contains(c.NextStep, "-s 1472") {
 				t.Errorf("next step %q", c.NextStep)
+			}
+			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "no echo reply") {
+				t.Errorf("evidence %+v", c.Evidence)
 			}
 		})
 	}

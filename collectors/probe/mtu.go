@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -45,50 +46,78 @@ func PathMTUTargets(targets []Target) []netip.Addr {
 // (IP_PMTUDISC_DO): SmallProbeSize bytes, then the MTU of the route to it.
 // A small answer and no large one is what a path that drops big packets
 // without sending "fragmentation needed" looks like. It needs CAP_NET_RAW.
-func PathMTU(ctx context.Context, addrs []netip.Addr, timeout time.Duration) []collectorapi.PathMTUProbe {
-	out := make([]collectorapi.PathMTUProbe, 0, len(addrs))
-	for _, a := range addrs {
-		if ctx.Err() != nil {
-			break
-		}
-		out = append(out, probePathMTU(a, timeout))
+// At most maxPathMTUTargets addresses are probed, concurrency at a time.
+// Routes are looked up and sockets opened on the calling goroutine, so they
+// belong to its network namespace; only the echoes run concurrently.
+func PathMTU(ctx context.Context, addrs []netip.Addr, timeout time.Duration, concurrency int) []collectorapi.PathMTUProbe {
+	if len(addrs) > maxPathMTUTargets {
+		addrs = addrs[:maxPathMTUTargets]
 	}
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	out := make([]collectorapi.PathMTUProbe, len(addrs))
+	conns := make([]*net.IPConn, len(addrs))
+	for i, a := range addrs {
+		out[i] = collectorapi.PathMTUProbe{Address: a.String(), SmallSize: SmallProbeSize}
+		dev, mtu, err := routeMTU(a)
+		if err != nil {
+			out[i].Error = err.Error()
+			continue
+		}
+		out[i].Device, out[i].RouteMTU, out[i].LargeSize = dev, mtu, mtu
+		if conns[i], err = dialDF(a); err != nil {
+			out[i].Error = err.Error()
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(concurrency)
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		g.Go(func() error {
+			defer c.Close()
+			if ctx.Err() != nil {
+				out[i].Error = ctx.Err().Error()
+				return nil
+			}
+			echoPair(c, &out[i], timeout)
+			return nil
+		})
+	}
+	_ = g.Wait()
 	return out
 }
 
-func probePathMTU(addr netip.Addr, timeout time.Duration) collectorapi.PathMTUProbe {
-	p := collectorapi.PathMTUProbe{Address: addr.String(), SmallSize: SmallProbeSize}
-	dev, mtu, err := routeMTU(addr)
-	if err != nil {
-		p.Error = err.Error()
-		return p
+// maxPathMTUTargets bounds the addresses probed: a blackhole is a property
+// of a path, and the endpoints share a handful of them.
+const maxPathMTUTargets = 32
+
+// echoPair sends the small probe, then, if it was answered, the large one.
+func echoPair(conn *net.IPConn, p *collectorapi.PathMTUProbe, timeout time.Duration) {
+	if err := echo(conn, SmallProbeSize, timeout); err != nil {
+		// No answer at all (ICMP filtered, Pod gone): the large probe
+		// would say nothing more.
+		p.Error = "small probe: " + err.Error()
+		return
 	}
-	p.Device, p.RouteMTU, p.LargeSize = dev, mtu, mtu
-	conn, err := dialDF(addr)
-	if err != nil {
-		p.Error = err.Error()
-		return p
+	p.SmallOK = true
+	if p.LargeSize <= SmallProbeSize {
+		p.LargeOK = true
+		return
 	}
-	defer conn.Close()
-	if err := echo(conn, SmallProbeSize, timeout); err == nil {
-		p.SmallOK = true
-	}
-	if mtu <= SmallProbeSize {
-		p.LargeOK = p.SmallOK
-		return p
-	}
-	err = echo(conn, mtu, timeout)
+	err := echo(conn, p.LargeSize, timeout)
 	if err == nil {
 		p.LargeOK = true
-		return p
+		return
 	}
 	p.LargeError = err.Error()
 	// A "fragmentation needed" that came back lowered the kernel's path MTU
 	// for the address: the connected socket reports it.
-	if learnt, err := socketMTU(conn); err == nil && learnt < mtu {
+	if learnt, err := socketMTU(conn); err == nil && learnt < p.LargeSize {
 		p.FragNeededMTU = learnt
 	}
-	return p
 }
 
 // routeMTU is the MTU of the route to addr: its own mtu metric, or its device's.

@@ -2,6 +2,9 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
+	"os"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,12 +13,33 @@ import (
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
+var record = flag.Bool("record", false, "rewrite collectors/testdata/observations/real-pathmtu-netns.json")
+
+// recorded collects the probes the namespace tests saw, saved with -record
+// for the judge's tests.
+var recorded = map[string]collectorapi.PathMTUProbe{}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if *record && len(recorded) > 0 {
+		b, err := json.MarshalIndent(recorded, "", "  ")
+		if err == nil {
+			err = os.WriteFile("../testdata/observations/real-pathmtu-netns.json", append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 // pathMTUIn probes addr from inside namespace n.
 func pathMTUIn(t *testing.T, n *netns.NS, addr string) collectorapi.PathMTUProbe {
 	t.Helper()
 	var got []collectorapi.PathMTUProbe
 	netns.Do(t, n, func() {
-		got = PathMTU(context.Background(), []netip.Addr{netip.MustParseAddr(addr)}, 300*time.Millisecond)
+		got = PathMTU(context.Background(), []netip.Addr{netip.MustParseAddr(addr)}, 300*time.Millisecond, 1)
 	})
 	if len(got) != 1 {
 		t.Fatalf("probes %+v", got)
@@ -47,6 +71,7 @@ func TestPathMTUBlackholeInNetns(t *testing.T) {
 		t.Fatalf("blackhole: %+v", hole)
 	}
 	t.Logf("blackhole probe: %+v", hole)
+	recorded["healthy"], recorded["blackhole"] = healthy, hole
 
 	// A route MTU of 1400 makes the probe fit the path again.
 	a.MustRun(t, "ip", "route", "replace", "10.253.0.2/32", "dev", "eth0", "mtu", "1400")
@@ -68,4 +93,28 @@ func TestPathMTUTargets(t *testing.T) {
 	if len(got) != 2 || got[0].String() != "10.244.1.5" || got[1].String() != "10.244.2.7" {
 		t.Errorf("targets %v", got)
 	}
+}
+
+// TestPathMTUFragNeededInNetns: a router namespace between svfm-a and
+// svfm-b forwards onto a 1400-byte link and answers the 1500-byte probe
+// with "fragmentation needed": the kernel learns the smaller path MTU, so
+// the probe reports it instead of a blackhole.
+func TestPathMTUFragNeededInNetns(t *testing.T) {
+	a := netns.NewNamed(t, "svfm-a")
+	r := netns.NewNamed(t, "svfm-r")
+	b := netns.NewNamed(t, "svfm-b")
+	netns.VethPair(t, a, "eth0", "10.253.1.1/24", r, "eth0", "10.253.1.2/24")
+	netns.VethPair(t, r, "eth1", "10.253.2.1/24", b, "eth0", "10.253.2.2/24")
+	r.MustRun(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	r.MustRun(t, "ip", "link", "set", "eth1", "mtu", "1400")
+	b.MustRun(t, "ip", "link", "set", "eth0", "mtu", "1400")
+	a.MustRun(t, "ip", "route", "add", "10.253.2.0/24", "via", "10.253.1.2")
+	b.MustRun(t, "ip", "route", "add", "10.253.1.0/24", "via", "10.253.2.1")
+
+	p := pathMTUIn(t, a, "10.253.2.2")
+	if p.Error != "" || !p.SmallOK || p.LargeOK || p.LargeSize != 1500 || p.FragNeededMTU != 1400 {
+		t.Fatalf("behind a 1400-byte link: %+v", p)
+	}
+	t.Logf("frag-needed probe: %+v", p)
+	recorded["fragNeeded"] = p
 }

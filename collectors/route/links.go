@@ -96,6 +96,9 @@ func ReadLinks(h *netlink.Handle, procRoot, sysRoot string) (*LinkFacts, error) 
 // GCEntries counts the entries the kernel's neighbour garbage collector
 // counts against gc_thresh2/3 (tbl->gc_entries): every entry except
 // permanent and externally learnt ones (net/core/neighbour.c, neigh_alloc).
+// The kernel's count spans every network namespace (one table per family)
+// and the thresholds exist in the initial namespace only; this is the
+// node namespace's share, a lower bound.
 func GCEntries(neighs []netlink.Neigh) int {
 	n := 0
 	for _, ne := range neighs {
