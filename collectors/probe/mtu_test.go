@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"os"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
