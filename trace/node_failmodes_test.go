@@ -411,3 +411,34 @@ func TestMasqueradeJudged(t *testing.T) {
 		})
 	}
 }
+
+// TestMasqueradeJudgedNFTables: kube-proxy's nftables proxier writes, under
+// externalTrafficPolicy Cluster, "mark set mark or 0x4000" commented
+// "masquerade" first in the external chain (pkg/proxy/nftables/proxier.go;
+// collectors/testdata/nftables/kubeproxy-overall.json, external-4AT6LBPK).
+func TestMasqueradeJudgedNFTables(t *testing.T) {
+	nodePort := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+	}
+	mk := func(masq bool) *collectorapi.NFTablesObservation {
+		o := nftObservation("10.244.1.5:8080", "10.244.2.7:8080")
+		p := &o.Tables[0].Ports[0]
+		p.NodePort = 30080
+		p.ServiceNodePorts = []collectorapi.NFTablesElement{{Map: "service-nodeports", Key: "tcp . 30080", Found: true, Verdict: "goto external-X", Target: "external-X"}}
+		ext := &collectorapi.NFTablesChain{Name: "external-X", Exists: true}
+		if masq {
+			ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "meta mark set meta mark | 0x00004000", Comment: "masquerade", Mark: "0x00004000"})
+		}
+		ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "goto service-X", Verdict: "goto", Target: "service-X"})
+		p.External = ext
+		return o
+	}
+	tr := judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(true))})
+	c := wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPSourceLost, "nftables (ip")
+	if evidence(c, "rule") != "meta mark set meta mark | 0x00004000" {
+		t.Errorf("evidence %+v", c.Evidence)
+	}
+	tr = judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
+	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqExternal, "external-X")
+}
