@@ -301,6 +301,9 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 			continue
 		}
 		var noFDB, noNeigh, raw []string
+		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
+			noFDB, raw = nj.missingNodeFDB(node, o)
+		}
 		for _, v := range vteps {
 			if o.Name != fmt.Sprintf("flannel.%d", v.vni) {
 				continue
@@ -336,6 +339,45 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		}
 	}
 	return problems
+}
+
+// missingNodeFDB covers VXLAN devices that other CNIs program per node
+// (Calico's vxlan.calico among them): once the device's FDB points at one
+// node's InternalIP it must point at every other node's the API side read.
+// A flow-based device (Cilium) or one that learns has no such entries and
+// is left alone.
+func (nj *nodeJudge) missingNodeFDB(self string, o collectorapi.OverlayDevice) (missing, raw []string) {
+	internal := map[string]string{}
+	for name, n := range nj.in.Nodes {
+		if n == nil || name == self {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				internal[a.Address] = name
+			}
+		}
+	}
+	dsts := map[string]bool{}
+	perNode := false
+	for _, f := range o.FDB {
+		dsts[f.Dst] = true
+		if _, ok := internal[f.Dst]; ok {
+			perNode = true
+		}
+	}
+	if !perNode {
+		return nil, nil
+	}
+	for ip, name := range internal {
+		if !dsts[ip] {
+			missing = append(missing, fmt.Sprintf("%s (dst %s)", name, ip))
+			raw = append(raw, fmt.Sprintf("missing: bridge fdb <VTEP MAC of %s> dev %s dst %s", name, o.Name, ip))
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(raw)
+	return missing, raw
 }
 
 // subnetAddr is the network address of a CIDR ("10.244.1.0/24" → "10.244.1.0"),

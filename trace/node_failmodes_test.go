@@ -442,3 +442,28 @@ func TestMasqueradeJudgedNFTables(t *testing.T) {
 	tr = judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
 	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqExternal, "external-X")
 }
+
+// TestOverlayPerNodeFDBWithoutFlannel: the recorded device read as another
+// CNI's vxlan device (no flannel annotations, not named flannel.<VNI>): its
+// FDB points at node InternalIPs, so each other node needs an entry.
+func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
+	in := nodeInput()
+	flannelNodes(in)
+	for _, n := range in.Nodes {
+		n.Annotations = nil
+	}
+	in.Nodes["n4"] = node("n4", true)
+	in.Nodes["n4"].Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.77.14"}}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	r := recordedRoute(t)
+	r.Overlays[0].Name = "vxlan.calico"
+	obs.Sections.Route.Data = r
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, "vxlan.calico", "n4 (dst 192.168.77.14)")
+	if strings.Contains(c.Message, "n2") || strings.Contains(c.Message, "n3") {
+		t.Errorf("nodes with entries named: %s", c.Message)
+	}
+	delete(in.Nodes, "n4")
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP)
+}
