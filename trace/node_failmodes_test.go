@@ -144,7 +144,7 @@ func TestDNSInsertRaceJudged(t *testing.T) {
 // TestReadBridgeAndVXLANInNetns -record).
 func recordedRoute(t *testing.T) *collectorapi.RouteObservation {
 	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/observations/real-route-bridge-vxlan-netns.json")
+	b, err := os.ReadFile("../collectors/testdata/route/real-bridge-vxlan-netns.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
 // "fragmentation needed".
 func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
 	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/observations/real-pathmtu-netns.json")
+	b, err := os.ReadFile("../collectors/testdata/probe/real-pathmtu-netns.json")
 	if err != nil {
 		t.Fatal(err)
 	}

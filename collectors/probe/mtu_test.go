@@ -13,7 +13,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
 
-var record = flag.Bool("record", false, "rewrite collectors/testdata/observations/real-pathmtu-netns.json")
+var record = flag.Bool("record", false, "rewrite collectors/testdata/probe/real-pathmtu-netns.json")
 
 // recorded collects the probes the namespace tests saw, saved with -record
 // for the judge's tests.
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if *record && len(recorded) > 0 {
 		b, err := json.MarshalIndent(recorded, "", "  ")
 		if err == nil {
-			err = os.WriteFile("../testdata/observations/real-pathmtu-netns.json", append(b, '\n'), 0o644)
+			err = os.WriteFile("../testdata/probe/real-pathmtu-netns.json", append(b, '\n'), 0o644)
 		}
 		if err != nil {
 			code = 1

@@ -19,7 +19,7 @@ var record = flag.Bool("record", false, "rewrite the recorded route observations
 
 // recordedLinksFixture is the route observation of a node built below on
 // the real kernel; trace judges it in its own tests.
-const recordedLinksFixture = "../testdata/observations/real-route-bridge-vxlan-netns.json"
+const recordedLinksFixture = "../testdata/route/real-bridge-vxlan-netns.json"
 
 // flannel programs, for every other node (pkg/backend/vxlan, AddFDB and
 // AddARP): an FDB entry VtepMAC → the node's public IP on flannel.<VNI>, and
