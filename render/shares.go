@@ -31,12 +31,16 @@ func writeShares(w io.Writer, s *textStyle, t *report.ShareTable, details bool) 
 		var rows []shareRow
 		index := map[string]int{}
 		for _, n := range p.Nodes {
+			if i, ok := index["node:"+n.SameAs]; ok && n.SameAs != "" {
+				rows[i].nodes = append(rows[i].nodes, n.Node)
+				continue
+			}
 			k := shareKey(n)
 			if i, ok := index[k]; ok {
 				rows[i].nodes = append(rows[i].nodes, n.Node)
 				continue
 			}
-			index[k] = len(rows)
+			index[k], index["node:"+n.Node] = len(rows), len(rows)
 			rows = append(rows, shareRow{nodes: []string{n.Node}, ns: n})
 		}
 		for _, r := range rows {

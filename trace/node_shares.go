@@ -81,9 +81,47 @@ func shareTable(nj *nodeJudge, views []NodeView) *report.ShareTable {
 	}
 	t := &report.ShareTable{}
 	for _, label := range order {
-		t.Ports = append(t.Ports, *ports[label])
+		p := ports[label]
+		foldShares(p)
+		t.Ports = append(t.Ports, *p)
 	}
 	return t
+}
+
+// foldShares keeps a large port's table small: past maxMatrixCells
+// endpoint shares, a node whose split equals an earlier node's names that
+// node instead of repeating 5,000 endpoints.
+func foldShares(p *report.SharePort) {
+	total := 0
+	for _, n := range p.Nodes {
+		total += len(n.Endpoints)
+	}
+	if total <= maxMatrixCells {
+		return
+	}
+	first := map[string]string{}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		k := nodeSharesKey(n)
+		if f, ok := first[k]; ok {
+			n.SameAs, n.Endpoints = f, []report.EndpointShare{}
+			continue
+		}
+		first[k] = n.Node
+	}
+}
+
+func nodeSharesKey(n *report.NodeShares) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%s|%s|%s|", n.Datapath, n.Source, n.Balancer, strings.Join(n.Why, ";"), n.Reason)
+	for _, e := range n.Endpoints {
+		w := -1
+		if e.Weight != nil {
+			w = *e.Weight
+		}
+		fmt.Fprintf(&b, "%s=%g/%d;", e.Endpoint, e.Share, w)
+	}
+	return b.String()
 }
 
 func programmedShares(node string, r recordedShares, epNode map[string]string) report.NodeShares {

@@ -138,3 +138,28 @@ func TestShareTableReasons(t *testing.T) {
 		}
 	})
 }
+
+// TestShareTableFoldsLargePorts: past maxMatrixCells endpoint shares, nodes
+// with an identical split name the first such node instead of repeating it.
+func TestShareTableFoldsLargePorts(t *testing.T) {
+	defer func(v int) { maxMatrixCells = v }(maxMatrixCells)
+	maxMatrixCells = 3
+	unequal := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
+		jump("KUBE-SEP-1", "10.244.1.5:8080", 0.8), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.2))}}
+	in := nodeInput()
+	in.Nodes["n3"] = node("n3", true)
+	tr := judgeViews(t, in,
+		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		NodeView{Node: "n3", Observation: observation(t, collectorapi.ModeIPTables, unequal, nil)})
+	got := sharesOf(t, tr)
+	if got["n1"].SameAs != "" || len(got["n1"].Endpoints) != 2 {
+		t.Errorf("first row %+v", got["n1"])
+	}
+	if got["n2"].SameAs != "n1" || len(got["n2"].Endpoints) != 0 {
+		t.Errorf("identical row %+v", got["n2"])
+	}
+	if got["n3"].SameAs != "" || shareString(got["n3"]) != "10.244.1.5:8080=80% 10.244.2.7:8080=20%" {
+		t.Errorf("different row %+v", got["n3"])
+	}
+}

@@ -40,6 +40,10 @@ type NodeShares struct {
 	Endpoints []EndpointShare `json:"endpoints"`
 	// Reason says why no share is known (Endpoints empty).
 	Reason string `json:"reason,omitempty"`
+	// SameAs names an earlier node of the port with the identical split,
+	// whose endpoints this row then leaves out. Set only when the port's
+	// rows would list more than 20,000 endpoint shares.
+	SameAs string `json:"sameAs,omitempty"`
 }
 
 // EndpointShare is one endpoint's share of new connections, 0 to 1.
