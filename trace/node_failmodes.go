@@ -81,6 +81,8 @@ func invalidBehaviour(mode collectorapi.DatapathMode, liberal string) string {
 		return "kube-proxy (iptables mode) installs no INVALID drop with be_liberal set, so these packets pass untranslated: the peer may answer them with a reset"
 	case mode == "":
 		return "with kube-proxy in iptables mode and be_liberal 0 they are dropped in KUBE-FORWARD; untranslated otherwise, and the peer may reset the connection"
+	case mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico:
+		return string(mode) + "'s eBPF datapath, not kube-proxy, handles this Service, so kube-proxy's INVALID drop is not in its path; the counter still says packets fell out of conntrack's TCP window (resets, stalls on the node's own connections)"
 	}
 	return "kube-proxy in " + string(mode) + " mode programs no INVALID drop, so these packets pass untranslated and the peer may answer them with a reset"
 }

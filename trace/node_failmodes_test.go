@@ -64,6 +64,7 @@ func TestConntrackInvalidJudged(t *testing.T) {
 		{name: "iptables mode drops them", invalid: 7, liberal: "0", mode: collectorapi.ModeIPTables, want: true, behaviour: "drops INVALID packets in KUBE-FORWARD"},
 		{name: "be_liberal set", invalid: 7, liberal: "1", mode: collectorapi.ModeIPTables, want: true, behaviour: "installs no INVALID drop"},
 		{name: "nftables mode", invalid: 3, liberal: "0", mode: collectorapi.ModeNFTables, want: true, behaviour: "programs no INVALID drop"},
+		{name: "Cilium", invalid: 3, liberal: "0", mode: collectorapi.ModeCilium, want: true, behaviour: "eBPF datapath, not kube-proxy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ipt *collectorapi.IPTablesObservation
@@ -72,6 +73,9 @@ func TestConntrackInvalidJudged(t *testing.T) {
 				ipt = healthyIPT()
 			}
 			obs := observation(t, tt.mode, ipt, nft)
+			if tt.mode == collectorapi.ModeCilium {
+				obs = ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)
+			}
 			ct := obs.Sections.Conntrack.Data
 			ct.StatsDelta.Invalid, ct.Stats, ct.TCPBeLiberal = tt.invalid, &collectorapi.ConntrackCounters{Invalid: 100 + tt.invalid}, tt.liberal
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
