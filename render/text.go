@@ -129,6 +129,10 @@ func Text(w io.Writer, t *report.ServiceTrace, opts TextOptions) error {
 		p("\n")
 		writeGrid(bw, s, m)
 	}
+	if t.Shares != nil {
+		p("\n")
+		writeShares(bw, s, t.Shares, opts.Details)
+	}
 	if opts.Details {
 		if t.Service.Found {
 			p("\n")

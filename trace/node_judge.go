@@ -35,10 +35,10 @@ type NodeView struct {
 // and route layers with checks and per-node results. Layers the API side
 // already skipped (datapath of a headless Service, say) are left alone. The
 // returned judge holds each node's expectation for the endpoint matrix.
-func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) *nodeJudge {
+func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
-	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn}
+	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from}
 	nj.sockets = nj.buildSocketIndex(views)
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
@@ -57,9 +57,13 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) *nodeJudge 
 
 type nodeJudge struct {
 	*report.Emitter
-	in         *Input
-	t          *report.ServiceTrace
-	fqdn       string
+	in   *Input
+	t    *report.ServiceTrace
+	fqdn string
+	// shares are the ports comparePort judged, per node, for the share table.
+	shares map[string][]recordedShares
+	// from is the --from client, nil without one.
+	from       *report.PolicyClient
 	eps        *endpointIndex
 	sockets    *socketIndex
 	readOrders *expect.ReadOrders
@@ -115,9 +119,10 @@ func (nj *nodeJudge) judge(v *NodeView) {
 	obs := v.Observation
 	if !nj.skipped(report.LayerDatapath) {
 		nj.judgeDatapath(v.Node, obs)
+		nj.judgeMasquerade(v.Node, obs)
 	}
 	if !nj.skipped(report.LayerConntrack) {
-		nj.judgeConntrack(v.Node, obs.Sections.Conntrack)
+		nj.judgeConntrack(v.Node, obs)
 	}
 	if !nj.skipped(report.LayerRoute) || !nj.skipped(report.LayerEndpoints) {
 		nj.judgeRouteAndProbes(v.Node, obs)
@@ -132,7 +137,8 @@ func (nj *nodeJudge) judge(v *NodeView) {
 
 // ---- conntrack ----
 
-func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collectorapi.ConntrackObservation]) {
+func (nj *nodeJudge) judgeConntrack(node string, obs *collectorapi.Observation) {
+	s := obs.Sections.Conntrack
 	if s == nil || s.Data == nil {
 		msg := "section not collected"
 		if s != nil && s.Error != "" {
@@ -232,6 +238,7 @@ func (nj *nodeJudge) judgeConntrack(node string, s *collectorapi.Section[collect
 			problems++
 		}
 	}
+	problems += nj.judgeConntrackFailModes(node, obs, ct)
 	if problems == 0 {
 		nj.EmitNode(report.CodeCTHealthy, node, report.Args{"count": i64(ct.Count), "max": i64(ct.Max), "interval": interval, "flows": strconv.Itoa(flows)}, nil)
 	}
@@ -277,7 +284,7 @@ func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observat
 	eps := nj.endpointIndex()
 	routeFailed := map[string]bool{}
 	if !nj.skipped(report.LayerRoute) {
-		routeFailed = nj.judgeRoutes(node, obs.Sections.Route, eps.node)
+		routeFailed = nj.judgeRoutes(node, obs, eps.node)
 	}
 	nj.judgeProbes(node, obs.Sections.Probe, eps.ready, routeFailed, eps.pod)
 }
@@ -316,8 +323,9 @@ func (nj *nodeJudge) endpointIndex() *endpointIndex {
 	return idx
 }
 
-func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectorapi.RouteObservation], epNode map[string]string) map[string]bool {
+func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epNode map[string]string) map[string]bool {
 	failed := map[string]bool{}
+	s := obs.Sections.Route
 	if s == nil || s.Data == nil {
 		msg := "section not collected"
 		if s != nil && s.Error != "" {
@@ -385,6 +393,7 @@ func (nj *nodeJudge) judgeRoutes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeRTRPFilter, node, report.Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
 		problems++
 	}
+	problems += nj.judgeRouteFailModes(node, obs, r)
 	if problems == 0 {
 		nj.EmitNode(report.CodeRTHealthy, node, report.Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
 	}

@@ -51,11 +51,16 @@ func iptRules(backend string, affinity int, sel ...collectorapi.IPTablesEndpoint
 		eps = append(eps, collectorapi.IPTablesEndpointChain{IPTablesChain: collectorapi.IPTablesChain{Name: s.Target, Exists: true}, DNAT: s.Endpoint})
 	}
 	return collectorapi.IPTablesBackendObservation{Backend: backend, Family: "IPv4", KubeProxyChains: true,
+		MarkMasq: []collectorapi.IPTablesRule{markMasqRule}, MasqMark: markMasqRule.Mark,
 		Ports: []collectorapi.IPTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "tcp", Port: 80,
 			Entry:     []collectorapi.IPTablesEntryRule{{Kind: "clusterIP", IPTablesRule: collectorapi.IPTablesRule{Raw: "-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp --dport 80 -j KUBE-SVC-X", Jump: "KUBE-SVC-X"}}},
 			Service:   svcChain,
 			Endpoints: eps}}}
 }
+
+// markMasqRule is KUBE-MARK-MASQ as the real kube-proxy v1.37.2 wrote it
+// (collectors/testdata/observations/real-kube-proxy-iptables-netns.json).
+var markMasqRule = collectorapi.IPTablesRule{Raw: "-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000", Chain: "KUBE-MARK-MASQ", Jump: "MARK", Mark: "0x4000/0x4000"}
 
 func jump(target, endpoint string, share float64) collectorapi.IPTablesEndpointJump {
 	return collectorapi.IPTablesEndpointJump{Target: target, Endpoint: endpoint, Share: share}

@@ -157,6 +157,13 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 		sysErrs = append(sysErrs, err.Error())
 	}
 	obs.SysctlError = strings.Join(sysErrs, "; ")
+	obs.TCPBeLiberal = r.sysctlString("net/netfilter/nf_conntrack_tcp_be_liberal")
+	if conn != nil && len(req.ClusterDNS) > 0 {
+		obs.DNSFlows, err = r.readDNSFlows(cfg, req)
+		if err != nil {
+			obs.DNSFlowsError = err.Error()
+		}
+	}
 
 	if obs.Flows == nil && obs.Stats == nil && obs.ProcStat == nil && obs.SysctlError != "" {
 		return obs, fmt.Errorf("conntrack unreadable: %s; %s", obs.StatsError, obs.SysctlError)

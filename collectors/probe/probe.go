@@ -164,6 +164,7 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 	if hc := healthCheckAddr(req); hc.IsValid() && ctx.Err() == nil {
 		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
 	}
+	obs.PathMTU = PathMTU(ctx, PathMTUTargets(targets), timeout, concurrency)
 	return obs, ctx.Err()
 }
 

@@ -19,11 +19,13 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
-// Reader reads routes through Handle (nil: the current network namespace)
-// and sysctls under ProcRoot (empty: /proc).
+// Reader reads routes through Handle (nil: the current network namespace),
+// sysctls under ProcRoot (empty: /proc) and loaded modules under SysRoot
+// (empty: /sys).
 type Reader struct {
 	Handle   *netlink.Handle
 	ProcRoot string
+	SysRoot  string
 }
 
 // Read looks up every Pod IP of the request.
@@ -50,6 +52,14 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 		BridgeNFCallIPTables:  r.sysctl("net/bridge/bridge-nf-call-iptables"),
 		BridgeNFCallIP6Tables: r.sysctl("net/bridge/bridge-nf-call-ip6tables"),
 		Routes:                []collectorapi.RouteLookup{},
+	}
+	if lf, err := ReadLinks(h, r.ProcRoot, r.SysRoot); lf != nil {
+		obs.BrNetfilterLoaded, obs.Bridges, obs.Overlays, obs.Neighbours = lf.BrNetfilterLoaded, lf.Bridges, lf.Overlays, lf.Neighbours
+		if err != nil {
+			obs.LinksError = err.Error()
+		}
+	} else if err != nil {
+		obs.LinksError = err.Error()
 	}
 	seen := map[string]bool{}
 	links := map[int]*linkFacts{}

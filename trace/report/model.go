@@ -69,8 +69,10 @@ type ServiceTrace struct {
 	Endpoints  EndpointsSummary `json:"endpoints"`
 	Layers     []Layer          `json:"layers"`
 	// Matrix is the node × endpoint grid of the inspected nodes.
-	Matrix  *EndpointMatrix `json:"matrix,omitempty"`
-	Verdict Verdict         `json:"verdict"`
+	Matrix *EndpointMatrix `json:"matrix,omitempty"`
+	// Shares is each inspected node's split of new connections.
+	Shares  *ShareTable `json:"shares,omitempty"`
+	Verdict Verdict     `json:"verdict"`
 }
 
 // Metadata says when, where and by which svctrace the trace was taken.

@@ -397,6 +397,14 @@ type ConntrackObservation struct {
 
 	Flows      *ServiceFlows `json:"flows,omitempty"`
 	FlowsError string        `json:"flowsError,omitempty"`
+
+	// TCPBeLiberal is net.netfilter.nf_conntrack_tcp_be_liberal ("absent" or
+	// "error: …" when unread): with 0, kube-proxy drops packets conntrack
+	// marks INVALID in its forward chain.
+	TCPBeLiberal string `json:"tcpBeLiberal,omitempty"`
+	// DNSFlows are the UDP port-53 flows to the cluster DNS addresses.
+	DNSFlows      *DNSFlows `json:"dnsFlows,omitempty"`
+	DNSFlowsError string    `json:"dnsFlowsError,omitempty"`
 }
 
 // ConntrackCounters are the netlink statistics, summed over CPUs.
@@ -485,6 +493,19 @@ type RouteObservation struct {
 	BridgeNFCallIPTables  string        `json:"bridgeNFCallIPTables"`
 	BridgeNFCallIP6Tables string        `json:"bridgeNFCallIP6Tables"`
 	Routes                []RouteLookup `json:"routes"`
+
+	// BrNetfilterLoaded is whether br_netfilter is in the kernel: its
+	// /sys/module entry (a loaded module) or its sysctls (built in too).
+	BrNetfilterLoaded *bool `json:"brNetfilterLoaded,omitempty"`
+	// Bridges are the node's Linux bridges and their ports.
+	Bridges []Bridge `json:"bridges,omitempty"`
+	// Overlays are the node's VXLAN, Geneve and IP-in-IP devices.
+	Overlays []OverlayDevice `json:"overlays,omitempty"`
+	// Neighbours is the neighbour table's size and garbage-collection
+	// thresholds, per family.
+	Neighbours []NeighbourTable `json:"neighbours,omitempty"`
+	// LinksError says why bridges, overlays or neighbours are missing.
+	LinksError string `json:"linksError,omitempty"`
 }
 
 // RouteLookup is the kernel's answer to "ip route get <dst>".
@@ -558,6 +579,9 @@ type ProbeObservation struct {
 	// HealthCheck is kube-proxy's answer on the health-check node port of an
 	// externalTrafficPolicy Local Service, asked at this node's address.
 	HealthCheck *HealthCheckProbe `json:"healthCheck,omitempty"`
+	// PathMTU are don't-fragment probes to each endpoint IP at a small size
+	// and at the route's MTU.
+	PathMTU []PathMTUProbe `json:"pathMTU,omitempty"`
 }
 
 // HealthCheckProbe is one GET of kube-proxy's per-Service health check

@@ -1,0 +1,548 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+)
+
+// The failure modes of this file are node facts that break Service traffic
+// while every rule is right: conntrack races and INVALID drops, bridged
+// replies that skip netfilter, a full neighbour table, overlay tunnels that
+// lost a peer or do not fit the underlay, path-MTU blackholes, and
+// masquerading. Each judge returns how many problems it found, so the
+// layer's "healthy" check is left out when one did.
+
+// ---- conntrack ----
+
+// judgeConntrackFailModes judges the INVALID counter and the DNS insert race.
+func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Observation, ct *collectorapi.ConntrackObservation) int {
+	d := ct.StatsDelta
+	if d == nil {
+		return 0
+	}
+	interval := strconv.Itoa(ct.SampleIntervalMillis)
+	problems := 0
+	if d.Invalid > 0 {
+		total := uint64(0)
+		if ct.Stats != nil {
+			total = ct.Stats.Invalid
+		}
+		mode, _ := datapathOwner(obs)
+		behaviour := invalidBehaviour(mode, ct.TCPBeLiberal)
+		nj.EmitNode(report.CodeCTInvalid, node, report.Args{"delta": u64(d.Invalid), "interval": interval, "total": u64(total),
+			"liberal": orUnknown(ct.TCPBeLiberal), "behaviour": behaviour}, nil,
+			fieldValue("invalidDelta", u64(d.Invalid)), fieldValue("tcpBeLiberal", orUnknown(ct.TCPBeLiberal)), fieldValue("datapath", orUnknown(string(mode))))
+		problems++
+	}
+	if f := ct.DNSFlows; d.InsertFailed > 0 && f != nil && f.Total > 0 {
+		a := report.Args{"delta": u64(d.InsertFailed), "interval": interval, "dnsFlows": strconv.Itoa(f.Total), "dnsUnreplied": strconv.Itoa(f.Unreplied)}
+		fields := []report.Field{fieldValue("insertFailedDelta", u64(d.InsertFailed)), fieldValue("dnsFlows", strconv.Itoa(f.Total)),
+			fieldValue("dnsUnreplied", strconv.Itoa(f.Unreplied)), fieldItems("dnsDestinations", f.Destinations)}
+		code := report.CodeCTDNSRace
+		a["client"] = "clients on this node send, by default (glibc),"
+		if p := nj.clientPod(); p != nil && p.Spec.NodeName == node {
+			rc := resolverOf(p)
+			fields = append(fields, fieldValue("dnsPolicy", rc.policy), fieldItems("dnsOptions", rc.options))
+			if rc.mitigation != "" {
+				code = report.CodeCTDNSRaceMitigated
+				a["client"] = p.Namespace + "/" + p.Name
+				a["mitigation"] = rc.mitigation
+			} else {
+				a["client"] = fmt.Sprintf("the client %s/%s (dnsPolicy %s, ndots %s: a name with fewer dots is tried in each search domain first, each try one more A/AAAA pair) sends", p.Namespace, p.Name, rc.policy, rc.ndots)
+			}
+		}
+		nj.EmitNode(code, node, a, nil, fields...)
+		if code == report.CodeCTDNSRace {
+			problems++
+		}
+	}
+	return problems
+}
+
+// invalidBehaviour is what kube-proxy v1.37 does with INVALID packets: the
+// iptables proxier adds "-A KUBE-FORWARD -m conntrack --ctstate INVALID -j
+// DROP" unless nf_conntrack_tcp_be_liberal is non-zero when it starts; the
+// nftables and IPVS proxiers program no such drop.
+func invalidBehaviour(mode collectorapi.DatapathMode, liberal string) string {
+	switch {
+	case mode == collectorapi.ModeIPTables && liberal == "0":
+		return "kube-proxy (iptables mode) drops INVALID packets in KUBE-FORWARD, so forwarded Service connections whose packets fall out of conntrack's TCP window stall or are reset; nf_conntrack_tcp_be_liberal=1 makes conntrack mark only out-of-window RSTs INVALID and kube-proxy then leaves the drop out"
+	case mode == collectorapi.ModeIPTables:
+		return "kube-proxy (iptables mode) installs no INVALID drop with be_liberal set, so these packets pass untranslated: the peer may answer them with a reset"
+	case mode == "":
+		return "with kube-proxy in iptables mode and be_liberal 0 they are dropped in KUBE-FORWARD; untranslated otherwise, and the peer may reset the connection"
+	case mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico:
+		return string(mode) + "'s eBPF datapath, not kube-proxy, handles this Service, so kube-proxy's INVALID drop is not in its path; the counter still says packets fell out of conntrack's TCP window (resets, stalls on the node's own connections)"
+	}
+	return "kube-proxy in " + string(mode) + " mode programs no INVALID drop, so these packets pass untranslated and the peer may answer them with a reset"
+}
+
+type resolverConfig struct {
+	policy     string
+	ndots      string
+	options    []string
+	mitigation string
+}
+
+// resolverOf reads a Pod's resolver settings from its spec, as kubelet
+// writes them into resolv.conf: dnsConfig.options are appended to the
+// cluster's "options ndots:5".
+func resolverOf(p *corev1.Pod) resolverConfig {
+	rc := resolverConfig{policy: string(p.Spec.DNSPolicy), ndots: "5"}
+	if rc.policy == "" {
+		rc.policy = string(corev1.DNSClusterFirst)
+	}
+	if p.Spec.DNSPolicy == corev1.DNSDefault || (p.Spec.HostNetwork && p.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet) {
+		rc.ndots = "from the node"
+	}
+	var mit []string
+	if c := p.Spec.DNSConfig; c != nil {
+		for _, o := range c.Options {
+			s := o.Name
+			if o.Value != nil {
+				s += ":" + *o.Value
+			}
+			rc.options = append(rc.options, s)
+			switch o.Name {
+			case "ndots":
+				if o.Value != nil {
+					rc.ndots = *o.Value
+				}
+			case "single-request-reopen", "single-request", "use-vc":
+				mit = append(mit, o.Name)
+			}
+		}
+	}
+	rc.mitigation = strings.Join(mit, ", ")
+	return rc
+}
+
+func (nj *nodeJudge) clientPod() *corev1.Pod {
+	if nj.from == nil {
+		return nil
+	}
+	return nj.from.Pod
+}
+
+// ---- route ----
+
+// judgeRouteFailModes judges bridge netfilter, the neighbour table, overlays
+// and path MTU on one node.
+func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
+	problems := nj.judgeBridgeNF(node, obs, r)
+	problems += nj.judgeNeighbours(node, r.Neighbours)
+	problems += nj.judgeOverlays(node, r.Overlays)
+	if p := obs.Sections.Probe; p != nil && p.Data != nil {
+		problems += nj.judgePathMTU(node, p.Data.PathMTU)
+	}
+	return problems
+}
+
+// judgeBridgeNF: on a bridge CNI, a reply from an endpoint to a client on
+// the same bridge is bridged, not routed; only br_netfilter with
+// bridge-nf-call-iptables=1 makes it pass conntrack, which reverses the
+// Service's DNAT. eBPF datapaths translate before the bridge and do not need it.
+func (nj *nodeJudge) judgeBridgeNF(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
+	if mode, _ := datapathOwner(obs); mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+		return 0
+	}
+	var br *collectorapi.Bridge
+	for i, b := range r.Bridges {
+		if b.VethPorts > 0 && (br == nil || b.VethPorts > br.VethPorts) {
+			br = &r.Bridges[i]
+		}
+	}
+	if br == nil {
+		return 0
+	}
+	var setting string
+	switch {
+	case r.BrNetfilterLoaded != nil && !*r.BrNetfilterLoaded:
+		setting = "the br_netfilter module is not loaded"
+	case r.BridgeNFCallIPTables == "absent":
+		setting = "net.bridge.bridge-nf-call-iptables does not exist (br_netfilter not loaded)"
+	case r.BridgeNFCallIPTables != "1":
+		setting = "net.bridge.bridge-nf-call-iptables=" + r.BridgeNFCallIPTables
+	default:
+		return 0
+	}
+	var local []string
+	for ip, n := range nj.endpointIndex().node {
+		if n == node {
+			local = append(local, ip)
+		}
+	}
+	if len(local) == 0 {
+		return 0
+	}
+	sort.Strings(local)
+	a := report.Args{"bridge": br.Name, "ports": strconv.Itoa(br.VethPorts), "setting": setting, "endpoints": listNames(local)}
+	fields := []report.Field{fieldValue("bridge", br.Name), fieldValue("bridgeNFCallIPTables", r.BridgeNFCallIPTables),
+		fieldValue("brNetfilterLoaded", boolOrUnknown(r.BrNetfilterLoaded)), fieldItems("localEndpoints", local)}
+	if p := nj.clientPod(); p != nil && p.Spec.NodeName == node {
+		a["client"] = p.Namespace + "/" + p.Name
+		nj.EmitNode(report.CodeRTBridgeNFSameNode, node, a, nil, fields...)
+	} else {
+		nj.EmitNode(report.CodeRTBridgeNF, node, a, nil, fields...)
+	}
+	return 1
+}
+
+// judgeNeighbours compares each neighbour table with the kernel's GC
+// thresholds: above gc_thresh2 the garbage collector runs by force (if the
+// last flush is 5 s old), at gc_thresh3 neigh_alloc refuses new entries.
+func (nj *nodeJudge) judgeNeighbours(node string, tables []collectorapi.NeighbourTable) int {
+	problems := 0
+	for _, t := range tables {
+		a := report.Args{"family": t.Family, "entries": strconv.Itoa(t.Entries), "thresh2": strconv.Itoa(t.GCThresh2), "thresh3": strconv.Itoa(t.GCThresh3),
+			"familyFlag": "4", "familyDir": "ipv4"}
+		if t.Family == "IPv6" {
+			a["familyFlag"], a["familyDir"] = "6", "ipv6"
+		}
+		fields := []report.Field{fieldValue("entries", strconv.Itoa(t.Entries)), fieldValue("gcThresh1", strconv.Itoa(t.GCThresh1)),
+			fieldValue("gcThresh2", strconv.Itoa(t.GCThresh2)), fieldValue("gcThresh3", strconv.Itoa(t.GCThresh3))}
+		switch {
+		case t.GCThresh3 > 0 && t.Entries >= t.GCThresh3:
+			nj.EmitNode(report.CodeRTNeighOverflow, node, a, nil, fields...)
+			problems++
+		case t.GCThresh2 > 0 && t.Entries > t.GCThresh2:
+			nj.EmitNode(report.CodeRTNeighGC, node, a, nil, fields...)
+			problems++
+		}
+	}
+	return problems
+}
+
+// Encapsulation overheads over an IPv4 underlay: outer IPv4 20 + UDP 8 +
+// VXLAN 8 + inner Ethernet 14 for VXLAN (flannel's encapOverhead is 50),
+// the same for Geneve without options, the outer IPv4 header for IP-in-IP.
+// An IPv6 underlay adds 20 more.
+var encapOverhead = map[string]int{"vxlan": 50, "geneve": 50, "ipip": 20}
+
+// Flannel's node annotations (pkg/subnet/kube/annotations.go, default
+// prefix flannel.alpha.coreos.com): the node's VTEP address and the backend's
+// lease attributes, {"VNI":1,"VtepMAC":"…"} for vxlan.
+const (
+	flannelPublicIP    = "flannel.alpha.coreos.com/public-ip"
+	flannelBackendData = "flannel.alpha.coreos.com/backend-data"
+	flannelBackendType = "flannel.alpha.coreos.com/backend-type"
+)
+
+// remoteVTEP is what one other node's annotations say its tunnel endpoint is.
+type remoteVTEP struct {
+	node     string
+	publicIP string
+	mac      string
+	vni      int
+	podCIDR  string
+}
+
+// flannelVTEPs are the other nodes' flannel vxlan endpoints, from the Nodes
+// the API side read (not necessarily every node of the cluster).
+func (nj *nodeJudge) flannelVTEPs(self string) []remoteVTEP {
+	var out []remoteVTEP
+	for name, n := range nj.in.Nodes {
+		if n == nil || name == self || n.Annotations[flannelBackendType] != "vxlan" {
+			continue
+		}
+		var bd struct {
+			VNI     int
+			VtepMAC string
+		}
+		if err := json.Unmarshal([]byte(n.Annotations[flannelBackendData]), &bd); err != nil || bd.VtepMAC == "" {
+			continue
+		}
+		v := remoteVTEP{node: name, publicIP: n.Annotations[flannelPublicIP], mac: strings.ToLower(bd.VtepMAC), vni: bd.VNI, podCIDR: n.Spec.PodCIDR}
+		if v.publicIP != "" {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
+	return out
+}
+
+// judgeOverlays checks each tunnel device: up, an MTU that fits its
+// underlay, and, for flannel's vxlan device, the FDB entry (VtepMAC → the
+// node's public IP) and the neighbour entry (the node's subnet address →
+// VtepMAC) flannel programs for every other node (pkg/backend/vxlan: AddFDB,
+// AddARP).
+func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayDevice) int {
+	problems := 0
+	vteps := nj.flannelVTEPs(node)
+	for _, o := range overlays {
+		a := report.Args{"device": o.Name, "kind": o.Kind}
+		if !o.AdminUp || o.OperState == "down" {
+			a["state"] = "admin " + upDown(o.AdminUp) + ", oper " + o.OperState
+			nj.EmitNode(report.CodeRTOverlayDown, node, a, nil)
+			problems++
+			continue
+		}
+		if over, ok := encapOverhead[o.Kind]; ok && o.UnderlayMTU > 0 {
+			if l, err := netip.ParseAddr(o.Local); err == nil && l.Is6() {
+				over += 20
+			}
+			if o.MTU > o.UnderlayMTU-over {
+				a["mtu"], a["underlay"], a["underlayMTU"] = strconv.Itoa(o.MTU), o.Underlay, strconv.Itoa(o.UnderlayMTU)
+				a["overhead"], a["encapsulated"] = strconv.Itoa(over), strconv.Itoa(o.MTU+over)
+				nj.EmitNode(report.CodeRTOverlayMTU, node, a, nil, fieldValue("mtu", a["mtu"]), fieldValue("underlayMTU", a["underlayMTU"]),
+					fieldValue("maxMTU", strconv.Itoa(o.UnderlayMTU-over)))
+				problems++
+			}
+		}
+		if o.Kind != "vxlan" {
+			continue
+		}
+		var noFDB, noNeigh, raw []string
+		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
+			noFDB, raw = nj.missingNodeFDB(node, o)
+		}
+		for _, v := range vteps {
+			if o.Name != fmt.Sprintf("flannel.%d", v.vni) {
+				continue
+			}
+			if !slices.ContainsFunc(o.FDB, func(f collectorapi.FDBEntry) bool { return strings.EqualFold(f.MAC, v.mac) && f.Dst == v.publicIP }) {
+				noFDB = append(noFDB, fmt.Sprintf("%s (%s → %s)", v.node, v.mac, v.publicIP))
+				raw = append(raw, fmt.Sprintf("missing: bridge fdb %s dev %s dst %s", v.mac, o.Name, v.publicIP))
+			}
+			if !slices.ContainsFunc(o.Neighbours, func(n collectorapi.NeighbourEntry) bool {
+				return strings.EqualFold(n.MAC, v.mac) && (v.podCIDR == "" || subnetAddr(v.podCIDR) == n.IP)
+			}) {
+				want := subnetAddr(v.podCIDR)
+				noNeigh = append(noNeigh, fmt.Sprintf("%s (%s → %s)", v.node, orNone(want), v.mac))
+				raw = append(raw, fmt.Sprintf("missing: ip neigh %s lladdr %s dev %s", orNone(want), v.mac, o.Name))
+			}
+		}
+		if len(noFDB) > 0 || len(noNeigh) > 0 {
+			var what []string
+			var nodes []string
+			if len(noFDB) > 0 {
+				what = append(what, "forwarding-database entry")
+				nodes = append(nodes, noFDB...)
+			}
+			if len(noNeigh) > 0 {
+				what = append(what, "neighbour entry")
+				if len(noFDB) == 0 {
+					nodes = append(nodes, noNeigh...)
+				}
+			}
+			a["what"], a["nodes"] = strings.Join(what, " or "), listNames(nodes)
+			nj.EmitNode(report.CodeRTOverlayVTEP, node, a, raw, fieldItems("missingFDB", noFDB), fieldItems("missingNeighbours", noNeigh))
+			problems++
+		}
+	}
+	return problems
+}
+
+// missingNodeFDB covers VXLAN devices that other CNIs program per node
+// (Calico's vxlan.calico among them): once the device's FDB points at one
+// node's InternalIP it must point at every other node's the API side read.
+// A flow-based device (Cilium) or one that learns has no such entries and
+// is left alone.
+func (nj *nodeJudge) missingNodeFDB(self string, o collectorapi.OverlayDevice) (missing, raw []string) {
+	internal := map[string]string{}
+	for name, n := range nj.in.Nodes {
+		if n == nil || name == self {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				internal[a.Address] = name
+			}
+		}
+	}
+	dsts := map[string]bool{}
+	perNode := false
+	for _, f := range o.FDB {
+		dsts[f.Dst] = true
+		if _, ok := internal[f.Dst]; ok {
+			perNode = true
+		}
+	}
+	if !perNode {
+		return nil, nil
+	}
+	for ip, name := range internal {
+		if !dsts[ip] {
+			missing = append(missing, fmt.Sprintf("%s (dst %s)", name, ip))
+			raw = append(raw, fmt.Sprintf("missing: bridge fdb <VTEP MAC of %s> dev %s dst %s", name, o.Name, ip))
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(raw)
+	return missing, raw
+}
+
+// subnetAddr is the network address of a CIDR ("10.244.1.0/24" → "10.244.1.0"),
+// the address flannel gives the remote node's flannel.1 in its neighbour entry.
+func subnetAddr(cidr string) string {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return ""
+	}
+	return p.Masked().Addr().String()
+}
+
+// judgePathMTU: a small don't-fragment probe answered and a full-size one
+// lost, with no "fragmentation needed" back, is a blackhole.
+func (nj *nodeJudge) judgePathMTU(node string, probes []collectorapi.PathMTUProbe) int {
+	var hit []collectorapi.PathMTUProbe
+	for _, p := range probes {
+		if p.Error == "" && p.SmallOK && !p.LargeOK && p.FragNeededMTU == 0 {
+			hit = append(hit, p)
+		}
+	}
+	if len(hit) == 0 {
+		return 0
+	}
+	var targets, raw []string
+	for _, p := range hit {
+		targets = append(targets, p.Address)
+		raw = append(raw, fmt.Sprintf("%s dev %s: %d bytes answered, %d bytes: %s", p.Address, orNone(p.Device), p.SmallSize, p.LargeSize, orNone(p.LargeError)))
+	}
+	f := hit[0]
+	nj.EmitNode(report.CodeRTPMTUBlackhole, node, report.Args{"targets": listNames(targets), "small": strconv.Itoa(f.SmallSize),
+		"large": strconv.Itoa(f.LargeSize), "mtu": strconv.Itoa(f.RouteMTU), "device": orNone(f.Device),
+		"payload": strconv.Itoa(f.LargeSize - icmpEchoHeaders)}, raw,
+		fieldItems("targets", targets), fieldValue("smallSize", strconv.Itoa(f.SmallSize)), fieldValue("largeSize", strconv.Itoa(f.LargeSize)))
+	return 1
+}
+
+// icmpEchoHeaders is the IPv4 and ICMP header bytes of an echo request:
+// ping -s takes the payload, the probe sizes are whole IP packets.
+const icmpEchoHeaders = 28
+
+// ---- datapath: masquerade ----
+
+// judgeMasquerade checks what kube-proxy v1.37 programs for masquerading
+// (pkg/proxy/iptables and nftables proxier.go): the KUBE-MARK-MASQ chain
+// that sets the mark KUBE-POSTROUTING masquerades, and, for externally
+// reachable ports, the external chain's mark rule under
+// externalTrafficPolicy Cluster ("masquerade traffic for … external
+// destinations"; nftables: comment "masquerade") or its absence under Local.
+func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation) {
+	svc := nj.in.Service
+	if svc == nil {
+		return
+	}
+	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
+		for _, b := range s.Data.Backends {
+			if !b.KubeProxyChains {
+				continue
+			}
+			dp := fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family)
+			if users := markMasqUsers(b); len(users) > 0 && !slices.ContainsFunc(b.MarkMasq, func(r collectorapi.IPTablesRule) bool { return r.Mark != "" }) {
+				detail := "nat KUBE-MARK-MASQ sets no mark, though " + listNames(users) + " jump to it"
+				nj.EmitNode(report.CodeDPMasqMissing, node, report.Args{"datapath": dp, "detail": detail}, ruleTexts(b.MarkMasq),
+					fieldItems("markMasq", ruleTexts(b.MarkMasq)), fieldItems("jumpedFrom", users))
+			}
+			for _, p := range b.Ports {
+				if p.External == nil || !p.External.Exists {
+					continue
+				}
+				port := masqPortLabel(p.ServicePortName, p.Protocol)
+				var mark *collectorapi.IPTablesRule
+				for i, r := range p.External.Rules {
+					if r.Jump == "KUBE-MARK-MASQ" && r.SrcType == "" {
+						mark = &p.External.Rules[i]
+						break
+					}
+				}
+				nj.emitExternalMasq(node, dp, port, p.External.Name, local, mark != nil, func() string { return mark.Raw })
+			}
+		}
+	}
+	if s := obs.Sections.NFTables; s != nil && s.Data != nil {
+		for _, t := range s.Data.Tables {
+			dp := "nftables (" + t.Family + ")"
+			for _, p := range t.Ports {
+				if p.External == nil || !p.External.Exists {
+					continue
+				}
+				var mark *collectorapi.NFTablesRule
+				for i, r := range p.External.Rules {
+					if r.Mark != "" && r.Comment == "masquerade" {
+						mark = &p.External.Rules[i]
+						break
+					}
+				}
+				nj.emitExternalMasq(node, dp, masqPortLabel(p.ServicePortName, p.Protocol), p.External.Name, local, mark != nil, func() string { return mark.Text })
+			}
+		}
+	}
+}
+
+// markMasqUsers are the Service's chains that jump to KUBE-MARK-MASQ.
+func markMasqUsers(b collectorapi.IPTablesBackendObservation) []string {
+	seen := map[string]bool{}
+	for _, p := range b.Ports {
+		for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local, p.External} {
+			if c == nil {
+				continue
+			}
+			if c.Masquerade != nil {
+				seen[c.Name] = true
+			}
+			for _, r := range c.Rules {
+				if r.Jump == "KUBE-MARK-MASQ" {
+					seen[c.Name] = true
+				}
+			}
+		}
+		for _, e := range p.Endpoints {
+			if e.Hairpin != "" {
+				seen[e.Name] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func (nj *nodeJudge) emitExternalMasq(node, dp, port, chain string, local, marked bool, rule func() string) {
+	a := report.Args{"datapath": dp, "port": port, "chain": chain}
+	switch {
+	case local:
+		nj.EmitNode(report.CodeDPSourceKept, node, a, nil)
+	case marked:
+		a["rule"] = rule()
+		nj.EmitNode(report.CodeDPSourceLost, node, a, nil, fieldValue("rule", a["rule"]))
+	default:
+		nj.EmitNode(report.CodeDPMasqExternal, node, a, nil)
+	}
+}
+
+func masqPortLabel(spn, proto string) string {
+	return spn + "/" + strings.ToUpper(proto)
+}
+
+func ruleTexts(rules []collectorapi.IPTablesRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Raw)
+	}
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func boolOrUnknown(b *bool) string {
+	if b == nil {
+		return "unknown"
+	}
+	return strconv.FormatBool(*b)
+}

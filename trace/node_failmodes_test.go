@@ -1,0 +1,473 @@
+package trace
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+)
+
+// judgeFrom assembles a trace as judgeViews does, with a --from client.
+func judgeFrom(t *testing.T, in *Input, from *report.PolicyClient, views ...NodeView) *report.ServiceTrace {
+	t.Helper()
+	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
+	assertCatalogued(t, tr)
+	return tr
+}
+
+func wantCode(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, node, code string, msgParts ...string) report.Check {
+	t.Helper()
+	got := nodeCodes(tr, layer, node)
+	c, ok := got[code]
+	if !ok {
+		t.Fatalf("layer %s on %s: want %s, got %v", layer, node, code, keysOf(got))
+	}
+	for _, p := range msgParts {
+		if !strings.Contains(c.Message, p) {
+			t.Errorf("%s message lacks %q: %s", code, p, c.Message)
+		}
+	}
+	return c
+}
+
+func evidence(c report.Check, key string) string {
+	if c.Evidence == nil {
+		return ""
+	}
+	for _, f := range c.Evidence.Fields {
+		if f.Key == key {
+			if f.Value != "" {
+				return f.Value
+			}
+			return strings.Join(f.Items, ",")
+		}
+	}
+	return ""
+}
+
+func TestConntrackInvalidJudged(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		invalid   uint64
+		liberal   string
+		mode      collectorapi.DatapathMode
+		want      bool
+		behaviour string
+	}{
+		{name: "no INVALID packets", invalid: 0, liberal: "0", mode: collectorapi.ModeIPTables},
+		{name: "iptables mode drops them", invalid: 7, liberal: "0", mode: collectorapi.ModeIPTables, want: true, behaviour: "drops INVALID packets in KUBE-FORWARD"},
+		{name: "be_liberal set", invalid: 7, liberal: "1", mode: collectorapi.ModeIPTables, want: true, behaviour: "installs no INVALID drop"},
+		{name: "nftables mode", invalid: 3, liberal: "0", mode: collectorapi.ModeNFTables, want: true, behaviour: "programs no INVALID drop"},
+		{name: "Cilium", invalid: 3, liberal: "0", mode: collectorapi.ModeCilium, want: true, behaviour: "eBPF datapath, not kube-proxy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ipt *collectorapi.IPTablesObservation
+			var nft *collectorapi.NFTablesObservation
+			if tt.mode == collectorapi.ModeIPTables {
+				ipt = healthyIPT()
+			}
+			obs := observation(t, tt.mode, ipt, nft)
+			if tt.mode == collectorapi.ModeCilium {
+				obs = ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)
+			}
+			ct := obs.Sections.Conntrack.Data
+			ct.StatsDelta.Invalid, ct.Stats, ct.TCPBeLiberal = tt.invalid, &collectorapi.ConntrackCounters{Invalid: 100 + tt.invalid}, tt.liberal
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			if !tt.want {
+				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInvalid)
+				wantCode(t, tr, report.LayerConntrack, "n1", report.CodeCTHealthy)
+				return
+			}
+			c := wantCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInvalid, tt.behaviour, "nf_conntrack_tcp_be_liberal="+tt.liberal)
+			if evidence(c, "invalidDelta") == "" || evidence(c, "tcpBeLiberal") != tt.liberal {
+				t.Errorf("evidence %+v", c.Evidence)
+			}
+			assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTHealthy)
+		})
+	}
+}
+
+func TestDNSInsertRaceJudged(t *testing.T) {
+	dnsFlows := &collectorapi.DNSFlows{Destinations: []string{"10.96.0.10:53/UDP"}, Total: 40, Unreplied: 3}
+	client := func(node string, opts ...corev1.PodDNSConfigOption) *report.PolicyClient {
+		p := pod("client", "client", "10.244.1.9", node)
+		if len(opts) > 0 {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Options: opts}
+		}
+		return report.PolicyClientFromPod(p)
+	}
+	for _, tt := range []struct {
+		name     string
+		failed   uint64
+		flows    *collectorapi.DNSFlows
+		from     *report.PolicyClient
+		want     string
+		msgParts []string
+	}{
+		{name: "no insert failures", failed: 0, flows: dnsFlows},
+		{name: "failures without DNS flows stay CT002", failed: 5, flows: nil, want: report.CodeCTInsertFailed},
+		{name: "failures with DNS flows, no client", failed: 5, flows: dnsFlows, want: report.CodeCTDNSRace, msgParts: []string{"rose by 5", "40 UDP flow(s)", "3 never answered", "by default (glibc)"}},
+		{name: "client without mitigation", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "ndots", Value: ptr("2")}),
+			want: report.CodeCTDNSRace, msgParts: []string{"default/client", "ndots 2", "dnsPolicy ClusterFirst"}},
+		{name: "client with single-request-reopen", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "single-request-reopen"}),
+			want: report.CodeCTDNSRaceMitigated, msgParts: []string{"single-request-reopen"}},
+		{name: "client with use-vc", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "use-vc"}),
+			want: report.CodeCTDNSRaceMitigated, msgParts: []string{"use-vc"}},
+		{name: "mitigated client on another node", failed: 5, flows: dnsFlows, from: client("n2", corev1.PodDNSConfigOption{Name: "use-vc"}),
+			want: report.CodeCTDNSRace, msgParts: []string{"by default (glibc)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			ct := obs.Sections.Conntrack.Data
+			ct.StatsDelta.InsertFailed, ct.DNSFlows = tt.failed, tt.flows
+			tr := judgeFrom(t, nodeInput(), tt.from, NodeView{Node: "n1", Observation: obs})
+			if tt.want == "" {
+				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace, report.CodeCTDNSRaceMitigated)
+				return
+			}
+			c := wantCode(t, tr, report.LayerConntrack, "n1", tt.want, tt.msgParts...)
+			if tt.want == report.CodeCTDNSRace && evidence(c, "dnsFlows") != "40" {
+				t.Errorf("evidence %+v", c.Evidence)
+			}
+			if tt.want == report.CodeCTDNSRaceMitigated {
+				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace)
+			}
+		})
+	}
+}
+
+// recordedRoute is the route observation read from a real kernel: a bridge
+// CNI node (cni0 with two Pod veths) with flannel's vxlan device and its FDB
+// and neighbour entries for two remote nodes (collectors/route
+// TestReadBridgeAndVXLANInNetns -record).
+func recordedRoute(t *testing.T) *collectorapi.RouteObservation {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/route/real-bridge-vxlan-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r collectorapi.RouteObservation
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	// The test namespace had forwarding off; a node has it on.
+	r.IPv4Forward = "1"
+	return &r
+}
+
+// flannelNodes are the nodes of the recorded fixture with the annotations
+// flannel's kube subnet manager writes.
+func flannelNodes(in *Input) {
+	for name, v := range map[string]struct{ ip, mac, cidr string }{
+		"n1": {"192.168.77.11", "0a:58:0a:f4:00:00", "10.244.0.0/24"},
+		"n2": {"192.168.77.12", "0a:58:0a:f4:01:00", "10.244.1.0/24"},
+		"n3": {"192.168.77.13", "0a:58:0a:f4:02:00", "10.244.2.0/24"},
+	} {
+		n := node(name, true)
+		n.Spec.PodCIDR = v.cidr
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v.ip}}
+		n.Annotations = map[string]string{
+			"flannel.alpha.coreos.com/backend-type": "vxlan",
+			"flannel.alpha.coreos.com/public-ip":    v.ip,
+			"flannel.alpha.coreos.com/backend-data": `{"VNI":1,"VtepMAC":"` + v.mac + `"}`,
+		}
+		in.Nodes[name] = n
+	}
+}
+
+func TestOverlayJudgedOnRecordedVXLAN(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		mut      func(*collectorapi.RouteObservation)
+		want     string
+		msgParts []string
+	}{
+		{name: "as flannel programs it", mut: func(*collectorapi.RouteObservation) {}},
+		{name: "FDB entry of n3 missing", mut: func(r *collectorapi.RouteObservation) {
+			o := &r.Overlays[0]
+			for i, f := range o.FDB {
+				if f.Dst == "192.168.77.13" {
+					o.FDB = append(o.FDB[:i:i], o.FDB[i+1:]...)
+					break
+				}
+			}
+		}, want: report.CodeRTOverlayVTEP, msgParts: []string{"flannel.1", "forwarding-database entry", "n3 (0a:58:0a:f4:02:00 → 192.168.77.13)"}},
+		{name: "FDB entry points at an old node IP", mut: func(r *collectorapi.RouteObservation) {
+			r.Overlays[0].FDB[0].Dst = "192.168.77.99"
+		}, want: report.CodeRTOverlayVTEP},
+		{name: "neighbour entry of n2 missing", mut: func(r *collectorapi.RouteObservation) {
+			o := &r.Overlays[0]
+			var kept []collectorapi.NeighbourEntry
+			for _, n := range o.Neighbours {
+				if n.IP != "10.244.1.0" {
+					kept = append(kept, n)
+				}
+			}
+			o.Neighbours = kept
+		}, want: report.CodeRTOverlayVTEP, msgParts: []string{"neighbour entry", "n2 (10.244.1.0 → 0a:58:0a:f4:01:00)"}},
+		{name: "MTU as large as the underlay", mut: func(r *collectorapi.RouteObservation) { r.Overlays[0].MTU = 1500 },
+			want: report.CodeRTOverlayMTU, msgParts: []string{"MTU 1500", "adds 50 bytes", "become 1550"}},
+		{name: "device down", mut: func(r *collectorapi.RouteObservation) { r.Overlays[0].AdminUp, r.Overlays[0].OperState = false, "down" },
+			want: report.CodeRTOverlayDown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := nodeInput()
+			flannelNodes(in)
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			r := recordedRoute(t)
+			tt.mut(r)
+			obs.Sections.Route.Data = r
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			if tt.want == "" {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown,
+					report.CodeRTBridgeNF, report.CodeRTBridgeNFSameNode, report.CodeRTNeighGC, report.CodeRTNeighOverflow)
+				wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+				return
+			}
+			wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.msgParts...)
+			assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+		})
+	}
+}
+
+func TestBridgeNetfilterJudgedOnRecordedBridge(t *testing.T) {
+	sameNode := report.PolicyClientFromPod(pod("client", "client", "10.244.0.9", "n1"))
+	for _, tt := range []struct {
+		name    string
+		setting string
+		loaded  *bool
+		from    *report.PolicyClient
+		mode    collectorapi.DatapathMode
+		want    string
+		parts   []string
+	}{
+		{name: "bridge-nf-call-iptables=1 as recorded", setting: "", mode: collectorapi.ModeIPTables},
+		{name: "off, client elsewhere", setting: "0", mode: collectorapi.ModeIPTables, want: report.CodeRTBridgeNF, parts: []string{"cni0 (2 veth ports)", "bridge-nf-call-iptables=0", "10.244.1.5"}},
+		{name: "off, client on the node", setting: "0", from: sameNode, mode: collectorapi.ModeIPTables, want: report.CodeRTBridgeNFSameNode, parts: []string{"default/client"}},
+		{name: "br_netfilter not loaded", setting: "absent", loaded: ptr(false), mode: collectorapi.ModeNFTables, want: report.CodeRTBridgeNF, parts: []string{"br_netfilter module is not loaded"}},
+		{name: "Cilium does not need it", setting: "0", mode: collectorapi.ModeCilium},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := nodeInput()
+			flannelNodes(in)
+			var ipt *collectorapi.IPTablesObservation
+			if tt.mode == collectorapi.ModeIPTables {
+				ipt = healthyIPT()
+			}
+			obs := observation(t, tt.mode, ipt, nil)
+			if tt.mode == collectorapi.ModeCilium {
+				obs.Sections.EBPF = okSection(&collectorapi.EBPFObservation{Cilium: &collectorapi.CiliumObservation{Detected: true}})
+			}
+			r := recordedRoute(t)
+			if tt.setting != "" {
+				r.BridgeNFCallIPTables = tt.setting
+			}
+			if tt.loaded != nil {
+				r.BrNetfilterLoaded = tt.loaded
+			}
+			obs.Sections.Route.Data = r
+			tr := judgeFrom(t, in, tt.from, NodeView{Node: "n1", Observation: obs})
+			if tt.want == "" {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTBridgeNF, report.CodeRTBridgeNFSameNode)
+				return
+			}
+			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.parts...)
+			if evidence(c, "bridge") != "cni0" {
+				t.Errorf("evidence %+v", c.Evidence)
+			}
+		})
+	}
+}
+
+func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		entries int
+		want    string
+	}{
+		{"below gc_thresh2", 400, ""},
+		{"at gc_thresh2", 512, ""},
+		{"above gc_thresh2", 513, report.CodeRTNeighGC},
+		{"at gc_thresh3", 1024, report.CodeRTNeighOverflow},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			// The kernel's defaults: 128, 512, 1024.
+			obs.Sections.Route.Data.Neighbours = []collectorapi.NeighbourTable{
+				{Family: "IPv4", Entries: tt.entries, GCThresh1: 128, GCThresh2: 512, GCThresh3: 1024},
+				{Family: "IPv6", Entries: 3, GCThresh1: 128, GCThresh2: 512, GCThresh3: 1024}}
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			if tt.want == "" {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTNeighGC, report.CodeRTNeighOverflow)
+				return
+			}
+			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, "IPv4", "holds "+strconv.Itoa(tt.entries))
+			if evidence(c, "gcThresh3") != "1024" {
+				t.Errorf("evidence %+v", c.Evidence)
+			}
+		})
+	}
+}
+
+// recordedPathMTU are the probes collectors/probe's namespace tests saw on
+// the real kernel (-record): both sizes answered, the large one lost on a
+// 1500 → 1400 veth with frag-needed dropped, and a router answering with
+// "fragmentation needed".
+func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/probe/real-pathmtu-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]collectorapi.PathMTUProbe
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestPathMTUBlackholeJudged(t *testing.T) {
+	rec := recordedPathMTU(t)
+	for _, tt := range []struct {
+		name  string
+		probe collectorapi.PathMTUProbe
+		want  bool
+	}{
+		{"both answered", rec["healthy"], false},
+		{"fragmentation needed came back", rec["fragNeeded"], false},
+		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false},
+		{"large lost silently", rec["blackhole"], true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{PathMTU: []collectorapi.PathMTUProbe{tt.probe}})
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			if !tt.want {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole)
+				return
+			}
+			c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole, "576-byte", "1500-byte", "MTU 1500 via eth0", tt.probe.Address)
+			if !strings.Contains(c.NextStep, "-s 1472") {
+				t.Errorf("next step %q", c.NextStep)
+			}
+			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "no echo reply") {
+				t.Errorf("evidence %+v", c.Evidence)
+			}
+		})
+	}
+}
+
+func TestMasqueradeJudged(t *testing.T) {
+	nodePort := func(etp corev1.ServiceExternalTrafficPolicy) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalTrafficPolicy = etp
+		}
+	}
+	// clusterExt is KUBE-EXT under externalTrafficPolicy Cluster as kube-proxy
+	// v1.37 writes it (proxier.go: "masquerade traffic for … external destinations").
+	clusterExt := func(masq bool) *collectorapi.IPTablesObservation {
+		o := healthyIPT()
+		p := &o.Backends[0].Ports[0]
+		p.NodePort = 30080
+		ext := &collectorapi.IPTablesChain{Name: "KUBE-EXT-X", Exists: true}
+		if masq {
+			ext.Rules = append(ext.Rules, collectorapi.IPTablesRule{Raw: `-A KUBE-EXT-X -m comment --comment "masquerade traffic for default/web:http external destinations" -j KUBE-MARK-MASQ`, Jump: "KUBE-MARK-MASQ"})
+		}
+		ext.Rules = append(ext.Rules, collectorapi.IPTablesRule{Raw: "-A KUBE-EXT-X -j KUBE-SVC-X", Jump: "KUBE-SVC-X"})
+		p.External = ext
+		return o
+	}
+	noMark := clusterExt(true)
+	noMark.Backends[0].MarkMasq, noMark.Backends[0].MasqMark = nil, ""
+	for _, tt := range []struct {
+		name string
+		svc  func(*corev1.Service)
+		ipt  *collectorapi.IPTablesObservation
+		want string
+		not  []string
+	}{
+		{"ClusterIP only: nothing to say", nil, healthyIPT(), "", []string{report.CodeDPSourceLost, report.CodeDPSourceKept, report.CodeDPMasqExternal, report.CodeDPMasqMissing}},
+		{"ETP Cluster masquerades", nodePort(corev1.ServiceExternalTrafficPolicyCluster), clusterExt(true), report.CodeDPSourceLost, []string{report.CodeDPMasqExternal}},
+		{"ETP Cluster without the mark rule", nodePort(corev1.ServiceExternalTrafficPolicyCluster), clusterExt(false), report.CodeDPMasqExternal, []string{report.CodeDPSourceLost}},
+		{"ETP Local keeps the source", nodePort(corev1.ServiceExternalTrafficPolicyLocal), etpLocalIPT("KUBE-SVL-X", jump("KUBE-SEP-1", "10.244.1.5:8080", 1)), report.CodeDPSourceKept, []string{report.CodeDPMasqMissing}},
+		{"KUBE-MARK-MASQ sets no mark", nodePort(corev1.ServiceExternalTrafficPolicyCluster), noMark, report.CodeDPMasqMissing, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var in *Input
+			if tt.svc != nil {
+				in = nodeInput(tt.svc)
+			} else {
+				in = nodeInput()
+			}
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			assertNoCode(t, tr, report.LayerDatapath, "n1", tt.not...)
+			if tt.want != "" {
+				wantCode(t, tr, report.LayerDatapath, "n1", tt.want)
+			}
+		})
+	}
+}
+
+// TestMasqueradeJudgedNFTables: kube-proxy's nftables proxier writes, under
+// externalTrafficPolicy Cluster, "mark set mark or 0x4000" commented
+// "masquerade" first in the external chain (pkg/proxy/nftables/proxier.go;
+// collectors/testdata/nftables/kubeproxy-overall.json, external-4AT6LBPK).
+func TestMasqueradeJudgedNFTables(t *testing.T) {
+	nodePort := func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+	}
+	mk := func(masq bool) *collectorapi.NFTablesObservation {
+		o := nftObservation("10.244.1.5:8080", "10.244.2.7:8080")
+		p := &o.Tables[0].Ports[0]
+		p.NodePort = 30080
+		p.ServiceNodePorts = []collectorapi.NFTablesElement{{Map: "service-nodeports", Key: "tcp . 30080", Found: true, Verdict: "goto external-X", Target: "external-X"}}
+		ext := &collectorapi.NFTablesChain{Name: "external-X", Exists: true}
+		if masq {
+			ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "meta mark set meta mark | 0x00004000", Comment: "masquerade", Mark: "0x00004000"})
+		}
+		ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "goto service-X", Verdict: "goto", Target: "service-X"})
+		p.External = ext
+		return o
+	}
+	tr := judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(true))})
+	c := wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPSourceLost, "nftables (ip")
+	if evidence(c, "rule") != "meta mark set meta mark | 0x00004000" {
+		t.Errorf("evidence %+v", c.Evidence)
+	}
+	tr = judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
+	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqExternal, "external-X")
+}
+
+// TestOverlayPerNodeFDBWithoutFlannel: the recorded device read as another
+// CNI's vxlan device (no flannel annotations, not named flannel.<VNI>): its
+// FDB points at node InternalIPs, so each other node needs an entry.
+func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
+	in := nodeInput()
+	flannelNodes(in)
+	for _, n := range in.Nodes {
+		n.Annotations = nil
+	}
+	in.Nodes["n4"] = node("n4", true)
+	in.Nodes["n4"].Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.77.14"}}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	r := recordedRoute(t)
+	r.Overlays[0].Name = "vxlan.calico"
+	obs.Sections.Route.Data = r
+	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, "vxlan.calico", "n4 (dst 192.168.77.14)")
+	if strings.Contains(c.Message, "n2") || strings.Contains(c.Message, "n3") {
+		t.Errorf("nodes with entries named: %s", c.Message)
+	}
+	delete(in.Nodes, "n4")
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP)
+}
