@@ -164,6 +164,9 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 	if hc := healthCheckAddr(req); hc.IsValid() && ctx.Err() == nil {
 		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
 	}
+	if req.Client != nil && ctx.Err() == nil {
+		obs.Client = ReadClient(ctx, req, "/proc", timeout)
+	}
 	return obs, ctx.Err()
 }
 
