@@ -35,10 +35,10 @@ type NodeView struct {
 // and route layers with checks and per-node results. Layers the API side
 // already skipped (datapath of a headless Service, say) are left alone. The
 // returned judge holds each node's expectation for the endpoint matrix.
-func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView) *nodeJudge {
+func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
-	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn}
+	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from}
 	nj.sockets = nj.buildSocketIndex(views)
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
@@ -60,6 +60,7 @@ type nodeJudge struct {
 	in         *Input
 	t          *report.ServiceTrace
 	fqdn       string
+	from       *report.PolicyClient
 	eps        *endpointIndex
 	sockets    *socketIndex
 	readOrders *expect.ReadOrders
@@ -124,6 +125,9 @@ func (nj *nodeJudge) judge(v *NodeView) {
 	}
 	if !nj.skipped(report.LayerEndpoints) {
 		nj.judgeSockets(v.Node)
+	}
+	if s := obs.Sections.Probe; s != nil && s.Data != nil && s.Data.Client != nil {
+		nj.judgeClient(v, s.Data.Client)
 	}
 	for _, l := range report.NodeLayers {
 		nj.nodeResult(l, v.Node, "", "")

@@ -172,7 +172,7 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 					}
 				}
 			} else {
-				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes))
+				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes), opts.From)
 				t.Matrix = endpointMatrix(nj, nodes.Nodes)
 			}
 		}

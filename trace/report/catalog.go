@@ -93,7 +93,7 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog))
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, clientCatalog))
 
 // apiSideCatalog are the codes of the layers the API alone decides.
 var apiSideCatalog = []CheckSpec{
