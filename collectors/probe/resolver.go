@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
+	clusterdns "github.com/svctrace/kubectl-svctrace/collectors/dns"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
@@ -80,8 +81,8 @@ func resolve(ctx context.Context, resolvConf, name, libc, qtype string, timeout 
 		if len(last.Answers) > 0 && last.Rcode == dns.RcodeToString[dns.RcodeSuccess] {
 			out.Answered = cand
 			for _, a := range last.Answers {
-				if f := strings.Fields(a); len(f) > 0 && (strings.Contains(a, "\tA\t") || strings.Contains(a, "\tAAAA\t")) {
-					out.Addrs = append(out.Addrs, f[len(f)-1])
+				if typ, data, ok := strings.Cut(a, " "); ok && (typ == "A" || typ == "AAAA") {
+					out.Addrs = append(out.Addrs, data)
 				}
 			}
 			return out
@@ -116,8 +117,9 @@ func query(ctx context.Context, server, name string, qtype uint16, timeout time.
 		return q
 	}
 	q.Rcode = dns.RcodeToString[r.Rcode]
+	// "TYPE data", as the dns section records answers.
 	for _, rr := range r.Answer {
-		q.Answers = append(q.Answers, rr.String())
+		q.Answers = append(q.Answers, clusterdns.AnswerString(rr))
 	}
 	return q
 }
