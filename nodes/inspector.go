@@ -96,6 +96,11 @@ func (f *Flags) Validate() error {
 			return fmt.Errorf("invalid --from %q: want pod/NAME, pod/NAMESPACE/NAME or node/NAME", f.From)
 		}
 	}
+	if f.ClientNetns {
+		if kind, _, _ := strings.Cut(f.From, "/"); kind != "pod" && kind != "pods" && kind != "po" {
+			return errors.New("--client-netns needs --from pod/NAME: it probes from that Pod's network namespace")
+		}
+	}
 	return nil
 }
 

@@ -234,3 +234,30 @@ func TestHairpin(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
+	in := nodeInput()
+	client := pod("frontend", "frontend", "10.244.1.9", "n1")
+	client.UID = "uid-frontend"
+	plan := PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(client), "")
+	for _, n := range plan.Nodes {
+		c := n.Request.Client
+		switch n.Name {
+		case "n1":
+			if c == nil || c.UID != "uid-frontend" || c.Namespace != "default" || c.Name != "frontend" || len(c.IPs) != 1 || c.IPs[0] != "10.244.1.9" || c.EnterNetns {
+				t.Errorf("n1 client = %+v", c)
+			}
+		default:
+			if c != nil {
+				t.Errorf("%s is not the client's node, got client %+v", n.Name, c)
+			}
+		}
+	}
+	host := client.DeepCopy()
+	host.Spec.HostNetwork = true
+	for _, n := range PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(host), "").Nodes {
+		if n.Request.Client != nil {
+			t.Errorf("a host-network client's namespace is the node's: %+v", n.Request.Client)
+		}
+	}
+}
