@@ -205,11 +205,17 @@ func hairpinTarget(req *collectorapi.Request) (netip.AddrPort, netip.AddrPort, b
 }
 
 // connectOnce connects to the frontend and looks, in this namespace's TCP
-// table, for the Pod's accepted side of the same connection: local address
-// self, peer port our source port (masquerade keeps it unless it clashes).
+// table, for the Pod's accepted side of the same connection: an established
+// socket on self that was not there before the connect. Its peer port is
+// the connection's source port unless the masquerade rewrote it
+// (--random-fully); a new socket on self is the evidence either way.
 func connectOnce(ctx context.Context, fe, self netip.AddrPort, timeout time.Duration) (peer string, hit bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	before := map[netip.AddrPort]bool{}
+	for _, c := range acceptedOn(self) {
+		before[c.Remote] = true
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", fe.String())
 	if err != nil {
@@ -217,13 +223,22 @@ func connectOnce(ctx context.Context, fe, self netip.AddrPort, timeout time.Dura
 	}
 	defer c.Close()
 	local, _ := netip.ParseAddrPort(c.LocalAddr().String())
-	peer, hit = findAccepted(self, local.Port())
+	for _, a := range acceptedOn(self) {
+		if before[a.Remote] {
+			continue
+		}
+		if !hit || a.Remote.Port() == local.Port() {
+			peer, hit = a.Remote.Addr().String(), true
+		}
+	}
 	return peer, hit, nil
 }
 
-// findAccepted reads /proc/thread-self/net/tcp{,6}: the thread's network
-// namespace, which /proc/self/net is not for a thread that changed it.
-func findAccepted(self netip.AddrPort, srcPort uint16) (string, bool) {
+// acceptedOn lists the established sockets on self in
+// /proc/thread-self/net/tcp{,6}: the thread's network namespace, which
+// /proc/self/net is not for a thread that changed it.
+func acceptedOn(self netip.AddrPort) []sockets.Connection {
+	var out []sockets.Connection
 	for _, table := range []string{"tcp", "tcp6"} {
 		f, err := os.Open("/proc/thread-self/net/" + table)
 		if err != nil {
@@ -232,12 +247,12 @@ func findAccepted(self netip.AddrPort, srcPort uint16) (string, bool) {
 		conns, _ := sockets.ParseConnections(f)
 		f.Close()
 		for _, c := range conns {
-			if c.Local == self && c.Remote.Port() == srcPort {
-				return c.Remote.Addr().String(), true
+			if c.Local == self {
+				out = append(out, c)
 			}
 		}
 	}
-	return "", false
+	return out
 }
 
 // DetectLibc says which C library the Pod's image resolves names with: musl
