@@ -9,8 +9,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
-	clusterdns "github.com/svctrace/kubectl-svctrace/collectors/dns"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	clusterdns "github.com/svctrace/kubectl-svctrace/collectors/dns"
 )
 
 // C libraries whose search-list behaviour Candidates reproduces.
