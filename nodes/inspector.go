@@ -59,6 +59,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Nodes, "node", f.Nodes, "inspect this node (repeatable); default: the nodes that host the Service's endpoints, plus the --from node")
 	fs.BoolVar(&f.AllNodes, "all-nodes", f.AllNodes, "inspect every node and report a per-node matrix")
 	fs.StringVar(&f.From, "from", f.From, "the client: pod/NAME (in the Service's namespace, or NAMESPACE/NAME) or node/NAME; its node is inspected and NetworkPolicies are judged for it")
+	fs.BoolVar(&f.ClientNetns, "client-netns", f.ClientNetns, "with --from pod/NAME: probe the Service and resolve its name from inside that Pod's network namespace; the collector on its node only gets SYS_ADMIN and SYS_PTRACE (profile netadmin+netns) for it")
 	f.AddCollectorFlags(fs)
 }
 
@@ -70,7 +71,6 @@ func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Image, "image", f.Image, "collector image")
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")
 	fs.BoolVar(&f.Privileged, "privileged", f.Privileged, "run collector Pods privileged (default: only NET_ADMIN and NET_RAW)")
-	fs.BoolVar(&f.ClientNetns, "client-netns", f.ClientNetns, "with --from pod/NAME: probe the Service and resolve its name from inside that Pod's network namespace; the collector on its node only gets SYS_ADMIN and SYS_PTRACE (profile netadmin+netns) for it")
 	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected")
 }
 
