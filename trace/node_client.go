@@ -191,7 +191,7 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 func (nj *nodeJudge) judgeHairpin(node string, h *collectorapi.HairpinProbe, rules string, args func(report.Args) report.Args) {
 	a := args(report.Args{"frontend": h.Frontend, "self": h.Self, "attempts": strconv.Itoa(h.Attempts),
 		"failed": strconv.Itoa(h.Failed), "error": orNone(h.Error), "peer": orNone(h.PeerAddress), "rules": rules})
-	raw := []string{fmt.Sprintf("hairpin %s → %s: %d attempt(s), %d reached itself, %d connected, %d failed (%s)",
+	raw := []string{fmt.Sprintf("hairpin %s to %s: %d attempt(s), %d reached itself, %d connected, %d failed (%s)",
 		h.Frontend, h.Self, h.Attempts, h.SelfHits, h.Connected, h.Failed, h.Error)}
 	switch {
 	case h.SelfHits > 0:
@@ -264,7 +264,7 @@ func (nj *nodeJudge) judgeClientResolver(node string, r *collectorapi.ClientReso
 		if q.Error != "" {
 			res = q.Error
 		}
-		line := fmt.Sprintf("%s %s @%s → %s", q.Name, q.Type, q.Server, res)
+		line := fmt.Sprintf("%s %s @%s: %s", q.Name, q.Type, q.Server, res)
 		if len(q.Answers) > 0 {
 			line += " " + strings.Join(answerData(q.Answers, q.Type, true), ",")
 		}

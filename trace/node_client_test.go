@@ -165,17 +165,17 @@ func TestClientResolver(t *testing.T) {
 			r.Answered, r.Addrs = "web.tools.svc.cluster.local.", []string{"10.96.7.7"}
 			r.Queries = []collectorapi.ClientQuery{q("web.tools.svc.cluster.local.", "NOERROR", "A 10.96.7.7")}
 		}, report.CodeDNSClientElsewhere, report.StatusWarn,
-			[]string{"web.tools.svc.cluster.local.", "10.96.7.7", "not the Service web.default.svc.cluster.local", "web.tools.svc.cluster.local. A @10.96.0.10:53 → NOERROR 10.96.7.7"}},
+			[]string{"web.tools.svc.cluster.local.", "10.96.7.7", "not the Service web.default.svc.cluster.local", "web.tools.svc.cluster.local. A @10.96.0.10:53: NOERROR 10.96.7.7"}},
 		{"the Service's own name answers after an NXDOMAIN", func(r *collectorapi.ClientResolver) {
 			r.Answered, r.Addrs = "web.default.svc.cluster.local.", []string{"10.96.0.20"}
 			r.Queries = []collectorapi.ClientQuery{q("web.tools.svc.cluster.local.", "NXDOMAIN"),
 				q("web.default.svc.cluster.local.", "NOERROR", "A 10.96.0.20")}
 		}, report.CodeDNSClientResolves, report.StatusPass,
-			[]string{"web.tools.svc.cluster.local. A @10.96.0.10:53 → NXDOMAIN; web.default.svc.cluster.local."}},
+			[]string{"web.tools.svc.cluster.local. A @10.96.0.10:53: NXDOMAIN; web.default.svc.cluster.local."}},
 		{"nothing answers", func(r *collectorapi.ClientResolver) {
 			r.Queries = []collectorapi.ClientQuery{q("web.tools.svc.cluster.local.", "NXDOMAIN"), {Name: "web.default.svc.cluster.local.", Type: "A", Server: "10.96.0.10:53", Error: "i/o timeout"}}
 		}, report.CodeDNSClientNoAnswer, report.StatusFail,
-			[]string{"got no address for web", "web.default.svc.cluster.local. A @10.96.0.10:53 → i/o timeout", "ndots 5"}},
+			[]string{"got no address for web", "web.default.svc.cluster.local. A @10.96.0.10:53: i/o timeout", "ndots 5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
