@@ -183,9 +183,10 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 }
 
 // judgeHairpin: an endpoint Pod reaching itself through the ClusterIP needs
-// the datapath to masquerade it (kube-proxy's endpoint chain marks traffic
-// from the endpoint's own address, POSTROUTING masquerades the mark), and on
-// a bridge CNI the bridge port to send a frame back where it came from.
+// the datapath to masquerade it (kube-proxy's iptables endpoint chain marks
+// traffic from the endpoint's own address, KUBE-POSTROUTING masquerades the
+// mark; its nftables proxier matches a hairpin-connections set instead), and
+// on a bridge CNI the bridge port to send a frame back where it came from.
 // Connections that fail while others connect, and none lands on the Pod, are
 // the ones sent back to it.
 func (nj *nodeJudge) judgeHairpin(node string, h *collectorapi.HairpinProbe, rules string, args func(report.Args) report.Args) {
@@ -233,21 +234,13 @@ func (nj *nodeJudge) hairpinRules(obs *collectorapi.Observation, self string) st
 			}
 		}
 	}
-	if s := obs.Sections.NFTables; s != nil && s.Data != nil {
-		for _, t := range s.Data.Tables {
-			for _, p := range t.Ports {
-				for _, ch := range p.Endpoints {
-					if ch == nil {
-						continue
-					}
-					for _, r := range ch.Rules {
-						if strings.Contains(r.SourceMatch, ip) && strings.Contains(r.Target, "masquerade") {
-							return fmt.Sprintf("%s %s chain %s: %q", t.Family, t.Name, ch.Name, r.Text)
-						}
-					}
-				}
-			}
-		}
+	if s := obs.Sections.NFTables; s != nil && s.Data != nil && len(s.Data.Tables) > 0 {
+		// kube-proxy's nftables proxier does not mark per endpoint: it adds
+		// each local endpoint to the hairpin-connections set (ip . ip .
+		// proto . port) and its masquerading chain masquerades "ct status
+		// dnat" traffic matching the set. The set is not read.
+		return fmt.Sprintf("kube-proxy (nftables) masquerades hairpin traffic through its hairpin-connections set (%s . %s . %s . %d), which the collector does not read",
+			ip, ip, "tcp", ap.Port())
 	}
 	return "no endpoint chain for " + ip + " was read on this node"
 }

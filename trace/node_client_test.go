@@ -261,3 +261,17 @@ func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
 		}
 	}
 }
+
+// kube-proxy's nftables proxier hairpins through a set, not per-endpoint
+// marks: the evidence says so instead of claiming a rule is missing.
+func TestHairpinNFTablesNamesTheSet(t *testing.T) {
+	in := nodeInput()
+	client := in.Pods[0].DeepCopy()
+	obs := observation(t, collectorapi.ModeNFTables, nil, &collectorapi.NFTablesObservation{Tables: []collectorapi.NFTablesTableObservation{{Family: "ip", Name: "kube-proxy", Present: true}}})
+	c := clientProbes("web-1")
+	c.Hairpin = &collectorapi.HairpinProbe{Frontend: "10.96.0.20:80", Self: "10.244.1.5:8080", Attempts: 2, SelfHits: 1, Connected: 2, PeerAddress: "10.0.0.11"}
+	obs.Sections.Probe = probes()
+	obs.Sections.Probe.Data.Client = c
+	tr := judgeFrom(t, in, client, NodeView{Node: "n1", Observation: obs})
+	mustCode(t, tr, report.LayerDatapath, report.CodeDPHairpinOK, "hairpin-connections set (10.244.1.5 . 10.244.1.5 . tcp . 8080)")
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,9 +55,14 @@ func ReadClient(ctx context.Context, req *collectorapi.Request, procRoot string,
 	// process's root (mount namespace) before entering the network one.
 	rc, rcErr := os.ReadFile(filepath.Join(pidDir, "root", "etc", "resolv.conf"))
 	libc := DetectLibc(filepath.Join(pidDir, "root"))
-	targets := clientTargets(req)
-	err = InNetns(filepath.Join(pidDir, "ns", "net"), func() error {
-		out.Probes = probeSerially(ctx, targets, timeout)
+	nsPath := filepath.Join(pidDir, "ns", "net")
+	out.Probes, err = probeInNetns(ctx, nsPath, clientTargets(req), timeout, DefaultConcurrency)
+	if err != nil {
+		out.Skipped = err.Error()
+		out.Probes = nil
+		return out
+	}
+	err = InNetns(nsPath, func() error {
 		name := clientName(req)
 		if rcErr != nil {
 			out.Resolver = &collectorapi.ClientResolver{Name: name, Error: "cannot read the Pod's /etc/resolv.conf: " + rcErr.Error()}
@@ -113,23 +119,54 @@ func clientTargets(req *collectorapi.Request) []Target {
 	return out
 }
 
-// probeSerially probes each target on the calling goroutine (the one in the
-// Pod's namespace), with the node probes' second, longer try for timeouts.
-func probeSerially(ctx context.Context, targets []Target, timeout time.Duration) []collectorapi.Probe {
-	out := make([]collectorapi.Probe, 0, len(targets))
-	for _, t := range targets {
-		if ctx.Err() != nil {
-			break
-		}
-		p := One(ctx, t, timeout)
-		if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout && ctx.Err() == nil {
-			first := p.Error
-			p = One(ctx, t, 2*timeout)
-			p.Attempts, p.FirstError = 2, first
-		}
-		out = append(out, p)
+// probeInNetns probes the targets from the namespace at nsPath with up to
+// concurrency workers, each on its own thread in that namespace: a denied
+// client's probes all time out, and one after the other they would outlast
+// the collector's deadline.
+func probeInNetns(ctx context.Context, nsPath string, targets []Target, timeout time.Duration, concurrency int) ([]collectorapi.Probe, error) {
+	out := make([]collectorapi.Probe, len(targets))
+	next := make(chan int, len(targets))
+	for i := range targets {
+		next <- i
 	}
-	return out
+	close(next)
+	workers := min(concurrency, len(targets))
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			errs <- InNetns(nsPath, func() error {
+				for i := range next {
+					if ctx.Err() == nil {
+						out[i] = probeOne(ctx, targets[i], timeout)
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	// Targets left when the context ended were not probed.
+	return slices.DeleteFunc(out, func(p collectorapi.Probe) bool { return p.Address == "" }), nil
+}
+
+// probeOne is One with the node probes' second, longer try for a timeout:
+// slow, not unreachable, when that one answers.
+func probeOne(ctx context.Context, t Target, timeout time.Duration) collectorapi.Probe {
+	p := One(ctx, t, timeout)
+	if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout && ctx.Err() == nil {
+		first := p.Error
+		p = One(ctx, t, 2*timeout)
+		p.Attempts, p.FirstError = 2, first
+	}
+	return p
 }
 
 // clientName is the name the client would write: the bare Service name in

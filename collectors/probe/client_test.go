@@ -71,14 +71,17 @@ func TestInNetnsProbesInsideAndLeavesTheCallerOutside(t *testing.T) {
 	var hit bool
 	err := InNetns(path, func() error {
 		insideNS, _ = os.Readlink("/proc/thread-self/ns/net")
-		probes = probeSerially(context.Background(), []Target{
-			{Kind: "endpoint", Addr: open, Protocol: "TCP"},
-			{Kind: "endpoint", Addr: closed, Protocol: "TCP"},
-		}, time.Second)
 		var err error
 		peer, hit, err = connectOnce(context.Background(), open, open, time.Second)
 		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes, err = probeInNetns(context.Background(), path, []Target{
+		{Kind: "endpoint", Addr: open, Protocol: "TCP"},
+		{Kind: "endpoint", Addr: closed, Protocol: "TCP"},
+	}, time.Second, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
