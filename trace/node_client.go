@@ -190,6 +190,14 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 // Connections that fail while others connect, and none lands on the Pod, are
 // the ones sent back to it.
 func (nj *nodeJudge) judgeHairpin(node string, h *collectorapi.HairpinProbe, rules string, args func(report.Args) report.Args) {
+	switch {
+	case h.BridgeHairpinMode == "0":
+		rules += "; the Pod's bridge port " + h.HostInterface + " has hairpin_mode 0: the bridge does not send a frame back out the port it came in on (the kubelet's or CNI's hairpin setting)"
+	case h.BridgeHairpinMode != "":
+		rules += "; the Pod's bridge port " + h.HostInterface + " has hairpin_mode " + h.BridgeHairpinMode
+	case h.HostInterface != "":
+		rules += "; the Pod's node-side interface " + h.HostInterface + " is no bridge port (a routed CNI: no hairpin_mode to need)"
+	}
 	a := args(report.Args{"frontend": h.Frontend, "self": h.Self, "attempts": strconv.Itoa(h.Attempts),
 		"failed": strconv.Itoa(h.Failed), "error": orNone(h.Error), "peer": orNone(h.PeerAddress), "rules": rules})
 	raw := []string{fmt.Sprintf("hairpin %s to %s: %d attempt(s), %d reached itself, %d connected, %d failed (%s)",

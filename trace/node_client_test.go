@@ -210,6 +210,12 @@ func TestHairpin(t *testing.T) {
 			[]string{"reached itself (10.244.1.5:8080)", "seen from 10.0.0.11", "KUBE-SEP-1", "-s 10.244.1.5 -j KUBE-MARK-MASQ", "0x4000/0x4000"}},
 		{"the connections sent back to itself are lost", hp(0, 2, 2, "i/o timeout"), true, report.CodeDPHairpinFails,
 			[]string{"2 of 4", "none reached the Pod itself", "has no \"-s 10.244.1.5 -j KUBE-MARK-MASQ\" rule"}},
+		{"bridge port without hairpin_mode", func() *collectorapi.HairpinProbe {
+			h := hp(0, 0, 3, "i/o timeout")
+			h.HostInterface, h.BridgeHairpinMode = "veth1a2b", "0"
+			return h
+		}(), false, report.CodeDPHairpinFails,
+			[]string{"bridge port veth1a2b has hairpin_mode 0", "KUBE-MARK-MASQ"}},
 		{"never picked itself", hp(0, 16, 0, ""), false, report.CodeDPHairpinNotSelected,
 			[]string{"16 connection(s)", "not exercised"}},
 	}

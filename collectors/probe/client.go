@@ -10,8 +10,10 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/svctrace/kubectl-svctrace/collectors"
@@ -56,6 +58,7 @@ func ReadClient(ctx context.Context, req *collectorapi.Request, procRoot string,
 	rc, rcErr := os.ReadFile(filepath.Join(pidDir, "root", "etc", "resolv.conf"))
 	libc := DetectLibc(filepath.Join(pidDir, "root"))
 	nsPath := filepath.Join(pidDir, "ns", "net")
+	var hostIndex int
 	out.Probes, err = probeInNetns(ctx, nsPath, clientTargets(req), timeout, DefaultConcurrency)
 	if err != nil {
 		out.Skipped = err.Error()
@@ -71,9 +74,20 @@ func ReadClient(ctx context.Context, req *collectorapi.Request, procRoot string,
 		}
 		if c.Hairpin {
 			out.Hairpin = hairpin(ctx, req, timeout)
+			if out.Hairpin != nil {
+				hostIndex = podLinkPeer(out.Hairpin.Self)
+			}
 		}
 		return nil
 	})
+	if out.Hairpin != nil && hostIndex > 0 {
+		// Back in the collector's (the node's) namespace, where /sys shows
+		// the node's interfaces.
+		if ifc, err := net.InterfaceByIndex(hostIndex); err == nil {
+			out.Hairpin.HostInterface = ifc.Name
+			out.Hairpin.BridgeHairpinMode = BridgeHairpinMode("/sys", ifc.Name)
+		}
+	}
 	if err != nil {
 		out.Skipped = err.Error()
 		out.Probes, out.Resolver, out.Hairpin = nil, nil, nil
@@ -290,6 +304,44 @@ func acceptedOn(self netip.AddrPort) []sockets.Connection {
 		}
 	}
 	return out
+}
+
+// podLinkPeer is, for the Pod's interface holding self's address, the
+// ifindex of its peer in the node's namespace (a veth's IFLA_LINK); 0 when
+// unknown. It runs in the Pod's namespace.
+func podLinkPeer(self string) int {
+	ap, err := netip.ParseAddrPort(self)
+	if err != nil {
+		return 0
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return 0
+	}
+	for _, l := range links {
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == ap.Addr() {
+				return l.Attrs().ParentIndex
+			}
+		}
+	}
+	return 0
+}
+
+// BridgeHairpinMode reads sysRoot/class/net/<ifname>/brport/hairpin_mode:
+// "1" lets the bridge send a frame back out the port it arrived on (what a
+// Pod reaching itself through a Service needs on a bridge CNI), "0" does
+// not; "" when the interface is no bridge port.
+func BridgeHairpinMode(sysRoot, ifname string) string {
+	b, err := os.ReadFile(filepath.Join(sysRoot, "class", "net", ifname, "brport", "hairpin_mode"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // DetectLibc says which C library the Pod's image resolves names with: musl

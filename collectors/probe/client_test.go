@@ -158,3 +158,53 @@ func TestHairpinTargetIsThePodsOwnEndpoint(t *testing.T) {
 		t.Fatal("a Pod that is no endpoint has no hairpin target")
 	}
 }
+
+func TestPodLinkPeerIsTheVethPeer(t *testing.T) {
+	path := newNetns(t)
+	name := path[len("/var/run/netns/"):]
+	for _, args := range [][]string{
+		{"-n", name, "link", "add", "svcl-pod", "type", "veth", "peer", "name", "svcl-host"},
+		{"-n", name, "addr", "add", "10.99.0.1/24", "dev", "svcl-pod"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	var peer, hostIndex int
+	if err := InNetns(path, func() error {
+		peer = podLinkPeer("10.99.0.1:8080")
+		ifc, err := net.InterfaceByName("svcl-host")
+		if err == nil {
+			hostIndex = ifc.Index
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if peer == 0 || peer != hostIndex {
+		t.Fatalf("peer of the interface holding 10.99.0.1 = %d, want svcl-host's index %d", peer, hostIndex)
+	}
+}
+
+// The layout is the kernel's: /sys/class/net/<if>/brport/hairpin_mode
+// exists only for an interface enslaved to a bridge.
+func TestBridgeHairpinMode(t *testing.T) {
+	root := t.TempDir()
+	for ifname, mode := range map[string]string{"vethbr0": "0\n", "vethbr1": "1\n"} {
+		dir := root + "/class/net/" + ifname + "/brport"
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/hairpin_mode", []byte(mode), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(root+"/class/net/vethptp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for ifname, want := range map[string]string{"vethbr0": "0", "vethbr1": "1", "vethptp": "", "missing": ""} {
+		if got := BridgeHairpinMode(root, ifname); got != want {
+			t.Errorf("%s: %q, want %q", ifname, got, want)
+		}
+	}
+}

@@ -631,6 +631,12 @@ type HairpinProbe struct {
 	// PeerAddress is the source address the Pod saw on a self connection:
 	// a node address when the hairpin masquerade applied.
 	PeerAddress string `json:"peerAddress,omitempty"`
+	// HostInterface is the node's end of the Pod's interface (the veth
+	// peer); BridgeHairpinMode its /sys/class/net/<if>/brport/hairpin_mode
+	// when it is a bridge port ("0" or "1"), empty when it is not one (a
+	// routed, ptp CNI).
+	HostInterface     string `json:"hostInterface,omitempty"`
+	BridgeHairpinMode string `json:"bridgeHairpinMode,omitempty"`
 }
 
 // HealthCheckProbe is one GET of kube-proxy's per-Service health check
