@@ -212,7 +212,9 @@ func hairpin(ctx context.Context, req *collectorapi.Request, timeout time.Durati
 		return nil
 	}
 	hp := &collectorapi.HairpinProbe{Frontend: fe.String(), Self: self.String()}
-	for hp.Attempts < hairpinAttempts && hp.SelfHits == 0 && ctx.Err() == nil {
+	// Four failures and no connection at all say enough (a lone endpoint
+	// that cannot reach itself), without waiting out every try.
+	for hp.Attempts < hairpinAttempts && hp.SelfHits == 0 && ctx.Err() == nil && (hp.Connected > 0 || hp.Failed < 4) {
 		hp.Attempts++
 		peer, hit, err := connectOnce(ctx, fe, self, timeout)
 		switch {
