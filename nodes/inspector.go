@@ -43,7 +43,10 @@ type Flags struct {
 	Image              string
 	CollectorNamespace string
 	Privileged         bool
-	StartTimeout       time.Duration
+	// ClientNetns lets the collector on the --from Pod's node probe from
+	// inside that Pod's network namespace (ProfileNetns on that node only).
+	ClientNetns  bool
+	StartTimeout time.Duration
 }
 
 // NewFlags returns the defaults; image is the plugin's pinned collector image.
@@ -56,6 +59,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.Nodes, "node", f.Nodes, "inspect this node (repeatable); default: the nodes that host the Service's endpoints, plus the --from node")
 	fs.BoolVar(&f.AllNodes, "all-nodes", f.AllNodes, "inspect every node and report a per-node matrix")
 	fs.StringVar(&f.From, "from", f.From, "the client: pod/NAME (in the Service's namespace, or NAMESPACE/NAME) or node/NAME; its node is inspected and NetworkPolicies are judged for it")
+	fs.BoolVar(&f.ClientNetns, "client-netns", f.ClientNetns, "with --from pod/NAME: probe the Service and resolve its name from inside that Pod's network namespace; the collector on its node only gets SYS_ADMIN and SYS_PTRACE (profile netadmin+netns) for it")
 	f.AddCollectorFlags(fs)
 }
 
@@ -92,6 +96,11 @@ func (f *Flags) Validate() error {
 			return fmt.Errorf("invalid --from %q: want pod/NAME, pod/NAMESPACE/NAME or node/NAME", f.From)
 		}
 	}
+	if f.ClientNetns {
+		if kind, _, _ := strings.Cut(f.From, "/"); kind != "pod" && kind != "pods" && kind != "po" {
+			return errors.New("--client-netns needs --from pod/NAME: it probes from that Pod's network namespace")
+		}
+	}
 	return nil
 }
 
@@ -123,6 +132,11 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		DeadlineSeconds: 300,
 		RunID:           "r" + rand.String(8),
 		Service:         plan.Service,
+	}
+	for _, n := range plan.Nodes {
+		if c := n.Request.Client; c != nil {
+			c.EnterNetns = in.Flags.ClientNetns
+		}
 	}
 	nr := &trace.NodeReport{Collector: &report.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
 		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
@@ -243,14 +257,24 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	sem := make(chan struct{}, in.Flags.MaxParallel)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(opts.Profile)}
+		nodeOpts := opts
+		if c := n.Request.Client; c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
+			nodeOpts.Profile = ProfileNetns
+		}
+		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(nodeOpts.Profile)}
 		body, err := json.Marshal(n.Request)
 		if err != nil {
 			views[i].Failure = "cannot encode the collector request: " + err.Error()
 			continue
 		}
+		nodeRunner := runner
+		if nodeOpts.Profile != opts.Profile {
+			r := *runner
+			r.Options = nodeOpts
+			nodeRunner = &r
+		}
 		wg.Add(1)
-		go func(v *trace.NodeView, body []byte) {
+		go func(v *trace.NodeView, body []byte, runner *Runner) {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
@@ -270,7 +294,7 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				return
 			}
 			v.Observation = &obs
-		}(&views[i], body)
+		}(&views[i], body, nodeRunner)
 	}
 	wg.Wait()
 	return views

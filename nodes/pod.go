@@ -50,6 +50,12 @@ const (
 	// ProfileBPF adds what opening pinned eBPF maps needs (BPF, SYS_ADMIN
 	// for bpffs on older kernels).
 	ProfileBPF Profile = "netadmin+bpf"
+	// ProfileNetns adds what probing from inside the --from Pod's network
+	// namespace needs: SYS_ADMIN for setns into a namespace owned by
+	// another user namespace's root, SYS_PTRACE to open /proc/<pid>/ns/net
+	// and /proc/<pid>/root/etc/resolv.conf of another user's process. Only
+	// the client's node's collector gets it, only with --client-netns.
+	ProfileNetns Profile = "netadmin+netns"
 	// ProfilePrivileged is a privileged container, only when the user asks.
 	ProfilePrivileged Profile = "privileged"
 )
@@ -59,6 +65,8 @@ func (p Profile) Capabilities() []corev1.Capability {
 	switch p {
 	case ProfileBPF:
 		return []corev1.Capability{"NET_ADMIN", "NET_RAW", "BPF", "SYS_ADMIN"}
+	case ProfileNetns:
+		return []corev1.Capability{"NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_PTRACE"}
 	case ProfilePrivileged:
 		return nil
 	default:

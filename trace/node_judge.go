@@ -130,6 +130,9 @@ func (nj *nodeJudge) judge(v *NodeView) {
 	if !nj.skipped(report.LayerEndpoints) {
 		nj.judgeSockets(v.Node)
 	}
+	if s := obs.Sections.Probe; s != nil && s.Data != nil && s.Data.Client != nil {
+		nj.judgeClient(v, s.Data.Client)
+	}
 	for _, l := range report.NodeLayers {
 		nj.nodeResult(l, v.Node, "", "")
 	}

@@ -100,6 +100,16 @@ func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
 	if n := nj.in.Nodes[node]; n != nil {
 		client = netpol.ClientFromNode(n)
 	}
+	return nj.policyBlocksFor(client)
+}
+
+// policyBlocksFor is, for one client, the endpoints (ip:port/PROTO) whose
+// isolation does not admit it, and the policies isolating them.
+func (nj *nodeJudge) policyBlocksFor(client netpol.Client) map[string]policyBlock {
+	out := map[string]policyBlock{}
+	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
+		return out
+	}
 	res := netpol.Evaluate(&netpol.Input{
 		Backends:         nj.in.Pods,
 		Ports:            portsForPolicy(nj.in.Service, nj.t.Metadata.Port),

@@ -205,10 +205,32 @@ func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterD
 				continue
 			}
 		}
-		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles,
-			Request: CollectRequest(in, c.Name, clusterDomain, extra...)})
+		req := CollectRequest(in, c.Name, clusterDomain, extra...)
+		if slices.Contains(c.Roles, RoleClient) {
+			req.Client = clientPod(from)
+		}
+		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles, Request: req})
 	}
 	return plan
+}
+
+// clientPod names the --from Pod to its node's collector, nil for a node
+// client or a host-network Pod (its namespace is the node's, which the
+// node probes already are). The collector enters the Pod's namespace only
+// when the inspector allows it (ClientPod.EnterNetns).
+func clientPod(from *report.PolicyClient) *collectorapi.ClientPod {
+	if from == nil || from.Pod == nil || from.Pod.Spec.HostNetwork {
+		return nil
+	}
+	p := from.Pod
+	c := &collectorapi.ClientPod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Hairpin: true}
+	for _, ip := range p.Status.PodIPs {
+		c.IPs = append(c.IPs, ip.IP)
+	}
+	if len(c.IPs) == 0 && p.Status.PodIP != "" {
+		c.IPs = []string{p.Status.PodIP}
+	}
+	return c
 }
 
 // notReadyReason says why a node cannot run a collector now, "" if it can.

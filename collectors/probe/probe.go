@@ -165,6 +165,9 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
 	}
 	obs.PathMTU = PathMTU(ctx, PathMTUTargets(targets), timeout, concurrency)
+	if req.Client != nil && ctx.Err() == nil {
+		obs.Client = ReadClient(ctx, req, "/proc", timeout)
+	}
 	return obs, ctx.Err()
 }
 

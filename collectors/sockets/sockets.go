@@ -400,3 +400,51 @@ func ParseListenCounters(text string) (overflows, drops *uint64) {
 	}
 	return nil, nil
 }
+
+// FindPodProcess returns one process of the Pod with this UID (an
+// application process when there is one, else the sandbox's pause), found
+// by its cgroup path as the sockets section finds endpoint Pods; pid is 0
+// when no process of the Pod runs here.
+func FindPodProcess(ctx context.Context, procRoot, uid string) (pid int, command string, scanned int, err error) {
+	p := &wantedPod{
+		markers: []string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")},
+		out:     &collectorapi.PodSockets{PodUID: uid},
+	}
+	scanned, err = findProcesses(ctx, procRoot, []*wantedPod{p})
+	return p.out.PID, p.out.Command, scanned, err
+}
+
+// Connection is one row of a /proc/net/tcp table.
+type Connection struct {
+	Local, Remote netip.AddrPort
+	State         string // hex, as the st column prints it
+}
+
+// ParseConnections parses a /proc/net/{tcp,tcp6} table's established
+// connections (state 01).
+func ParseConnections(rd io.Reader) ([]Connection, error) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 512), 64<<10)
+	var out []Connection
+	header := true
+	for sc.Scan() {
+		if header {
+			header = false
+			continue
+		}
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || f[3] != "01" {
+			continue
+		}
+		la, lp, err := parseHexAddrPort(f[1])
+		if err != nil {
+			return out, err
+		}
+		ra, rp, err := parseHexAddrPort(f[2])
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Connection{Local: netip.AddrPortFrom(la.Unmap(), lp), Remote: netip.AddrPortFrom(ra.Unmap(), rp), State: f[3]})
+	}
+	return out, sc.Err()
+}

@@ -8,6 +8,8 @@ type CollectorRun struct {
 	Image     string `json:"image"`
 	Namespace string `json:"namespace"`
 	// Profile is netadmin (NET_ADMIN+NET_RAW), netadmin+bpf or privileged.
+	// A node's CollectorNode.Profile may also be netadmin+netns: the --from
+	// Pod's node with --client-netns.
 	Profile      string   `json:"profile"`
 	Capabilities []string `json:"capabilities,omitempty"`
 	// HostPID is true when the collectors shared the node's PID namespace

@@ -582,6 +582,85 @@ type ProbeObservation struct {
 	// PathMTU are don't-fragment probes to each endpoint IP at a small size
 	// and at the route's MTU.
 	PathMTU []PathMTUProbe `json:"pathMTU,omitempty"`
+	// Client is what the request's client Pod sees from its own network
+	// namespace; nil when the request names no client.
+	Client *ClientProbeObservation `json:"client,omitempty"`
+}
+
+// ClientProbeObservation is the probes made from inside the client Pod's
+// network namespace: the Service's frontends and endpoints, and the Pod's
+// own resolver's view of the Service's name. Nothing in that namespace is
+// changed; the collector's thread joins it and is discarded afterwards.
+type ClientProbeObservation struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// PID is the Pod's process whose namespace was entered, Command its name.
+	PID     int    `json:"pid,omitempty"`
+	Command string `json:"command,omitempty"`
+	NetNS   string `json:"netns,omitempty"`
+	// Skipped says why the Pod's namespace was not probed (not asked, no
+	// process of the Pod on this node, setns refused); nothing else is set.
+	Skipped string  `json:"skipped,omitempty"`
+	Probes  []Probe `json:"probes,omitempty"`
+	// Resolver is the Pod's /etc/resolv.conf and the queries its resolver
+	// would send for the Service's name.
+	Resolver *ClientResolver `json:"resolver,omitempty"`
+	// Hairpin is the Pod reaching itself through the Service's ClusterIP.
+	Hairpin *HairpinProbe `json:"hairpin,omitempty"`
+}
+
+// ClientResolver is the Pod's resolver configuration and the lookup of the
+// name the client would use (the Service's name in its namespace, or
+// name.namespace from another one), expanded with search and ndots as the
+// C library does.
+type ClientResolver struct {
+	Nameservers []string `json:"nameservers,omitempty"`
+	Search      []string `json:"search,omitempty"`
+	Ndots       int      `json:"ndots"`
+	// Name is the name looked up; Answered the candidate that answered with
+	// records (empty when none did).
+	Name     string        `json:"name"`
+	Answered string        `json:"answered,omitempty"`
+	Addrs    []string      `json:"addrs,omitempty"`
+	Queries  []ClientQuery `json:"queries,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// ClientQuery is one query the resolver sends, in order.
+type ClientQuery struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Server        string   `json:"server"`
+	Rcode         string   `json:"rcode,omitempty"`
+	Answers       []string `json:"answers,omitempty"`
+	LatencyMillis float64  `json:"latencyMillis"`
+	Error         string   `json:"error,omitempty"`
+}
+
+// HairpinProbe is a series of connections from an endpoint Pod to the
+// Service's ClusterIP port, until one lands on the Pod itself: seen as an
+// established socket of the Pod on its own target port whose peer port is
+// the connection's source port.
+type HairpinProbe struct {
+	Frontend string `json:"frontend"`
+	Self     string `json:"self"` // the Pod's ip:targetPort
+	Attempts int    `json:"attempts"`
+	// SelfHits counts connections that reached the Pod itself; Connected all
+	// that connected; Failed the rest, with the last error.
+	SelfHits   int    `json:"selfHits"`
+	Connected  int    `json:"connected"`
+	Failed     int    `json:"failed"`
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"errorClass,omitempty"`
+	// PeerAddress is the source address the Pod saw on a self connection:
+	// a node address when the hairpin masquerade applied.
+	PeerAddress string `json:"peerAddress,omitempty"`
+	// HostInterface is the node's end of the Pod's interface (the veth
+	// peer); BridgeHairpinMode its /sys/class/net/<if>/brport/hairpin_mode
+	// when it is a bridge port ("0" or "1"), empty when it is not one (a
+	// routed, ptp CNI).
+	HostInterface     string `json:"hostInterface,omitempty"`
+	BridgeHairpinMode string `json:"bridgeHairpinMode,omitempty"`
 }
 
 // HealthCheckProbe is one GET of kube-proxy's per-Service health check

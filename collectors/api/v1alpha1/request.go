@@ -57,6 +57,27 @@ type Request struct {
 	// another node's, reached across the node network as a load balancer or
 	// an external client would.
 	NodeAddresses []NodeAddress `json:"nodeAddresses,omitempty"`
+
+	// Client is the --from Pod when it runs on this node: the probe section
+	// then also probes from the Pod's own network namespace, when
+	// Client.EnterNetns allows it.
+	Client *ClientPod `json:"client,omitempty"`
+}
+
+// ClientPod is the Pod a trace starts from.
+type ClientPod struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	UID       string   `json:"uid"`
+	IPs       []string `json:"ips,omitempty"`
+	// EnterNetns is set only when the collector runs with the profile that
+	// may enter another process's network namespace (setns needs SYS_ADMIN,
+	// opening /proc/<pid>/ns/net of another user's process SYS_PTRACE).
+	// Without it the collector records why the Pod's view was not probed.
+	EnterNetns bool `json:"enterNetns,omitempty"`
+	// Hairpin asks, when the Pod is one of the Service's endpoints, to
+	// connect to the ClusterIP until the datapath sends the Pod to itself.
+	Hairpin bool `json:"hairpin,omitempty"`
 }
 
 // NodeAddress is one node's address.
