@@ -110,9 +110,12 @@ func TestReadBridgeAndVXLANInNetns(t *testing.T) {
 	if len(obs.Neighbours) != 2 || obs.Neighbours[0].Family != "IPv4" {
 		t.Fatalf("neighbour tables %+v", obs.Neighbours)
 	}
-	// The three stale entries count; flannel's permanent ones do not.
-	if n := obs.Neighbours[0].Entries; n != 3 {
-		t.Errorf("IPv4 GC entries = %d, want 3 (%+v)", n, obs.Neighbours[0])
+	// The three stale entries count; flannel's permanent ones do not. The
+	// kernel may hold a transient entry of its own at the moment of the read
+	// (seen once in a few runs on a busy machine, gone right after), so one
+	// more is allowed: counting the permanent ones would add two.
+	if n := obs.Neighbours[0].Entries; n < 3 || n >= 3+len(flannelRemotes) {
+		t.Errorf("IPv4 GC entries = %d, want 3 (or 4 with a transient entry) (%+v)", n, obs.Neighbours[0])
 	}
 	if pod := obs.Routes[0]; pod.Link == nil || pod.Link.Kind != "bridge" || pod.Device != "cni0" {
 		t.Errorf("route to a local Pod %+v", pod)
