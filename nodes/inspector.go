@@ -230,27 +230,27 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	prog := newProgress(in.Progress)
 	defer prog.done()
 	runner := &Runner{
-		Client:       in.Client,
-		Options:      opts,
-		StartTimeout: in.Flags.StartTimeout,
-		Progress:     prog.update,
+		Client:        in.Client,
+		Options:       opts,
+		StartTimeout:  in.Flags.StartTimeout,
+		Progress:      prog.update,
+		sweptByCaller: true,
+	}
+	rw := startRunWatch(ctx, in.Client, opts.Namespace, opts.RunID)
+	if rw != nil {
+		runner.watch = rw
 	}
 	run := in.runner
 	if run == nil {
 		run = (*Runner).Run
 	}
 	views := make([]trace.NodeView, len(nodes))
-	sem := make(chan struct{}, in.Flags.MaxParallel)
+	sem := make(chan struct{}, max(in.Flags.MaxParallel, 1))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(opts.Profile)}
-		body, err := json.Marshal(n.Request)
-		if err != nil {
-			views[i].Failure = "cannot encode the collector request: " + err.Error()
-			continue
-		}
 		wg.Add(1)
-		go func(v *trace.NodeView, body []byte) {
+		go func(v *trace.NodeView, n trace.PlannedNode) {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
@@ -259,6 +259,13 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				return
 			}
 			defer func() { <-sem }()
+			// Encoded only once a slot is free: a request of every
+			// endpoint exists for the running collectors only.
+			body, err := json.Marshal(n.CollectRequest())
+			if err != nil {
+				v.Failure = "cannot encode the collector request: " + err.Error()
+				return
+			}
 			out, err := run(runner, ctx, v.Node, body)
 			if err != nil {
 				v.Failure = failureText(err)
@@ -270,10 +277,29 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				return
 			}
 			v.Observation = &obs
-		}(&views[i], body)
+		}(&views[i], n)
 	}
 	wg.Wait()
+	// The watch ends before the sweep: nobody waits for its deletions.
+	if rw != nil {
+		rw.close()
+	}
+	if ctx.Err() != nil {
+		in.sweepRun(opts)
+	}
 	return views
+}
+
+// sweepRun deletes every Pod of the run in one request, on a fresh context:
+// after a Ctrl-C the Runs leave their Pods to it.
+func (in *Inspector) sweepRun(opts PodSpecOptions) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := LabelRun + "=" + labelValue(opts.RunID)
+	err := in.Client.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel})
+	if err != nil && in.Progress != nil {
+		fmt.Fprintf(in.Progress, "\r\033[Kcould not delete the collector Pods of run %s: %v; run `kubectl svctrace cleanup`\n", opts.RunID, err)
+	}
 }
 
 func failureText(err error) string {

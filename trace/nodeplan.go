@@ -52,9 +52,24 @@ type NodePlan struct {
 
 // PlannedNode is one node to run a collector on.
 type PlannedNode struct {
-	Name    string
-	Roles   []string
+	Name  string
+	Roles []string
+	// Request, when set, is what the collector is asked; otherwise
+	// CollectRequest builds it from the plan's shared template.
 	Request *collectorapi.Request
+
+	template *requestTemplate
+}
+
+// CollectRequest is the node's collector request. A plan holds one shared
+// template rather than a request per node: 1,000 requests of 5,000
+// endpoints each held at once would be most of a gigabyte, when only the
+// ones running need to exist.
+func (n PlannedNode) CollectRequest() *collectorapi.Request {
+	if n.Request != nil || n.template == nil {
+		return n.Request
+	}
+	return n.template.forNode(n.Name)
 }
 
 // NodeReport is what the node side returns: how the collectors ran and, per
@@ -191,6 +206,7 @@ func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterD
 	if from != nil && from.Pod != nil && from.Pod.Status.PodIP != "" && !from.Pod.Spec.HostNetwork {
 		extra = append(extra, from.Pod.Status.PodIP)
 	}
+	var tmpl *requestTemplate
 	for _, c := range nodeCandidates(in, sel, from) {
 		if node, _ := in.Node(c.Name); node != nil && node.Spec.Unschedulable {
 			plan.Cordoned[c.Name] = true
@@ -205,8 +221,10 @@ func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterD
 				continue
 			}
 		}
-		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles,
-			Request: CollectRequest(in, c.Name, clusterDomain, extra...)})
+		if tmpl == nil {
+			tmpl = newRequestTemplate(in, clusterDomain, extra...)
+		}
+		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles, template: tmpl})
 	}
 	return plan
 }

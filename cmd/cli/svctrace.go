@@ -131,6 +131,7 @@ func defaultDeps() deps {
 			if err != nil {
 				return nil, err
 			}
+			withFleetRateLimit(cfg)
 			return kubernetes.NewForConfig(cfg)
 		},
 		now:    time.Now,
