@@ -102,7 +102,9 @@ func fleetInspector(f *fleet, parallel int) *Inspector {
 	return &Inspector{Client: f, Flags: Flags{MaxParallel: parallel, StartTimeout: 10 * time.Second},
 		runner: func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error) {
 			rr := *r
-			rr.ReadLog = func(context.Context, string, string) ([]byte, error) { return []byte(`{"kind":"NodeObservation"}`), nil }
+			rr.ReadLog = func(context.Context, string, string) ([]byte, error) {
+				return []byte(`{"kind":"NodeObservation"}`), nil
+			}
 			// A poll every hour: only a watch event can finish the Run in time.
 			rr.PollInterval = time.Hour
 			return rr.Run(ctx, node, req)

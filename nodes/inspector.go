@@ -44,11 +44,14 @@ type Flags struct {
 	CollectorNamespace string
 	Privileged         bool
 	StartTimeout       time.Duration
+	// Agent is auto (exec into the node agent where it runs and the user
+	// may exec, collector Pods elsewhere) or never.
+	Agent string
 }
 
 // NewFlags returns the defaults; image is the plugin's pinned collector image.
 func NewFlags(image string) *Flags {
-	return &Flags{MaxParallel: 5, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second}
+	return &Flags{MaxParallel: 5, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second, Agent: AgentAuto}
 }
 
 // AddFlags registers the flags.
@@ -67,6 +70,7 @@ func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Image, "image", f.Image, "collector image")
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")
 	fs.BoolVar(&f.Privileged, "privileged", f.Privileged, "run collector Pods privileged (default: only NET_ADMIN and NET_RAW)")
+	fs.StringVar(&f.Agent, "agent", f.Agent, "use the node agent (kubectl svctrace agent install) where it runs: auto or never")
 	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected")
 }
 
@@ -82,6 +86,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.MaxParallel < 1 {
 		return fmt.Errorf("invalid --max-parallel %d: must be at least 1", f.MaxParallel)
+	}
+	if f.Agent != "" && f.Agent != AgentAuto && f.Agent != AgentNever {
+		return fmt.Errorf("invalid --agent %q: want auto or never", f.Agent)
 	}
 	if f.Image == "" {
 		return errors.New("--image must not be empty")
@@ -102,6 +109,12 @@ type Inspector struct {
 	// Progress, when set, receives a live status line (a terminal only).
 	Progress io.Writer
 
+	// Exec runs a command in an agent Pod (pods/exec); nil disables the
+	// agent.
+	Exec ExecFunc
+
+	// transports records, per node, how its observation came back.
+	transports map[string]transport
 	// runner is replaced in tests.
 	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
 }
@@ -137,6 +150,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
 			}
 		} else {
+			in.transports = map[string]transport{}
 			ran := in.runAll(ctx, opts, plan.Nodes)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -152,6 +166,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
 		if v.Profile != "" && v.Profile != string(profile) {
 			cn.Profile = v.Profile
+		}
+		if t, ok := in.transports[v.Node]; ok && cn.Inspected {
+			cn.Transport, cn.TransportNote = t.name, t.note
 		}
 		nr.Collector.Nodes = append(nr.Collector.Nodes, cn)
 	}
@@ -244,6 +261,19 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	if run == nil {
 		run = (*Runner).Run
 	}
+	var agents map[string]string
+	agentNote := ""
+	if in.Exec != nil && in.Flags.Agent != AgentNever {
+		agents, agentNote = agentPods(ctx, in.Client, opts.Namespace)
+	}
+	var tmu sync.Mutex
+	record := func(node string, t transport) {
+		tmu.Lock()
+		defer tmu.Unlock()
+		if in.transports != nil {
+			in.transports[node] = t
+		}
+	}
 	views := make([]trace.NodeView, len(nodes))
 	sem := make(chan struct{}, max(in.Flags.MaxParallel, 1))
 	var wg sync.WaitGroup
@@ -266,13 +296,31 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				v.Failure = "cannot encode the collector request: " + err.Error()
 				return
 			}
-			out, err := run(runner, ctx, v.Node, body)
-			if err != nil {
-				v.Failure = failureText(err)
+			var log []byte
+			t := transport{name: TransportEphemeral, note: agentNote}
+			if pod, ok := agents[v.Node]; ok && opts.Profile != ProfileBPF {
+				log, err = runAgent(ctx, in.Exec, opts.Namespace, pod, body)
+				if err == nil {
+					t = transport{name: TransportAgent}
+				} else if ctx.Err() == nil {
+					t.note = "the node agent's exec failed (" + err.Error() + "); used a collector Pod"
+				}
+			}
+			if log == nil && ctx.Err() == nil {
+				out, err := run(runner, ctx, v.Node, body)
+				if err != nil {
+					v.Failure = failureText(err)
+					return
+				}
+				log = out.Log
+			}
+			if log == nil {
+				v.Failure = "interrupted"
 				return
 			}
+			record(v.Node, t)
 			var obs collectorapi.Observation
-			if err := json.Unmarshal(out.Log, &obs); err != nil {
+			if err := json.Unmarshal(log, &obs); err != nil {
 				v.Failure = "the collector's output is not an observation: " + err.Error()
 				return
 			}
@@ -301,6 +349,14 @@ func (in *Inspector) sweepRun(opts PodSpecOptions) {
 		fmt.Fprintf(in.Progress, "\r\033[Kcould not delete the collector Pods of run %s: %v; run `kubectl svctrace cleanup`\n", opts.RunID, err)
 	}
 }
+
+// Values of --agent.
+const (
+	AgentAuto  = "auto"
+	AgentNever = "never"
+)
+
+type transport struct{ name, note string }
 
 func failureText(err error) string {
 	var f *Failure
