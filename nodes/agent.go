@@ -9,7 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -23,9 +23,9 @@ import (
 const (
 	AgentNameValue     = "svctrace-agent"
 	AgentContainerName = "agent"
-	// AgentCollector is the collector binary in the image; the request
-	// travels on stdin.
-	AgentCollector = "/usr/local/bin/svctrace-collector"
+	// AgentCollector is the collector binary, found on the image's PATH
+	// (/usr/local/bin); the request travels on stdin.
+	AgentCollector = "svctrace-collector"
 
 	// Transports a node's observation came through (report metadata).
 	TransportAgent     = "agent"

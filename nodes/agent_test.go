@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
-
 )
 
 func agentPod(node string, ready bool) *corev1.Pod {
@@ -92,4 +91,3 @@ func TestAgentNotUsedWithoutExecPermission(t *testing.T) {
 		t.Errorf("node-000 %+v, want a collector Pod and a note naming pods/exec", tr["node-000"])
 	}
 }
-

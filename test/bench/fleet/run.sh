@@ -40,6 +40,7 @@ stop_all() {
 	done
 }
 trap stop_all EXIT
+trap "exit 130" INT TERM
 
 # A killed earlier run leaves pid files and data: stop and wipe them.
 stop_all
