@@ -55,11 +55,13 @@ e2e-cilium: ## (root, opt-in, not in ci) trace on the real Cilium agent in user-
 	bash test/testbed/cilium/build.sh
 	SVCTRACE_E2E_CILIUM=1 nice $(GO) test -count=1 -v -timeout 60m ./test/e2e/cilium
 
-.PHONY: bench-netfilter bench-ipvs
+.PHONY: bench-netfilter bench-ipvs bench-fleet
 bench-netfilter: deps ## (root) netfilter readers vs full dumps at 1k/5k/10k Services; see test/bench/netfilter/README.md
 	$(GO) run ./test/bench/netfilter/cmd/nfbench
 bench-ipvs: deps ## (root) IPVS reader vs ipvsadm at 1k/5k/10k Services, in user-mode Linux; see test/bench/ipvs/README.md
 	$(GO) run ./test/bench/ipvs/cmd/ipvsbench
+bench-fleet: ## --all-nodes on 100/500/1,000 kwok nodes and a 5,000-endpoint Service (own apiserver on loopback); see test/bench/fleet/README.md
+	test/bench/fleet/run.sh
 
 # Renderer golden files: regenerate after an intended output change, then review the diff.
 .PHONY: golden

@@ -47,11 +47,14 @@ type Flags struct {
 	// inside that Pod's network namespace (ProfileNetns on that node only).
 	ClientNetns  bool
 	StartTimeout time.Duration
+	// Agent is auto (exec into the node agent where it runs and the user
+	// may exec, collector Pods elsewhere) or never.
+	Agent string
 }
 
 // NewFlags returns the defaults; image is the plugin's pinned collector image.
 func NewFlags(image string) *Flags {
-	return &Flags{MaxParallel: 5, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second}
+	return &Flags{MaxParallel: 5, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second, Agent: AgentAuto}
 }
 
 // AddFlags registers the flags.
@@ -71,6 +74,7 @@ func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Image, "image", f.Image, "collector image")
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")
 	fs.BoolVar(&f.Privileged, "privileged", f.Privileged, "run collector Pods privileged (default: only NET_ADMIN and NET_RAW)")
+	fs.StringVar(&f.Agent, "agent", f.Agent, "use the node agent (kubectl svctrace agent install) where it runs: auto or never")
 	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected")
 }
 
@@ -86,6 +90,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.MaxParallel < 1 {
 		return fmt.Errorf("invalid --max-parallel %d: must be at least 1", f.MaxParallel)
+	}
+	if f.Agent != "" && f.Agent != AgentAuto && f.Agent != AgentNever {
+		return fmt.Errorf("invalid --agent %q: want auto or never", f.Agent)
 	}
 	if f.Image == "" {
 		return errors.New("--image must not be empty")
@@ -111,6 +118,12 @@ type Inspector struct {
 	// Progress, when set, receives a live status line (a terminal only).
 	Progress io.Writer
 
+	// Exec runs a command in an agent Pod (pods/exec); nil disables the
+	// agent.
+	Exec ExecFunc
+
+	// transports records, per node, how its observation came back.
+	transports map[string]transport
 	// runner is replaced in tests.
 	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
 }
@@ -134,7 +147,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		Service:         plan.Service,
 	}
 	for _, n := range plan.Nodes {
-		if c := n.Request.Client; c != nil {
+		if c := n.ClientPod(); c != nil {
 			c.EnterNetns = in.Flags.ClientNetns
 		}
 	}
@@ -151,6 +164,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
 			}
 		} else {
+			in.transports = map[string]transport{}
 			ran := in.runAll(ctx, opts, plan.Nodes)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -166,6 +180,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
 		if v.Profile != "" && v.Profile != string(profile) {
 			cn.Profile = v.Profile
+		}
+		if t, ok := in.transports[v.Node]; ok && cn.Inspected {
+			cn.Transport, cn.TransportNote = t.name, t.note
 		}
 		nr.Collector.Nodes = append(nr.Collector.Nodes, cn)
 	}
@@ -244,29 +261,42 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	prog := newProgress(in.Progress)
 	defer prog.done()
 	runner := &Runner{
-		Client:       in.Client,
-		Options:      opts,
-		StartTimeout: in.Flags.StartTimeout,
-		Progress:     prog.update,
+		Client:        in.Client,
+		Options:       opts,
+		StartTimeout:  in.Flags.StartTimeout,
+		Progress:      prog.update,
+		sweptByCaller: true,
+	}
+	rw := startRunWatch(ctx, in.Client, opts.Namespace, opts.RunID)
+	if rw != nil {
+		runner.watch = rw
 	}
 	run := in.runner
 	if run == nil {
 		run = (*Runner).Run
 	}
+	var agents map[string]string
+	agentNote := ""
+	if in.Exec != nil && in.Flags.Agent != AgentNever {
+		agents, agentNote = agentPods(ctx, in.Client, opts.Namespace)
+	}
+	var tmu sync.Mutex
+	record := func(node string, t transport) {
+		tmu.Lock()
+		defer tmu.Unlock()
+		if in.transports != nil {
+			in.transports[node] = t
+		}
+	}
 	views := make([]trace.NodeView, len(nodes))
-	sem := make(chan struct{}, in.Flags.MaxParallel)
+	sem := make(chan struct{}, max(in.Flags.MaxParallel, 1))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		nodeOpts := opts
-		if c := n.Request.Client; c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
+		if c := n.ClientPod(); c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
 			nodeOpts.Profile = ProfileNetns
 		}
 		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(nodeOpts.Profile)}
-		body, err := json.Marshal(n.Request)
-		if err != nil {
-			views[i].Failure = "cannot encode the collector request: " + err.Error()
-			continue
-		}
 		nodeRunner := runner
 		if nodeOpts.Profile != opts.Profile {
 			r := *runner
@@ -274,7 +304,7 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			nodeRunner = &r
 		}
 		wg.Add(1)
-		go func(v *trace.NodeView, body []byte, runner *Runner) {
+		go func(v *trace.NodeView, n trace.PlannedNode, runner *Runner, profile Profile) {
 			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
@@ -283,22 +313,74 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 				return
 			}
 			defer func() { <-sem }()
-			out, err := run(runner, ctx, v.Node, body)
+			// Encoded only once a slot is free: a request of every
+			// endpoint exists for the running collectors only.
+			body, err := json.Marshal(n.CollectRequest())
 			if err != nil {
-				v.Failure = failureText(err)
+				v.Failure = "cannot encode the collector request: " + err.Error()
 				return
 			}
+			var log []byte
+			t := transport{name: TransportEphemeral, note: agentNote}
+			if pod, ok := agents[v.Node]; ok && profile == ProfileNetAdmin {
+				log, err = runAgent(ctx, in.Exec, opts.Namespace, pod, body)
+				if err == nil {
+					t = transport{name: TransportAgent}
+				} else if ctx.Err() == nil {
+					t.note = "the node agent's exec failed (" + err.Error() + "); used a collector Pod"
+				}
+			}
+			if log == nil && ctx.Err() == nil {
+				out, err := run(runner, ctx, v.Node, body)
+				if err != nil {
+					v.Failure = failureText(err)
+					return
+				}
+				log = out.Log
+			}
+			if log == nil {
+				v.Failure = "interrupted"
+				return
+			}
+			record(v.Node, t)
 			var obs collectorapi.Observation
-			if err := json.Unmarshal(out.Log, &obs); err != nil {
+			if err := json.Unmarshal(log, &obs); err != nil {
 				v.Failure = "the collector's output is not an observation: " + err.Error()
 				return
 			}
 			v.Observation = &obs
-		}(&views[i], body, nodeRunner)
+		}(&views[i], n, nodeRunner, nodeOpts.Profile)
 	}
 	wg.Wait()
+	// The watch ends before the sweep: nobody waits for its deletions.
+	if rw != nil {
+		rw.close()
+	}
+	if ctx.Err() != nil {
+		in.sweepRun(opts)
+	}
 	return views
 }
+
+// sweepRun deletes every Pod of the run in one request, on a fresh context:
+// after a Ctrl-C the Runs leave their Pods to it.
+func (in *Inspector) sweepRun(opts PodSpecOptions) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sel := LabelRun + "=" + labelValue(opts.RunID)
+	err := in.Client.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel})
+	if err != nil && in.Progress != nil {
+		fmt.Fprintf(in.Progress, "\r\033[Kcould not delete the collector Pods of run %s: %v; run `kubectl svctrace cleanup`\n", opts.RunID, err)
+	}
+}
+
+// Values of --agent.
+const (
+	AgentAuto  = "auto"
+	AgentNever = "never"
+)
+
+type transport struct{ name, note string }
 
 func failureText(err error) string {
 	var f *Failure

@@ -118,6 +118,14 @@ type Runner struct {
 	// ReadLog overrides how the Pod log is fetched (tests; the fake clientset
 	// returns a fixed body). Nil means the pods/log subresource.
 	ReadLog func(ctx context.Context, namespace, pod string) ([]byte, error)
+
+	// watch, when set, is the run's shared watch: Run follows its Pod there
+	// instead of opening a watch of its own.
+	watch *runWatch
+	// sweptByCaller: on a canceled context Run leaves its Pod to the
+	// caller, which deletes all of the run's Pods with one DeleteCollection
+	// (a thousand deletes after a Ctrl-C would outlast the user's patience).
+	sweptByCaller bool
 }
 
 // Output is what one collector Pod returned.
@@ -154,7 +162,9 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 		if ctx.Err() != nil {
 			// The create may have reached the server before the
 			// cancellation: sweep this run's Pod on this node.
-			r.sweep(node)
+			if !r.sweptByCaller {
+				r.sweep(node)
+			}
 			return nil, fail(FailCanceled, StageCreating, "", "interrupted before the Pod was created", ctx.Err())
 		}
 		if apierrors.IsForbidden(err) {
@@ -163,6 +173,9 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 		return nil, fail(FailCreate, StageCreating, "", err.Error(), err)
 	}
 	defer func() {
+		if r.sweptByCaller && ctx.Err() != nil {
+			return
+		}
 		if derr := r.delete(created.Name); derr != nil && err == nil {
 			err = fail(FailCreate, StageDeleted, created.Name, "could not delete collector Pod: "+derr.Error()+"; run `kubectl svctrace cleanup`", derr)
 		}
@@ -186,7 +199,11 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 	// ticker then only bounds the start; without a watch (or once the
 	// stream ends) it drives polling with get.
 	var events <-chan watch.Event
-	if w, werr := pods.Watch(ctx, metav1.ListOptions{
+	if r.watch != nil {
+		ch, unsubscribe := r.watch.subscribe(created.Name)
+		defer unsubscribe()
+		events = ch
+	} else if w, werr := pods.Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", created.Name).String(),
 		ResourceVersion: created.ResourceVersion,
 	}); werr == nil {

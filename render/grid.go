@@ -194,7 +194,7 @@ func writeGridSummary(w io.Writer, s *textStyle, p *report.MatrixPort, rows []gr
 			return ""
 		}
 		sum := summarizeRow(n)
-		expected, programmed, pr, odd := sum.expected, sum.programmed, sum.probes, sum.odd
+		expected, programmed, pr, odd, hidden := sum.expected, sum.programmed, sum.probes, sum.odd, sum.hidden
 		line := fmt.Sprintf("  %s %d/%d", s.status[n.Status].Render(s.pathMark(n.Status)), programmed, expected)
 		if len(pr) > 0 {
 			line += "  probes " + strings.Join(pr, ", ")
@@ -205,19 +205,23 @@ func writeGridSummary(w io.Writer, s *textStyle, p *report.MatrixPort, rows []gr
 		room := lineWidth - 2 - nodeW - lipgloss.Width(line) - 2
 		for k, o := range odd {
 			rest := ""
-			if k < len(odd)-1 {
-				rest = fmt.Sprintf(", +%d more", len(odd)-k-1)
+			if left := len(odd) - k - 1 + hidden; left > 0 {
+				rest = fmt.Sprintf(", +%d more", left)
 			}
 			sep := "  "
 			if k > 0 {
 				sep = ", "
 			}
 			if width(sep+o+rest) > room {
-				line += fmt.Sprintf("%s+%d more", sep, len(odd)-k)
+				line += fmt.Sprintf("%s+%d more", sep, len(odd)-k+hidden)
+				hidden = 0
 				break
 			}
 			line += sep + esc(o)
 			room -= width(sep + o)
+		}
+		if hidden > 0 && len(odd) > 0 && !strings.HasSuffix(line, "more") {
+			line += fmt.Sprintf(", +%d more", hidden)
 		}
 		return line
 	})
@@ -230,6 +234,8 @@ type rowSummary struct {
 	expected, programmed int
 	probes               []string
 	odd                  []string
+	// hidden counts the odd cells a sparse row did not keep.
+	hidden int
 }
 
 func summarizeRow(n report.MatrixRow) rowSummary {
@@ -247,6 +253,7 @@ func summarizeRow(n report.MatrixRow) rowSummary {
 		}
 	}
 	sum.odd = append(append(programmedOdd, failed...), warned...)
+	sum.hidden = max(n.OddCells-len(n.Cells), 0)
 	for _, k := range sortedKeys(n.Probes) {
 		sum.probes = append(sum.probes, fmt.Sprintf("%d %s", n.Probes[k], k))
 	}

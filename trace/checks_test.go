@@ -432,8 +432,8 @@ func TestInspectorGetsPlanAndReportIsJudged(t *testing.T) {
 	var planned []string
 	for _, n := range f.plan.Nodes {
 		planned = append(planned, n.Name)
-		if n.Request == nil || n.Request.NodeName != n.Name || n.Request.Service.Name != "web" {
-			t.Errorf("node %s planned with request %+v", n.Name, n.Request)
+		if r := n.CollectRequest(); r == nil || r.NodeName != n.Name || r.Service.Name != "web" {
+			t.Errorf("node %s planned with request %+v", n.Name, r)
 		}
 		if !slices.Equal(n.Roles, []string{RoleEndpoints}) {
 			t.Errorf("node %s roles %v, want [endpoints]", n.Name, n.Roles)

@@ -17,6 +17,10 @@ import (
 // half a million cells, tens of megabytes of JSON saying "pass".
 var maxMatrixCells = 20000
 
+// maxSparseRowCells bounds the odd cells a sparse row keeps; OddCells
+// counts them all.
+var maxSparseRowCells = 100
+
 // endpointMatrix lays the node observations out as the node × endpoint grid.
 // It reads the expectation and the programmed ports judgeDatapath computed
 // for each node (nodeJudge.expectation, nodeJudge.programmed), so a cell
@@ -125,6 +129,10 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 					if c.Status != report.StatusPass && c.Status != report.StatusSkipped {
 						kept = append(kept, c)
 					}
+				}
+				if len(kept) > maxSparseRowCells {
+					row.OddCells = len(kept)
+					kept = kept[:maxSparseRowCells]
 				}
 				row.Cells = slices.Clip(kept)
 			}

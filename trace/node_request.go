@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,15 +14,35 @@ import (
 // route to (endpoints plus extra, e.g. the --from Pod), and the cluster DNS.
 // The collector needs nothing else: it never talks to the API server.
 func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string) *collectorapi.Request {
+	return newRequestTemplate(in, clusterDomain, extraPodIPs...).forNode(node)
+}
+
+// requestTemplate is the part of a collector request every node shares,
+// built once per trace: with 5,000 endpoints on 1,000 nodes, building it per
+// node was five million endpoint conversions, sorts and Pod lookups. A node's
+// request differs only in its name, the Pod UIDs of its own endpoints and the
+// node addresses its NodePorts are probed at.
+type requestTemplate struct {
+	base   collectorapi.Request
+	podUID map[string]string
+	// nodePort: the Service has a NodePort or a health-check node port.
+	nodePort bool
+	in       *Input
+	// readyIPs are the Ready nodes with an InternalIP, by name.
+	readyIPs []collectorapi.NodeAddress
+}
+
+func newRequestTemplate(in *Input, clusterDomain string, extraPodIPs ...string) *requestTemplate {
+	t := &requestTemplate{in: in}
 	svc := in.Service
-	req := &collectorapi.Request{
+	req := &t.base
+	*req = collectorapi.Request{
 		APIVersion:    collectorapi.RequestAPIVersion,
 		Kind:          "CollectRequest",
-		NodeName:      node,
 		ClusterDomain: clusterDomain,
 	}
 	if svc == nil {
-		return req
+		return t
 	}
 	spec := collectorapi.ServiceSpec{
 		Namespace:             svc.Namespace,
@@ -48,6 +69,7 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			spec.LoadBalancerIPs = append(spec.LoadBalancerIPs, ing.IP)
 		}
 	}
+	t.nodePort = svc.Spec.HealthCheckNodePort > 0
 	for _, p := range svc.Spec.Ports {
 		proto := string(p.Protocol)
 		if proto == "" {
@@ -55,10 +77,11 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 		}
 		spec.Ports = append(spec.Ports, collectorapi.ServicePort{Name: p.Name, Protocol: proto, Port: p.Port,
 			NodePort: p.NodePort, TargetPort: p.TargetPort.String()})
+		t.nodePort = t.nodePort || p.NodePort > 0
 	}
 	req.Service = spec
 
-	podUID := podUIDs(in)
+	t.podUID = podUIDs(in)
 	seen := map[string]bool{}
 	addIP := func(ip string) {
 		if ip != "" && !seen[ip] {
@@ -99,11 +122,6 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
 				ep.PodName = e.TargetRef.Name
 			}
-			if ep.NodeName == node && ep.PodName != "" {
-				// Only this node's endpoints: the sockets section reads
-				// local Pods, and the request travels as one Pod argument.
-				ep.PodUID = podUID[ep.PodName]
-			}
 			req.Endpoints = append(req.Endpoints, ep)
 			addIP(ep.IP)
 		}
@@ -112,7 +130,6 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 	for _, ip := range extraPodIPs {
 		addIP(ip)
 	}
-	req.NodeAddresses = nodePortAddresses(in, node)
 	if d := in.DNSService; d != nil {
 		for _, ip := range d.Spec.ClusterIPs {
 			if ip != "" && ip != corev1.ClusterIPNone {
@@ -120,7 +137,42 @@ func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string
 			}
 		}
 	}
-	return req
+	if t.nodePort {
+		names := make([]string, 0, len(in.Nodes))
+		for name := range in.Nodes {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if n := in.Nodes[name]; n != nil && nodeIsReady(n) {
+				if ip := internalIP(n); ip != "" {
+					t.readyIPs = append(t.readyIPs, collectorapi.NodeAddress{Node: name, IP: ip})
+				}
+			}
+		}
+	}
+	return t
+}
+
+// forNode is node's request: the shared part with the node's name, the Pod
+// UIDs of the endpoints on it, and its node addresses.
+func (t *requestTemplate) forNode(node string) *collectorapi.Request {
+	req := t.base
+	req.NodeName = node
+	if t.in.Service == nil {
+		return &req
+	}
+	req.Endpoints = slices.Clone(t.base.Endpoints)
+	for i := range req.Endpoints {
+		ep := &req.Endpoints[i]
+		if ep.NodeName == node && ep.PodName != "" {
+			// Only this node's endpoints: the sockets section reads
+			// local Pods, and the request travels as one Pod argument.
+			ep.PodUID = t.podUID[ep.PodName]
+		}
+	}
+	req.NodeAddresses = t.nodePortAddresses(node)
+	return &req
 }
 
 // podUIDs maps the name of every Pod the trace already read (the selector's
@@ -143,40 +195,29 @@ func podUIDs(in *Input) map[string]string {
 // nodePortAddresses are the node addresses a Service with NodePorts (or a
 // health-check node port) is probed at from node: its own InternalIP and the
 // first other Ready node's, by name, among the Node objects the trace read.
-func nodePortAddresses(in *Input, node string) []collectorapi.NodeAddress {
-	svc := in.Service
-	has := svc.Spec.HealthCheckNodePort > 0
-	for _, p := range svc.Spec.Ports {
-		has = has || p.NodePort > 0
-	}
-	if !has {
+func (t *requestTemplate) nodePortAddresses(node string) []collectorapi.NodeAddress {
+	if !t.nodePort {
 		return nil
 	}
-	internalIP := func(n *corev1.Node) string {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				return a.Address
-			}
-		}
-		return ""
-	}
 	var out []collectorapi.NodeAddress
-	if n := in.Nodes[node]; n != nil {
+	if n := t.in.Nodes[node]; n != nil {
 		if ip := internalIP(n); ip != "" {
 			out = append(out, collectorapi.NodeAddress{Node: node, IP: ip})
 		}
 	}
-	names := make([]string, 0, len(in.Nodes))
-	for name := range in.Nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if n := in.Nodes[name]; name != node && n != nil && nodeIsReady(n) {
-			if ip := internalIP(n); ip != "" {
-				return append(out, collectorapi.NodeAddress{Node: name, IP: ip})
-			}
+	for _, a := range t.readyIPs {
+		if a.Node != node {
+			return append(out, a)
 		}
 	}
 	return out
+}
+
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
 }

@@ -52,9 +52,38 @@ type NodePlan struct {
 
 // PlannedNode is one node to run a collector on.
 type PlannedNode struct {
-	Name    string
-	Roles   []string
+	Name  string
+	Roles []string
+	// Request, when set, is what the collector is asked; otherwise
+	// CollectRequest builds it from the plan's shared template.
 	Request *collectorapi.Request
+	// Client is the --from Pod when this node hosts it, added to the
+	// request built from the template.
+	Client *collectorapi.ClientPod
+
+	template *requestTemplate
+}
+
+// CollectRequest is the node's collector request. A plan holds one shared
+// template rather than a request per node: 1,000 requests of 5,000
+// endpoints each held at once would be most of a gigabyte, when only the
+// ones running need to exist.
+func (n PlannedNode) CollectRequest() *collectorapi.Request {
+	if n.Request != nil || n.template == nil {
+		return n.Request
+	}
+	req := n.template.forNode(n.Name)
+	req.Client = n.Client
+	return req
+}
+
+// ClientPod is the client Pod the node's collector probes from, nil when
+// the node hosts none.
+func (n PlannedNode) ClientPod() *collectorapi.ClientPod {
+	if n.Request != nil {
+		return n.Request.Client
+	}
+	return n.Client
 }
 
 // NodeReport is what the node side returns: how the collectors ran and, per
@@ -191,6 +220,7 @@ func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterD
 	if from != nil && from.Pod != nil && from.Pod.Status.PodIP != "" && !from.Pod.Spec.HostNetwork {
 		extra = append(extra, from.Pod.Status.PodIP)
 	}
+	var tmpl *requestTemplate
 	for _, c := range nodeCandidates(in, sel, from) {
 		if node, _ := in.Node(c.Name); node != nil && node.Spec.Unschedulable {
 			plan.Cordoned[c.Name] = true
@@ -205,11 +235,13 @@ func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterD
 				continue
 			}
 		}
-		req := CollectRequest(in, c.Name, clusterDomain, extra...)
-		if slices.Contains(c.Roles, RoleClient) {
-			req.Client = clientPod(from)
+		if tmpl == nil {
+			tmpl = newRequestTemplate(in, clusterDomain, extra...)
 		}
-		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles, Request: req})
+		plan.Nodes = append(plan.Nodes, PlannedNode{Name: c.Name, Roles: c.Roles, template: tmpl})
+		if slices.Contains(c.Roles, RoleClient) {
+			plan.Nodes[len(plan.Nodes)-1].Client = clientPod(from)
+		}
 	}
 	return plan
 }

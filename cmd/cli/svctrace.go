@@ -131,6 +131,7 @@ func defaultDeps() deps {
 			if err != nil {
 				return nil, err
 			}
+			withFleetRateLimit(cfg)
 			return kubernetes.NewForConfig(cfg)
 		},
 		now:    time.Now,
@@ -274,6 +275,14 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		from = f.Nodes.From
 		if inspector == nil && !f.NoNode {
 			collector := &nodes.Inspector{Client: client, Flags: *f.Nodes}
+			if f.deps.getter == nil && f.Nodes.Agent != nodes.AgentNever {
+				// The agent is reached only through pods/exec, with the
+				// user's credentials.
+				if cfg, err := getter.ToRESTConfig(); err == nil {
+					withFleetRateLimit(cfg)
+					collector.Exec = nodes.RESTExec(cfg, client)
+				}
+			}
 			// The live progress line is for a person at a terminal only.
 			if (f.Output == render.FormatText || f.Output == render.FormatWide) && f.deps.isTTY(streams.ErrOut) {
 				collector.Progress = streams.ErrOut
@@ -438,6 +447,7 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 	registerCompletions(cmd, f)
 	cmd.AddCommand(newCmdVersion(streams, info, f.deps.client))
 	cmd.AddCommand(newCmdCleanup(streams, f.deps.client))
+	cmd.AddCommand(newCmdAgent(streams, DefaultCollectorImage(info.Version), f.deps.client))
 	cmd.AddCommand(newCmdAnalyze(streams, info, f.deps))
 	cmd.AddCommand(newCmdDiff(streams, info, f.deps))
 	cmd.AddCommand(newCmdMCP(streams, info, f.deps))

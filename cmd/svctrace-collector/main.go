@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		opts    Options
 		pretty  bool
 		showVer bool
+		wait    bool
 	)
 	fs.Var(&reqGz, "request-gz", "the CollectRequest gzipped and base64-encoded, split over repeated flags (large requests; see collectorapi.RequestArgs)")
 	fs.StringVar(&opts.ProxyMetricsAddress, "proxy-metrics-address", "127.0.0.1:10249", "kube-proxy metrics address (/proxyMode, /metrics)")
@@ -63,11 +64,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&opts.IPTablesReader, "iptables-reader", "", "iptables rules: empty reads them from the kernel (netlink for nf_tables, the table blob for legacy) with the iptables commands as fallback; text reads through the iptables commands only")
 	fs.BoolVar(&pretty, "pretty", false, "indent the JSON")
 	fs.BoolVar(&showVer, "version", false, "print the version and exit")
+	fs.BoolVar(&wait, "wait", false, "idle until SIGTERM, reading nothing: the node agent's main process, which `kubectl exec` runs the collector beside")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return exitBadRequest
+	}
+	if wait {
+		// The agent holds no credentials and opens nothing: every
+		// collection is a new process started by an exec through the
+		// API server, with the user's permissions.
+		<-ctx.Done()
+		return 0
 	}
 	if showVer {
 		fmt.Fprintln(stdout, version)

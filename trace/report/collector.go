@@ -33,4 +33,10 @@ type CollectorNode struct {
 	// Profile is set when this node's collector ran with another profile
 	// than the run's (see CollectorRun.Profile).
 	Profile string `json:"profile,omitempty"`
+	// Transport is how the observation came back: "agent" (an exec into
+	// the node agent's Pod) or "ephemeral-pod" (a collector Pod created and
+	// deleted for this trace). Empty when the node was not inspected.
+	Transport string `json:"transport,omitempty"`
+	// TransportNote says why a node the agent serves used a collector Pod.
+	TransportNote string `json:"transportNote,omitempty"`
 }

@@ -40,6 +40,11 @@ type MatrixRow struct {
 	// Probes counts the node's direct probes of endpoints by outcome.
 	Probes map[string]int `json:"probes,omitempty"`
 	Cells  []MatrixCell   `json:"cells,omitempty"`
+	// OddCells, in a sparse port, counts the row's cells that neither
+	// pass nor are skipped when there are more than Cells keeps (the
+	// first ones by endpoint): a node missing all 5,000 endpoints is one
+	// count, not 5,000 cells saying "missing".
+	OddCells int `json:"oddCells,omitempty"`
 }
 
 // MatrixCell is one endpoint as one node sees it.

@@ -1,0 +1,21 @@
+package cli
+
+import "k8s.io/client-go/rest"
+
+// Client-side rate limit of a trace. client-go's default (5 requests a
+// second, bursts of 10) turns --all-nodes on 1,000 nodes (a create, a log
+// read and a delete per node) into ten minutes of waiting on the plugin's
+// own limiter; the API server's priority and fairness is what protects it,
+// and its 429s carry Retry-After, which client-go already honours (up to 10
+// retries per request). A kubeconfig or caller that sets its own limits
+// keeps them.
+const (
+	fleetQPS   = 50
+	fleetBurst = 100
+)
+
+func withFleetRateLimit(cfg *rest.Config) {
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = fleetQPS, fleetBurst
+	}
+}

@@ -1,0 +1,93 @@
+package nodes
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func agentPod(node string, ready bool) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "svctrace-agent-" + node, Namespace: testNS, Labels: map[string]string{LabelName: AgentNameValue}},
+		Spec:   corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
+}
+
+func allowExec(f *fleet, allowed bool) {
+	f.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		r.Status.Allowed = allowed && ra.Verb == "create" && ra.Resource == "pods" && ra.Subresource == "exec" && ra.Namespace == testNS
+		return true, r, nil
+	})
+}
+
+// runWithAgent runs three nodes: node-000 has a Ready agent, node-001 an
+// agent not Ready, node-002 none. It returns the transports, the exec'd
+// Pods and the collector Pods created.
+func runWithAgent(t *testing.T, allowed bool) (map[string]transport, []string, int) {
+	t.Helper()
+	f := newFleet(false)
+	for _, p := range []*corev1.Pod{agentPod("node-000", true), agentPod("node-001", false)} {
+		if err := f.Tracker().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowExec(f, allowed)
+	in := fleetInspector(f, 3)
+	var mu sync.Mutex
+	var execd []string
+	in.Exec = func(_ context.Context, ns, pod, container string, cmd []string, stdin []byte) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if container != AgentContainerName || cmd[0] != AgentCollector || !strings.Contains(string(stdin), `"nodeName":"node-000"`) {
+			t.Errorf("exec %s/%s %s %v with %s", ns, pod, container, cmd, stdin)
+		}
+		execd = append(execd, pod)
+		return []byte("W a library warning\n{\"kind\":\"NodeObservation\"}\n"), nil
+	}
+	in.transports = map[string]transport{}
+	opts := PodSpecOptions{Namespace: testNS, Image: "img", RunID: "ragent", Profile: ProfileNetAdmin}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, v := range in.runAll(ctx, opts, fleetPlan(3)) {
+		if v.Observation == nil {
+			t.Fatalf("node %s: %s", v.Node, v.Failure)
+		}
+	}
+	return in.transports, execd, f.count("create")
+}
+
+func TestAgentUsedWhereReadyAndPermitted(t *testing.T) {
+	tr, execd, _ := runWithAgent(t, true)
+	if len(execd) != 1 || execd[0] != "svctrace-agent-node-000" {
+		t.Errorf("exec'd into %v, want only the Ready agent on node-000", execd)
+	}
+	want := map[string]string{"node-000": TransportAgent, "node-001": TransportEphemeral, "node-002": TransportEphemeral}
+	for n, w := range want {
+		if tr[n].name != w {
+			t.Errorf("node %s transport %q, want %q", n, tr[n].name, w)
+		}
+	}
+}
+
+func TestAgentNotUsedWithoutExecPermission(t *testing.T) {
+	tr, execd, _ := runWithAgent(t, false)
+	if len(execd) != 0 {
+		t.Errorf("exec'd into %v without the permission", execd)
+	}
+	if tr["node-000"].name != TransportEphemeral || !strings.Contains(tr["node-000"].note, "pods/exec") {
+		t.Errorf("node-000 %+v, want a collector Pod and a note naming pods/exec", tr["node-000"])
+	}
+}

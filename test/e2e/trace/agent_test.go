@@ -1,0 +1,142 @@
+package trace_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
+	"github.com/svctrace/kubectl-svctrace/nodes"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
+)
+
+// agentRuns is how many traces of each transport the speed comparison times.
+const agentRuns = 5
+
+// TestNodeAgent installs the node agent with the collector image the
+// testbed imports, traces a healthy Service through it and through
+// collector Pods (--agent never), and expects the same verdict, the agent
+// at least three times faster (median of five each), the restricted user
+// served by the agent with its added Role and by collector Pods, with a note,
+// without it, and an uninstall that leaves nothing.
+func TestNodeAgent(t *testing.T) {
+	tb := framework.Setup(t)
+	ns, _ := deployWeb(t, tb, 2, nil)
+
+	install := func() {
+		t.Helper()
+		stdout, stderr, exit := run(t, "agent", "install", "--kubeconfig", tb.Kubeconfig, "--image", CollectorImage, "--timeout", "3m")
+		if exit != 0 || !strings.Contains(stdout, "daemonset.apps/"+nodes.AgentNameValue) {
+			t.Fatalf("agent install: exit %d, stdout %q, stderr %q", exit, stdout, stderr)
+		}
+	}
+	uninstall := func() {
+		t.Helper()
+		if _, stderr, exit := run(t, "agent", "uninstall", "--kubeconfig", tb.Kubeconfig, "--timeout", "2m"); exit != 0 {
+			t.Errorf("agent uninstall: exit %d, stderr %q", exit, stderr)
+		}
+	}
+	install()
+	t.Cleanup(func() { _, _, _ = run(t, "agent", "uninstall", "--kubeconfig", tb.Kubeconfig, "--timeout", "2m") })
+
+	transports := func(r result) map[string]string {
+		out := map[string]string{}
+		if r.Trace == nil || r.Trace.Metadata.Collector == nil {
+			return out
+		}
+		for _, n := range r.Trace.Metadata.Collector.Nodes {
+			if n.Inspected {
+				out[n.Node] = n.Transport
+			}
+		}
+		return out
+	}
+	timed := func(args ...string) (result, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		r := svctrace(t, tb, args...)
+		return r, time.Since(start)
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+
+	var viaAgent, viaPods []time.Duration
+	var agentVerdict, podVerdict report.Status
+	for i := range agentRuns {
+		r, d := timed("web", "-n", ns)
+		requireNoFail(t, r)
+		for node, tr := range transports(r) {
+			if tr != nodes.TransportAgent {
+				t.Errorf("run %d: node %s used %q with the agent installed", i, node, tr)
+			}
+		}
+		agentVerdict = r.Trace.Verdict.Status
+		viaAgent = append(viaAgent, d)
+
+		r, d = timed("web", "-n", ns, "--agent", "never")
+		requireNoFail(t, r)
+		for node, tr := range transports(r) {
+			if tr != nodes.TransportEphemeral {
+				t.Errorf("run %d: node %s used %q with --agent never", i, node, tr)
+			}
+		}
+		podVerdict = r.Trace.Verdict.Status
+		viaPods = append(viaPods, d)
+	}
+	if agentVerdict != podVerdict {
+		t.Errorf("verdict %s through the agent, %s through collector Pods", agentVerdict, podVerdict)
+	}
+	ma, mp := median(viaAgent), median(viaPods)
+	t.Logf("median of %d traces: agent %s, collector Pods %s, ratio %.1f×", agentRuns, ma, mp, float64(mp)/float64(ma))
+	if mp < 3*ma {
+		t.Errorf("the agent is %.1f× faster than collector Pods (%s vs %s), want at least 3×", float64(mp)/float64(ma), ma, mp)
+	}
+
+	t.Run("restricted user without the agent Role falls back with a note", func(t *testing.T) {
+		r := svctraceWith(t, tb.RestrictedKubeconfig(), "web", "-n", ns)
+		requireNoFail(t, r)
+		for _, n := range r.Trace.Metadata.Collector.Nodes {
+			if n.Inspected && (n.Transport != nodes.TransportEphemeral || !strings.Contains(n.TransportNote, "pods/exec")) {
+				t.Errorf("node %s: transport %q note %q, want a collector Pod and a note naming pods/exec", n.Node, n.Transport, n.TransportNote)
+			}
+		}
+	})
+
+	t.Run("restricted user with the agent Role uses the agent", func(t *testing.T) {
+		ctx := framework.Context(t, time.Minute)
+		if _, err := tb.KubectlRun(ctx, "-n", collectorNS, "create", "rolebinding", "svctrace-agent-user-e2e",
+			"--role=svctrace-agent-user", "--user=svctrace-user"); err != nil {
+			t.Fatalf("bind svctrace-agent-user (deploy/rbac.yaml applied by the testbed?): %v", err)
+		}
+		t.Cleanup(func() {
+			_ = tb.Client.RbacV1().RoleBindings(collectorNS).Delete(context.Background(), "svctrace-agent-user-e2e", metav1.DeleteOptions{})
+		})
+		r := svctraceWith(t, tb.RestrictedKubeconfig(), "web", "-n", ns)
+		requireNoFail(t, r)
+		for node, tr := range transports(r) {
+			if tr != nodes.TransportAgent {
+				t.Errorf("node %s used %q with the agent Role bound", node, tr)
+			}
+		}
+	})
+
+	t.Run("uninstall leaves nothing", func(t *testing.T) {
+		uninstall()
+		ctx := framework.Context(t, time.Minute)
+		if _, err := tb.Client.AppsV1().DaemonSets(collectorNS).Get(ctx, nodes.AgentNameValue, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("agent DaemonSet after uninstall: %v", err)
+		}
+		pods, err := tb.Client.CoreV1().Pods(collectorNS).List(ctx, metav1.ListOptions{LabelSelector: nodes.AgentSelector})
+		if err != nil || len(pods.Items) != 0 {
+			t.Errorf("agent Pods after uninstall: %v, %v", len(pods.Items), err)
+		}
+		assertNoCollectorPods(t, tb)
+	})
+}
