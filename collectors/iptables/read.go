@@ -326,6 +326,7 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	if st.get(chainKey{"nat", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "nat")
 	}
+	readPolicyEnforcer(ctx, st, &bo)
 	if !st.get(chainKey{"nat", chainMarkMasq}).exists && len(bo.Canary) == 0 {
 		// kube-proxy's iptables mode creates both with KUBE-SERVICES; with
 		// neither, this backend holds no kube-proxy rules worth listing.
@@ -461,6 +462,7 @@ func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo 
 	if st.get(chainKey{"filter", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "filter")
 	}
+	readPolicyEnforcer(ctx, st, bo)
 	if !st.get(chainKey{"nat", chainServices}).exists {
 		return
 	}
