@@ -17,10 +17,7 @@ var kubeRouterChains = []string{"KUBE-ROUTER-FORWARD", "KUBE-ROUTER-INPUT", "KUB
 // kube-proxy has no rules in this backend: kube-router uses the iptables
 // front end the node defaults to whatever kube-proxy's mode.
 func readPolicyEnforcer(ctx context.Context, st *store, bo *collectorapi.IPTablesBackendObservation) {
-	keys := make([]chainKey, len(kubeRouterChains))
-	for i, c := range kubeRouterChains {
-		keys[i] = chainKey{"filter", c}
-	}
+	keys := policyEnforcerKeys()
 	st.ensure(ctx, keys...)
 	var seen []string
 	for _, k := range keys {
@@ -31,4 +28,14 @@ func readPolicyEnforcer(ctx context.Context, st *store, bo *collectorapi.IPTable
 	if len(seen) > 0 {
 		bo.PolicyEnforcer, bo.PolicyEnforcerChains = collectorapi.PolicyEnforcerKubeRouter, seen
 	}
+}
+
+// policyEnforcerKeys are the chains readPolicyEnforcer looks at; callers
+// probing other chains first list them in the same round.
+func policyEnforcerKeys() []chainKey {
+	keys := make([]chainKey, len(kubeRouterChains))
+	for i, c := range kubeRouterChains {
+		keys[i] = chainKey{"filter", c}
+	}
+	return keys
 }

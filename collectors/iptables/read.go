@@ -318,7 +318,7 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	// iptables-nft here). KUBE-SERVICES is then listed together with the
 	// Service's own chains.
 	svcKey := chainKey{"nat", chainServices}
-	st.ensure(ctx, chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})
+	st.ensure(ctx, append(policyEnforcerKeys(), chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})...)
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
 		return bo
