@@ -3,7 +3,9 @@ package trace
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -210,4 +213,102 @@ func portsForPolicy(svc *corev1.Service, port string) []netpol.TargetPort {
 		}
 	}
 	return out
+}
+
+// judgePolicyEnforcement replaces the generic caveat (NP006) with what the
+// nodes holding isolated backend Pods show: kube-router's filter chains
+// (NP020), a Cilium or Calico datapath, which enforces policies itself but
+// whose policy state is not read (NP022), or nothing (NP021). NP006 stays
+// when some such node was not inspected.
+func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView) {
+	l := t.Layer(report.LayerPolicy)
+	if l == nil || in.Service == nil || len(in.NetworkPolicies) == 0 || len(in.Pods) == 0 {
+		return
+	}
+	res := netpol.Evaluate(&netpol.Input{Backends: in.Pods, Ports: netpol.TargetPortsOf(in.Service),
+		Policies: in.NetworkPolicies, UnreadNamespaces: in.UnreadPolicyNamespaces, Client: netpol.AnyClient()})
+	pods := map[string][]string{}
+	policies := map[string][]string{}
+	for _, d := range res.Decisions {
+		if !d.Isolated || d.Pod.Node == "" {
+			continue
+		}
+		if !slices.Contains(pods[d.Pod.Node], d.Pod.Name) {
+			pods[d.Pod.Node] = append(pods[d.Pod.Node], d.Pod.Name)
+		}
+		for _, m := range d.MatchingPolicies {
+			if !slices.Contains(policies[d.Pod.Node], m.Policy) {
+				policies[d.Pod.Node] = append(policies[d.Pod.Node], m.Policy)
+			}
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	byNode := map[string]*NodeView{}
+	for i := range views {
+		byNode[views[i].Node] = &views[i]
+	}
+	e := report.NewEmitter(t, templateArgs(in, serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)))
+	var checks []report.Check
+	all := true
+	for _, node := range slices.Sorted(maps.Keys(pods)) {
+		sort.Strings(pods[node])
+		sort.Strings(policies[node])
+		a := report.Args{"pods": strings.Join(pods[node], ", "), "policies": strings.Join(policies[node], ", ")}
+		v := byNode[node]
+		if v == nil || v.Observation == nil {
+			all = false
+			continue
+		}
+		enforcer, chains, reason := nodeEnforcer(v.Observation)
+		switch {
+		case enforcer != "" && len(chains) > 0:
+			a["enforcer"], a["chains"] = enforcer, strings.Join(chains, ", ")
+			checks = append(checks, e.NewNodeCheck(report.CodeNPEnforced, node, a, nil))
+		case enforcer != "":
+			a["reason"] = "its datapath is " + enforcer + ", which enforces policies itself; its policy state is not read"
+			checks = append(checks, e.NewNodeCheck(report.CodeNPEnforcementUnknown, node, a, nil))
+		case reason != "":
+			a["reason"] = reason
+			checks = append(checks, e.NewNodeCheck(report.CodeNPEnforcementUnknown, node, a, nil))
+		default:
+			checks = append(checks, e.NewNodeCheck(report.CodeNPNotEnforced, node, a, nil))
+		}
+	}
+	if all {
+		l.Checks = slices.DeleteFunc(l.Checks, func(c report.Check) bool { return c.Code == report.CodeNPEnforcement })
+	}
+	l.Checks = append(l.Checks, checks...)
+}
+
+// nodeEnforcer is the policy enforcer a node's observation shows: kube-router
+// with the chains seen, or an eBPF datapath's name (no chains), or "" with
+// the reason the iptables tables could not tell.
+func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string, reason string) {
+	if p := o.Sections.Proxy; p != nil && p.Data != nil {
+		for _, f := range p.Data.Fingerprints {
+			if f.Found && (f.Mode == collectorapi.ModeCilium || f.Mode == collectorapi.ModeCalico) {
+				return string(f.Mode), nil, ""
+			}
+		}
+	}
+	s := o.Sections.IPTables
+	if s == nil || s.Data == nil {
+		if s != nil && s.Error != "" {
+			return "", nil, "its iptables tables were not read: " + s.Error
+		}
+		return "", nil, "its iptables tables were not read"
+	}
+	for _, b := range s.Data.Backends {
+		if b.PolicyEnforcer != "" {
+			return b.PolicyEnforcer, b.PolicyEnforcerChains, ""
+		}
+	}
+	for _, b := range s.Data.Backends {
+		if b.Error != "" {
+			return "", nil, "reading " + b.Backend + " " + b.Family + ": " + b.Error
+		}
+	}
+	return "", nil, ""
 }

@@ -173,6 +173,7 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 				}
 			} else {
 				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes), opts.From)
+				judgePolicyEnforcement(in, t, nodes.Nodes)
 				t.Matrix = endpointMatrix(nj, nodes.Nodes)
 				t.Shares = shareTable(nj, nodes.Nodes)
 			}

@@ -318,7 +318,7 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	// iptables-nft here). KUBE-SERVICES is then listed together with the
 	// Service's own chains.
 	svcKey := chainKey{"nat", chainServices}
-	st.ensure(ctx, chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})
+	st.ensure(ctx, append(policyEnforcerKeys(), chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})...)
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
 		return bo
@@ -326,6 +326,7 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	if st.get(chainKey{"nat", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "nat")
 	}
+	readPolicyEnforcer(ctx, st, &bo)
 	if !st.get(chainKey{"nat", chainMarkMasq}).exists && len(bo.Canary) == 0 {
 		// kube-proxy's iptables mode creates both with KUBE-SERVICES; with
 		// neither, this backend holds no kube-proxy rules worth listing.
@@ -461,6 +462,7 @@ func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo 
 	if st.get(chainKey{"filter", chainCanary}).exists {
 		bo.Canary = append(bo.Canary, "filter")
 	}
+	readPolicyEnforcer(ctx, st, bo)
 	if !st.get(chainKey{"nat", chainServices}).exists {
 		return
 	}

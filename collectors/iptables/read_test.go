@@ -345,8 +345,9 @@ func TestReadNFTablesModeNode(t *testing.T) {
 			t.Errorf("%s: %+v", b.Backend, b)
 		}
 	}
-	if got := r.ran("iptables-nft"); len(got) != 2 {
-		t.Errorf("expected only the KUBE-MARK-MASQ and canary probes, ran %v", got)
+	// kube-router's chains are looked for whatever kube-proxy's mode.
+	if got := r.ran("iptables-nft"); len(got) != 5 || len(r.ran("iptables-nft -t filter -S KUBE-ROUTER-")) != 3 {
+		t.Errorf("expected only the KUBE-MARK-MASQ, canary and policy enforcer probes, ran %v", got)
 	}
 }
 

@@ -7,6 +7,7 @@ K8S_VERSION=v1.37.2
 K8S_STAGING_VERSION=v0.37.2
 ETCD_VERSION=v3.7.0
 COREDNS_VERSION=v1.15.0
+KUBE_ROUTER_VERSION=v2.1.0
 
 TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$TESTBED_DIR/../.." && pwd)
@@ -15,6 +16,7 @@ SVCTRACE_CACHE=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}
 K8S_BIN=$SVCTRACE_CACHE/k8s-$K8S_VERSION/bin
 ETCD_BIN=$SVCTRACE_CACHE/etcd-$ETCD_VERSION/bin
 COREDNS_BIN=$SVCTRACE_CACHE/coredns-$COREDNS_VERSION/bin
+KUBE_ROUTER_BIN=$SVCTRACE_CACHE/kube-router-$KUBE_ROUTER_VERSION/bin
 
 STATE=/var/lib/svctrace-testbed      # certs, etcd data, kubelet/containerd roots, configs
 RUN=/run/svctrace-testbed            # pid files, sockets
@@ -41,6 +43,12 @@ FWD_PORT=${SVTB_API_FORWARD_PORT:-16443}
 IFS=, read -r -a PROXY_MODES <<<"${SVTB_PROXY_MODES:-iptables,nftables}"
 declare -A NODE_PROXY_MODE=()
 for _i in "${!NODES[@]}"; do NODE_PROXY_MODE[${NODES[$_i]}]=${PROXY_MODES[$_i]:-iptables}; done
+unset _i
+# NetworkPolicy enforcement per node (kube-router's firewall only), in NODES
+# order: kube-router or none. The ptp CNI enforces nothing by itself.
+IFS=, read -r -a NETPOL_MODES <<<"${SVTB_NETPOL:-kube-router,kube-router}"
+declare -A NODE_NETPOL=()
+for _i in "${!NODES[@]}"; do NODE_NETPOL[${NODES[$_i]}]=${NETPOL_MODES[$_i]:-kube-router}; done
 unset _i
 
 KUBECONFIG_DIR=$REPO_ROOT/.testbed
@@ -122,6 +130,20 @@ start_kubelet() {
 start_kube_proxy() {
 	local n=$1
 	start_daemon "kube-proxy-$n" "$n" "$K8S_BIN/kube-proxy" --config="$(node_dir "$n")/kube-proxy.yaml" -v=1
+}
+
+# start_kube_router NODE: kube-router's network-policy controller alone, in the
+# node's netns, where it programs the filter table (KUBE-ROUTER-*, KUBE-NWPLCY-*,
+# KUBE-POD-FW-*) and ipsets for the Pods routed through that node. Routing and
+# the service proxy stay with the ptp CNI and kube-proxy.
+start_kube_router() {
+	local n=$1
+	[[ ${NODE_NETPOL[$n]} == kube-router ]] || return 0
+	start_daemon "kube-router-$n" "$n" "$KUBE_ROUTER_BIN/kube-router" \
+		--kubeconfig="$STATE/pki/kube-router.kubeconfig" --hostname-override="$n" \
+		--run-firewall=true --run-router=false --run-service-proxy=false \
+		--service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --metrics-port=0 \
+		--iptables-sync-period=1m -v=1
 }
 
 # stop_daemon NAME [timeout-seconds]: SIGTERM the recorded PID (only if it is still

@@ -40,6 +40,7 @@ cert admin "/O=system:masters/CN=svctrace-testbed-admin"
 cert controller-manager "/CN=system:kube-controller-manager"
 cert scheduler "/CN=system:kube-scheduler"
 cert kube-proxy "/CN=system:kube-proxy"
+cert kube-router "/CN=system:kube-router"
 cert svctrace-user "/CN=svctrace-user"
 for n in "${NODES[@]}"; do cert "kubelet-$n" "/O=system:nodes/CN=system:node:$n"; done
 openssl genrsa -out sa.key 2048 2>/dev/null
@@ -76,4 +77,5 @@ kubeconfig admin-cp.kubeconfig "$in_cluster" admin                              
 kubeconfig controller-manager.kubeconfig "$in_cluster" controller-manager
 kubeconfig scheduler.kubeconfig "$in_cluster" scheduler
 kubeconfig kube-proxy.kubeconfig "$in_cluster" kube-proxy
+kubeconfig kube-router.kubeconfig "$in_cluster" kube-router
 for n in "${NODES[@]}"; do kubeconfig "kubelet-$n.kubeconfig" "$in_cluster" "kubelet-$n"; done

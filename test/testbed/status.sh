@@ -7,7 +7,10 @@ quiet=0; [[ ${1:-} == --quiet ]] && quiet=1
 out() { ((quiet)) || echo "$@"; }
 ok=1
 names=(etcd kube-apiserver kube-controller-manager kube-scheduler fwd-cp fwd-root)
-for n in "${NODES[@]}"; do names+=("containerd-$n" "kubelet-$n" "kube-proxy-$n"); done
+for n in "${NODES[@]}"; do
+	names+=("containerd-$n" "kubelet-$n" "kube-proxy-$n")
+	[[ ${NODE_NETPOL[$n]} == kube-router ]] && names+=("kube-router-$n")
+done
 for name in "${names[@]}"; do
 	if pid_alive "$name"; then out "  running  $name (pid $(<"$RUN/$name.pid"))"; else out "  DOWN     $name"; ok=0; fi
 done

@@ -11,10 +11,11 @@ source "$(dirname "$0")/lib.sh"
 testbed_lock
 
 t_start=$(date +%s)
-modes_match() { # the running kube-proxies use the requested modes
+modes_match() { # the running kube-proxies use the requested modes, the enforcers the requested ones
 	local n
 	for n in "${NODES[@]}"; do
 		[[ $(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null) == "${NODE_PROXY_MODE[$n]}" ]] || return 1
+		[[ ${NODE_NETPOL[$n]} == kube-router ]] || ! pid_alive "kube-router-$n" || return 1
 	done
 }
 if "$TESTBED_DIR/status.sh" --quiet && ! modes_match; then
@@ -255,6 +256,9 @@ fi
 # ---------------------------------------------------------------- cluster add-ons
 KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
+# kube-router gives up if its informers cannot sync: its RBAC goes first.
+KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-kube-router.yaml" >/dev/null
+for n in "${NODES[@]}"; do start_kube_router "$n"; done
 
 log "waiting for nodes Ready"
 for i in $(seq 1 1200); do
@@ -302,7 +306,7 @@ t_done=$(date +%s)
 cat <<MSG
 svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_done - t_start))s total)
   control plane : netns $CP_NS ($CP_IP): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
-$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}"; done)
+$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}, policies: ${NODE_NETPOL[$n]}"; done)
 $ipvs_line
   forwarder     : 127.0.0.1:$FWD_PORT -> $CP_IP:$API_PORT
   kubeconfig    : $KUBECONFIG_DIR/kubeconfig   (restricted: $KUBECONFIG_DIR/kubeconfig-restricted)

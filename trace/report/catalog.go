@@ -615,6 +615,10 @@ const (
 	CodeNPUndecided     = "NP008"
 	CodeNPDNSDenied     = "NP009"
 	CodeNPDNSTCPDenied  = "NP010"
+	// Enforcement as seen on the nodes holding isolated backend Pods.
+	CodeNPEnforced           = "NP020"
+	CodeNPNotEnforced        = "NP021"
+	CodeNPEnforcementUnknown = "NP022"
 )
 
 var policyCatalog = []CheckSpec{
@@ -645,6 +649,15 @@ var policyCatalog = []CheckSpec{
 	{Code: CodeNPDNSTCPDenied, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Client egress blocks DNS over TCP",
 		Message:  "the client's egress policies admit the cluster DNS over UDP but not TCP (UDP {udp}, TCP {tcp}): answers too large for UDP (truncated, retried over TCP) fail; {reason}",
 		NextStep: "kubectl get networkpolicies -n {clientNamespace} -o yaml"},
+	{Code: CodeNPEnforced, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Policies enforced on the node",
+		Message:  "NetworkPolicies are enforced on node {node} by {enforcer} (filter chains {chains} seen); it holds isolated backend Pods {pods}",
+		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeNPNotEnforced, Layer: LayerPolicy, Severity: SeverityWarning, Title: "No policy enforcer on the node",
+		Message:  "no NetworkPolicy enforcer is seen on node {node} (no kube-router chains in its iptables filter tables, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
+		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeNPEnforcementUnknown, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement on the node not determined",
+		Message:  "whether NetworkPolicies are enforced on node {node} (isolated backend Pods {pods}) is not known: {reason}",
+		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
 		Message:  "{line}",
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},

@@ -63,9 +63,20 @@ type IPTablesBackendObservation struct {
 	// NodePortsTail is the KUBE-SERVICES rule(s) jumping to KUBE-NODEPORTS.
 	NodePortsTail []IPTablesRule `json:"nodePortsTail,omitempty"`
 
+	// PolicyEnforcer names the NetworkPolicy enforcer whose filter chains
+	// exist in this backend (PolicyEnforcerKubeRouter), empty when none;
+	// PolicyEnforcerChains are the chains seen.
+	PolicyEnforcer       string   `json:"policyEnforcer,omitempty"`
+	PolicyEnforcerChains []string `json:"policyEnforcerChains,omitempty"`
+
 	Ports []IPTablesPortObservation `json:"ports,omitempty"`
 	Error string                    `json:"error,omitempty"`
 }
+
+// PolicyEnforcerKubeRouter is kube-router's network-policy controller
+// (pkg/controllers/netpol): its top-level filter chains are KUBE-ROUTER-INPUT,
+// KUBE-ROUTER-FORWARD and KUBE-ROUTER-OUTPUT, jumped to from the built-in ones.
+const PolicyEnforcerKubeRouter = "kube-router"
 
 // IPTablesPortObservation is one Service port in one backend × family.
 type IPTablesPortObservation struct {

@@ -1,6 +1,8 @@
 package trace_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,8 +21,8 @@ import (
 // TestFromClientPolicyAndNode traces from a client Pod on the other node:
 // the client's node is inspected too (role client), and a NetworkPolicy that
 // admits only app=allowed is judged to deny this client (NP003) and to admit
-// an allowed one (NP002), on the Service's targetPort. Whether it is
-// enforced depends on the CNI, which the report states (NP006).
+// an allowed one (NP002), on the Service's targetPort, and enforced on the
+// Service's node by kube-router (NP020).
 func TestFromClientPolicyAndNode(t *testing.T) {
 	tb := framework.Setup(t)
 	webNode := nodeWithMode(t, tb, "iptables")
@@ -52,7 +54,9 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	if !strings.Contains(denied.Message, "web-only-allowed") {
 		t.Errorf("NP003 does not name the policy: %q", denied.Message)
 	}
-	requireCheck(t, r, report.LayerPolicy, report.CodeNPEnforcement, "")
+	// kube-router enforces policies on the testbed's nodes: the caveat gives
+	// way to what the Service's node shows.
+	requireCheck(t, r, report.LayerPolicy, report.CodeNPEnforced, webNode.Name)
 	if r.Exit != 3 {
 		t.Errorf("exit %d, want 3 (the policy layer fails for this client)", r.Exit)
 	}
@@ -88,21 +92,23 @@ func TestFromClientPolicyAndNode(t *testing.T) {
 	}
 }
 
-// policyEnforced: the testbed runs a NetworkPolicy enforcer (kube-router's
-// Pods in kube-system). Without one a denied client still connects, which
-// the trace reports as a policy that is not enforced (NP012).
-func policyEnforced(t *testing.T, tb *framework.Testbed) bool {
+// policyEnforced: the testbed enforces NetworkPolicies (kube-router in
+// each kubelet node's namespace) when the denied Pod's own requests to the
+// backend are dropped; the enforcer programs a new policy asynchronously, so
+// this waits for the drop. Without an enforcer a denied client still
+// connects, which the trace reports as a policy that is not enforced (NP012).
+func policyEnforced(t *testing.T, tb *framework.Testbed, ns, denied, backendIP string) bool {
 	t.Helper()
-	pods, err := tb.Client.CoreV1().Pods("kube-system").List(framework.Context(t, 30*time.Second), metav1.ListOptions{LabelSelector: "k8s-app=kube-router"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			return true
+	url := fmt.Sprintf("http://%s:%d/healthz", backendIP, framework.EchoHTTPPort)
+	err := framework.Eventually(framework.Context(t, 60*time.Second), 50*time.Second, time.Second, func(context.Context) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := tb.ExecInPod(ctx, ns, denied, "echo", "/echo", "get", url); err == nil {
+			return fmt.Errorf("%s still reaches %s", denied, url)
 		}
-	}
-	return false
+		return nil
+	})
+	return err == nil
 }
 
 // clientNetnsCheck is the RT020 of the client's node: the probes were made
@@ -153,7 +159,8 @@ func TestFromClientNetnsPolicy(t *testing.T) {
 	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	enforced := policyEnforced(t, tb)
+	web := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)[0]
+	enforced := policyEnforced(t, tb, ns, client.Name, web.Status.PodIP)
 
 	r := svctrace(t, tb, "web", "-n", ns, "--from", "pod/"+allowed.Name, "--client-netns")
 	probed := clientNetnsCheck(t, r, clientNode.Name, allowed.Name)
