@@ -239,7 +239,7 @@ func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
 	client.UID = "uid-frontend"
 	plan := PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(client), "")
 	for _, n := range plan.Nodes {
-		c := n.Request.Client
+		c := n.CollectRequest().Client
 		switch n.Name {
 		case "n1":
 			if c == nil || c.UID != "uid-frontend" || c.Namespace != "default" || c.Name != "frontend" || len(c.IPs) != 1 || c.IPs[0] != "10.244.1.9" || c.EnterNetns {
@@ -254,8 +254,8 @@ func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
 	host := client.DeepCopy()
 	host.Spec.HostNetwork = true
 	for _, n := range PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(host), "").Nodes {
-		if n.Request.Client != nil {
-			t.Errorf("a host-network client's namespace is the node's: %+v", n.Request.Client)
+		if n.CollectRequest().Client != nil {
+			t.Errorf("a host-network client's namespace is the node's: %+v", n.CollectRequest().Client)
 		}
 	}
 }
