@@ -38,8 +38,8 @@ Exit codes:
 var agentInstallExample = `  # Install the node agent with the plugin's collector image, wait until it runs everywhere
   kubectl svctrace agent install
 
-  # Install it in another namespace, giving its Pods 10 minutes to start
-  kubectl svctrace agent install --collector-namespace svctrace-agent --timeout 10m`
+  # Install it from a mirror of the collector image, giving its Pods 10 minutes to start
+  kubectl svctrace agent install --image registry.example.com/svctrace/collector:v0.1.0 --timeout 10m`
 
 var agentUninstallExample = `  # Remove the node agent and wait until its Pods are gone
   kubectl svctrace agent uninstall`

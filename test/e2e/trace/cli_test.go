@@ -251,6 +251,25 @@ func TestExamplesOnTestbed(t *testing.T) {
 					if strings.Contains(l.Text, "-o json") && !json.Valid([]byte(stdout)) {
 						t.Errorf("-o json printed no JSON:\n%s", stdout)
 					}
+				case got.Name() == "install" || got.Name() == "uninstall":
+					// The agent's install waits for its Pods on every node;
+					// each example is followed by an uninstall, so nothing
+					// stays for the next example or test.
+					if got.Name() == "install" {
+						args = setFlag(args, "image", "", CollectorImage)
+					}
+					if _, stderr, exit := run(t, args...); exit != 0 {
+						t.Errorf("exit %d, stderr %q", exit, stderr)
+					}
+					uninstall := []string{"agent", "uninstall", "--timeout", "2m"}
+					for i, a := range args {
+						if (a == "--kubeconfig" || a == "--context") && i+1 < len(args) {
+							uninstall = append(uninstall, a, args[i+1])
+						}
+					}
+					if _, stderr, exit := run(t, uninstall...); exit != 0 {
+						t.Errorf("agent uninstall after the example: exit %d, stderr %q", exit, stderr)
+					}
 				case got.Name() == "mcp":
 					// A client that connects and hangs up at once: the
 					// server must start with these flags and end cleanly

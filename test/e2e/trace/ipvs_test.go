@@ -172,7 +172,7 @@ func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace
 			rep.Nodes = append(rep.Nodes, v)
 			continue
 		}
-		b, err := json.Marshal(pn.Request)
+		b, err := json.Marshal(pn.CollectRequest())
 		if err != nil {
 			return nil, err
 		}
