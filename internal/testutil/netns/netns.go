@@ -49,16 +49,7 @@ func RequireTools(t testing.TB, tools ...string) {
 // New creates a namespace named svct-<prefix>-<random> with lo up.
 func New(t testing.TB, prefix string) *NS {
 	t.Helper()
-	RequireRoot(t)
-	n := &NS{Name: fmt.Sprintf("svct-%s-%d-%04x", prefix, os.Getpid()%100000, rand.IntN(0x10000))}
-	run(t, "ip", "netns", "add", n.Name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", n.Name).CombinedOutput(); err != nil {
-			t.Logf("ip netns del %s: %v: %s", n.Name, err, out)
-		}
-	})
-	run(t, "ip", "-n", n.Name, "link", "set", "lo", "up")
-	return n
+	return NewNamed(t, "svct-"+prefix)
 }
 
 // MustRun runs a command inside the namespace and fails the test on error.

@@ -98,16 +98,3 @@ func TestEnforcedPolicyIsolatesBackends(t *testing.T) {
 		t.Errorf("first failing layer %q, want policy", r.Trace.Verdict.FirstFailingLayer)
 	}
 }
-
-// requireNoFailingLayer: no layer of the trace fails (warnings allowed).
-func requireNoFailingLayer(t *testing.T, r result) {
-	t.Helper()
-	if r.Trace == nil {
-		t.Fatalf("no trace (exit %d): %s", r.Exit, r.Stderr)
-	}
-	for _, l := range r.Trace.Layers {
-		if l.Status == report.StatusFail {
-			t.Errorf("layer %s failed: %s\n  %s", l.Name, l.Reason, summarize(r.Trace, l.Name))
-		}
-	}
-}
