@@ -152,4 +152,7 @@ if ((do_import)); then
 	for n in "${NODES[@]}"; do
 		if pid_alive "containerd-$n"; then import_images "$n"; fi
 	done
+	if [[ ${SVTB_IPVS_NODE:-1} != 0 ]] && "$TESTBED_DIR/ipvs-node.sh" status --quiet; then
+		"$TESTBED_DIR/ipvs-node.sh" import "$IMAGES_DIR"/pause.tar "$IMAGES_DIR"/echo.tar $([[ -f $IMAGES_DIR/collector.tar ]] && echo "$IMAGES_DIR/collector.tar")
+	fi
 fi

@@ -3,14 +3,17 @@
 # node is a user-mode Linux kernel (uml/) started inside the node network
 # namespace svtb-node3, whose vector/tap device tap0 is bridged with the
 # namespace's eth0 (a veth on the testbed bridge). Inside it: eth0 =
-# 10.0.0.13, Pod CIDR 10.244.3.0/24 (Pods are network namespaces running the
-# testbed echo server, see uml/node-guest.sh), and the real kube-proxy
-# v1.37.2 in ipvs mode (iptables on the legacy backend) against the testbed
-# API server. There is no kubelet: no Node object is created here and no
-# collector Pod can run on it; `exec` runs a command inside the node instead
-# (the e2e runs the collector binary that way).
+# 10.0.0.13, the real kube-proxy v1.37.2 in ipvs mode (iptables on the legacy
+# backend), and a real kubelet v1.37.2 with containerd and the CNI bridge
+# plugin (Pods in 10.244.3.0/24, uml/kubelet-guest.sh), both against the
+# testbed API server: the Node registers itself, Ready, tainted
+# $IPVS_NODE_TAINT so that only Pods that tolerate it run there (collector
+# Pods tolerate every taint). `exec` runs a command inside the node.
 #
-#   ipvs-node.sh up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | pod-ips
+# SVTB_IPVS_KUBELET=0 runs no kubelet: the node then has two Pod network
+# namespaces with the echo server instead of Pods, and no Node object.
+#
+#   ipvs-node.sh up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env
 #
 # up is idempotent (a healthy node is kept) and removes the leftovers of a
 # killed run first; down removes everything up made, also after a crash.
@@ -19,18 +22,26 @@ source "$(dirname "$0")/lib.sh"
 source "$TESTBED_DIR/uml/lib.sh"
 UML_STATE=$STATE/uml
 
-IPVS_NODE=svtb-node3
-IPVS_NODE_IP=10.0.0.13
-IPVS_NODE_CIDR=10.244.3.0/24
 IPVS_NODE_GW=10.244.3.1/24
-IPVS_NODE_ZONE=zone-c
-IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
+KUBELET_MODE=${SVTB_IPVS_KUBELET:-1}
+IPVS_PODS=()
+((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
 dir=$STATE/nodes/$IPVS_NODE
 hv=h-node3
 
+# The Node object is Ready and its kubelet is the one running now (its
+# heartbeat is newer than this boot).
+node_ready() {
+	local st
+	st=$(KUBECTL get node "$IPVS_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) || return 1
+	[[ $st == True ]]
+}
+
 healthy() {
 	uml_alive "$IPVS_NODE" && [[ -e $dir/ready ]] &&
-		in_ns "$CP_NS" curl -fsS -m 3 "http://$IPVS_NODE_IP:10256/livez" >/dev/null 2>&1
+		in_ns "$CP_NS" curl -fsS -m 3 "http://$IPVS_NODE_IP:10256/livez" >/dev/null 2>&1 || return 1
+	((KUBELET_MODE)) || return 0
+	[[ -e $dir/kubelet-ready ]] && node_ready
 }
 
 routes() { # add|del
@@ -48,6 +59,10 @@ down() {
 	fi
 	[[ -e /var/run/netns/$HUB_NS ]] && in_ns "$HUB_NS" ip link del "$hv" 2>/dev/null || true
 	[[ -e /var/run/netns/$CP_NS ]] && routes del
+	# The kubelet registered the Node: without it the Node would stay, NotReady.
+	if ((KUBELET_MODE)) && [[ -f $STATE/pki/admin.kubeconfig ]]; then
+		KUBECTL delete node "$IPVS_NODE" --ignore-not-found --wait=false --request-timeout=5s >/dev/null 2>&1 || true
+	fi
 	rm -rf "$dir" "$UML_STATE/$IPVS_NODE"
 }
 
@@ -60,8 +75,23 @@ up() {
 	local t0
 	t0=$(date +%s.%N)
 	down
-	mkdir -p "$dir/bin" "$dir/spool"
+	mkdir -p "$dir/bin" "$dir/spool" "$dir/manifests"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$dir/bin/echo" ./test/testbed/cmd/echo)
+	# A testbed made before the node had a kubelet has no certificate for it.
+	[[ -f $STATE/pki/kubelet-$IPVS_NODE.kubeconfig ]] || "$TESTBED_DIR/pki.sh" node "$IPVS_NODE"
+	local images=""
+	if ((KUBELET_MODE)); then
+		local img
+		for img in pause echo collector; do
+			if [[ -f $IMAGES_DIR/$img.tar ]]; then
+				images+="${images:+ }$IMAGES_DIR/$img.tar"
+			elif [[ $img == collector ]]; then
+				log "$IPVS_NODE: no collector image yet; collector Pods cannot start there until the next up (make images)"
+			else
+				die "image $IMAGES_DIR/$img.tar missing (make images)"
+			fi
+		done
+	fi
 	local routes_list="" n
 	for n in "${NODES[@]}"; do routes_list+="${routes_list:++}${NODE_CIDR[$n]}=${NODE_IP[$n]}"; done
 	cat >"$dir/env" <<ENV
@@ -72,6 +102,17 @@ ROUTES=$routes_list
 POD_CIDR_GW=$IPVS_NODE_GW
 BIN_ECHO=$dir/bin/echo
 KUBE_PROXY=$K8S_BIN/kube-proxy
+KUBELET=$( ((KUBELET_MODE)) && echo "$K8S_BIN/kubelet")
+CONTAINERD_BIN=/usr/bin/containerd
+IMAGES="$images"
+POD_CIDR=$IPVS_NODE_CIDR
+KUBECONFIG_FILE=$STATE/pki/kubelet-$IPVS_NODE.kubeconfig
+CLIENT_CA=$STATE/pki/ca.crt
+CLUSTER_DNS=$KUBE_DNS_IP
+RESOLV_CONF=$STATE/resolv.conf
+NODE_LABELS=topology.kubernetes.io/zone=$IPVS_NODE_ZONE,svctrace.io/testbed-node=$IPVS_NODE,svctrace.dev/ipvs-node=uml
+NODE_TAINTS=$IPVS_NODE_TAINT
+READY_FILE=kubelet-ready
 ENV
 	printf '%s\n' "${IPVS_PODS[@]}" >"$dir/pods"
 	cat >"$dir/kube-proxy.yaml" <<KP
@@ -107,13 +148,16 @@ KP
 	# uml_boot_until boots once more then, and only then.
 	local rc=0
 	UML_NETNS=$IPVS_NODE UML_NET="vec0:transport=tap,ifname=tap0" UML_WAIT=stop UML_MEM=${SVTB_IPVS_NODE_MEM:-1G} \
-		UML_MODULES=$UML_IPVS_MODULES uml_boot_until "$IPVS_NODE" 120 healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
+		UML_MODULES=$UML_IPVS_MODULES$( ((KUBELET_MODE)) && echo ,overlay) uml_boot_until "$IPVS_NODE" "${SVTB_IPVS_NODE_TIMEOUT:-180}" healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
 	if ((rc != 0)); then
 		tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true
-		((rc == 2)) && die "$IPVS_NODE: kube-proxy not healthy after 120s"
+		((KUBELET_MODE)) && tail -n 20 "$dir/status" "$dir/kubelet.log" >&2 2>/dev/null
+		((rc == 2)) && die "$IPVS_NODE: kube-proxy$( ((KUBELET_MODE)) && echo ' or the kubelet') not healthy after ${SVTB_IPVS_NODE_TIMEOUT:-180}s"
 		die "$IPVS_NODE: the UML kernel exited"
 	fi
-	log "$IPVS_NODE up (UML $(linux --version 2>/dev/null), kube-proxy ipvs, ${#IPVS_PODS[@]} pods) in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s"
+	local what="kubelet, Node Ready"
+	((KUBELET_MODE)) || what="no kubelet, ${#IPVS_PODS[@]} pod netns"
+	log "$IPVS_NODE up (UML $(linux --version 2>/dev/null), kube-proxy ipvs, $what) in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s"
 }
 
 # exec CMD...: run a command inside the node (through the guest's spool).
@@ -136,15 +180,27 @@ node_exec() {
 	return "$rc"
 }
 
+# import TAR...: load image tarballs into the node's containerd (a testbed
+# that was up keeps the images of an older checkout, as on the other nodes).
+node_import() {
+	((KUBELET_MODE)) || return 0
+	local t
+	for t in "$@"; do
+		node_exec ctr -a /run/svctrace-kubelet/containerd.sock -n k8s.io images import "$t" >/dev/null || die "import $t into $IPVS_NODE failed"
+	done
+	log "images imported into $IPVS_NODE"
+}
+
 case ${1:-} in
 up) [[ $(id -u) == 0 ]] || die "must run as root"; testbed_lock; up ;;
 down) [[ $(id -u) == 0 ]] || die "must run as root"; testbed_lock; down; [[ ${2:-} == --quiet ]] || log "$IPVS_NODE down" ;;
 status)
-	if healthy; then [[ ${2:-} == --quiet ]] || echo "  running  $IPVS_NODE (UML pid $(<"$UML_STATE/$IPVS_NODE/pid"), kube-proxy ipvs, $IPVS_NODE_IP)"; exit 0; fi
-	[[ ${2:-} == --quiet ]] || echo "  DOWN     $IPVS_NODE (UML kernel / kube-proxy ipvs)"; exit 1 ;;
+	if healthy; then [[ ${2:-} == --quiet ]] || echo "  running  $IPVS_NODE (UML pid $(<"$UML_STATE/$IPVS_NODE/pid"), kube-proxy ipvs, $( ((KUBELET_MODE)) && echo "kubelet, ")$IPVS_NODE_IP)"; exit 0; fi
+	[[ ${2:-} == --quiet ]] || echo "  DOWN     $IPVS_NODE (UML kernel / kube-proxy ipvs$( ((KUBELET_MODE)) && echo " / kubelet"))"; exit 1 ;;
 exec) shift; node_exec "$@" ;;
+import) shift; node_import "$@" ;;
 env)
-	echo "IPVS_NODE=$IPVS_NODE IPVS_NODE_IP=$IPVS_NODE_IP IPVS_NODE_CIDR=$IPVS_NODE_CIDR IPVS_NODE_ZONE=$IPVS_NODE_ZONE IPVS_NODE_DIR=$dir"
+	echo "IPVS_NODE=$IPVS_NODE IPVS_NODE_IP=$IPVS_NODE_IP IPVS_NODE_CIDR=$IPVS_NODE_CIDR IPVS_NODE_ZONE=$IPVS_NODE_ZONE IPVS_NODE_DIR=$dir IPVS_NODE_KUBELET=$KUBELET_MODE IPVS_NODE_TAINT=$IPVS_NODE_TAINT"
 	for p in "${IPVS_PODS[@]}"; do echo "IPVS_POD=${p// /=}"; done ;;
-*) echo "usage: $0 up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | env" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env" >&2; exit 2 ;;
 esac

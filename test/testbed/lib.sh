@@ -32,6 +32,14 @@ NODES=(svtb-node1 svtb-node2)
 declare -A NODE_IP=([svtb-node1]=10.0.0.11 [svtb-node2]=10.0.0.12)
 declare -A NODE_CIDR=([svtb-node1]=10.244.1.0/24 [svtb-node2]=10.244.2.0/24)
 declare -A NODE_ZONE=([svtb-node1]=zone-a [svtb-node2]=zone-b)
+# The IPVS node (ipvs-node.sh): a user-mode Linux kernel with a real kubelet,
+# tainted so that only Pods that tolerate it (the IPVS e2e's, collector Pods)
+# run there.
+IPVS_NODE=svtb-node3
+IPVS_NODE_IP=10.0.0.13
+IPVS_NODE_CIDR=10.244.3.0/24
+IPVS_NODE_ZONE=zone-c
+IPVS_NODE_TAINT=svctrace.io/uml-node=ipvs:NoSchedule
 CLUSTER_CIDR=10.244.0.0/16
 SERVICE_CIDR=10.96.0.0/16
 KUBE_DNS_IP=10.96.0.10
@@ -96,6 +104,13 @@ import_images() {
 }
 
 KUBECTL() { "$K8S_BIN/kubectl" --kubeconfig "$STATE/pki/admin.kubeconfig" "$@"; }
+
+# nodes_ready NODE...: how many of these Node objects are Ready (others,
+# such as the IPVS node registering on its own, are not counted).
+nodes_ready() {
+	KUBECTL get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null |
+		awk -v want=" $* " 'index(want, " " $1 " ") && $2 == "True" {n++} END {print n + 0}'
+}
 
 # node_dir NODE: per-node state directory.
 node_dir() { echo "$STATE/nodes/$1"; }

@@ -16,8 +16,7 @@ for name in "${names[@]}"; do
 done
 if ((ok)) && [[ -x $K8S_BIN/kubectl && -f $STATE/pki/admin.kubeconfig ]]; then
 	if KUBECTL get --raw /readyz >/dev/null 2>&1; then
-		ready=$(KUBECTL get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)
-		((ready == ${#NODES[@]})) || ok=0
+		(($(nodes_ready "${NODES[@]}") == ${#NODES[@]})) || ok=0
 		((quiet)) || KUBECTL get nodes -L topology.kubernetes.io/zone -o wide
 	else
 		out "  API not reachable through 127.0.0.1:$FWD_PORT"; ok=0

@@ -86,6 +86,24 @@ for n in "${NODES[@]}"; do
 	done
 done
 
+# The kubelets' resolv.conf (the IPVS node's kubelet starts first).
+cat >"$STATE/resolv.conf" <<RC
+# svctrace testbed: no upstream DNS; cluster DNS only
+nameserver $KUBE_DNS_IP
+RC
+
+# The IPVS node (user-mode Linux: kube-proxy ipvs and a kubelet;
+# test/testbed/ipvs-node.sh) boots now, while the control plane and the other
+# nodes start: its kernel boot, containerd and image import need no API
+# server, and its kube-proxy and kubelet retry until there is one.
+# SVTB_IPVS_NODE=0 leaves it out.
+ipvs_pid=""
+if [[ ${SVTB_IPVS_NODE:-1} != 0 ]]; then
+	t_ipvs=$(date +%s)
+	"$TESTBED_DIR/ipvs-node.sh" up >"$LOGS/ipvs-node-up.log" 2>&1 &
+	ipvs_pid=$!
+fi
+
 # ---------------------------------------------------------------- control plane
 P=$STATE/pki
 log "starting etcd, kube-apiserver"
@@ -126,10 +144,6 @@ start_daemon kube-scheduler "$CP_NS" "$K8S_BIN/kube-scheduler" \
 	--authorization-kubeconfig="$P/scheduler.kubeconfig" --bind-address=127.0.0.1 --leader-elect=false -v=1
 
 # ---------------------------------------------------------------- nodes
-cat >"$STATE/resolv.conf" <<RC
-# svctrace testbed: no upstream DNS; cluster DNS only
-nameserver $KUBE_DNS_IP
-RC
 for n in "${NODES[@]}"; do
 	d=$(node_dir "$n") r=$(node_run "$n")
 	mkdir -p "$d/cni/net.d" "$d/manifests" "$d/pod-logs" "$d/kubelet" "$d/kubelet-pki" "$r"
@@ -243,16 +257,6 @@ KP
 	start_kube_proxy "$n"
 done
 
-# The IPVS node (user-mode Linux, kube-proxy ipvs; test/testbed/ipvs-node.sh)
-# boots while the kubelets register and CoreDNS starts. SVTB_IPVS_NODE=0
-# leaves it out.
-ipvs_pid=""
-if [[ ${SVTB_IPVS_NODE:-1} != 0 ]]; then
-	t_ipvs=$(date +%s)
-	"$TESTBED_DIR/ipvs-node.sh" up >"$LOGS/ipvs-node-up.log" 2>&1 &
-	ipvs_pid=$!
-fi
-
 # ---------------------------------------------------------------- cluster add-ons
 KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
@@ -262,8 +266,7 @@ for n in "${NODES[@]}"; do start_kube_router "$n"; done
 
 log "waiting for nodes Ready"
 for i in $(seq 1 1200); do
-	ready=$(KUBECTL get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)
-	((ready == ${#NODES[@]})) && break
+	(($(nodes_ready "${NODES[@]}") == ${#NODES[@]})) && break
 	((i == 1200)) && die "nodes not Ready after 120s (see $LOGS/kubelet-*.log)"
 	sleep 0.1
 done
@@ -299,7 +302,7 @@ if [[ -n $ipvs_pid ]]; then
 	fi
 	cat "$LOGS/ipvs-node-up.log" >&2
 	echo "ipvs_node_seconds=$(($(date +%s) - t_ipvs)) ipvs_node_extra_seconds=$(($(date +%s) - t_ready))" >>"$STATE/bringup.txt"
-	ipvs_line="  ipvs node     : netns svtb-node3 (10.0.0.13, pods 10.244.3.0/24, zone-c): user-mode Linux 6.1, kube-proxy ipvs, no kubelet (up in $(($(date +%s) - t_ipvs))s, in parallel; +$(($(date +%s) - t_ready))s after the rest)"
+	ipvs_line="  ipvs node     : netns $IPVS_NODE ($IPVS_NODE_IP, pods $IPVS_NODE_CIDR, $IPVS_NODE_ZONE): user-mode Linux 6.1, kube-proxy ipvs, $( [[ ${SVTB_IPVS_KUBELET:-1} != 0 ]] && echo "kubelet, taint $IPVS_NODE_TAINT" || echo "no kubelet") (up in $(($(date +%s) - t_ipvs))s, in parallel; +$(($(date +%s) - t_ready))s after the rest)"
 fi
 t_done=$(date +%s)
 

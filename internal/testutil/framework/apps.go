@@ -44,6 +44,14 @@ type EchoOptions struct {
 	// NotReady starts the Pods with a failing readiness endpoint.
 	NotReady bool
 	Labels   map[string]string
+	// Tolerations let the Pods run on tainted nodes (the testbed's IPVS node).
+	Tolerations []corev1.Toleration
+	// Drain keeps a Pod serving (and Ready by its probe) this long after
+	// SIGTERM: a terminating Pod that is still serving.
+	Drain time.Duration
+	// StallPort also listens on this TCP port with an accept backlog of 1 and
+	// never accepts: a backend whose accept queue fills.
+	StallPort int
 }
 
 // DeployEcho creates the echo Deployment (deleted with the namespace).
@@ -70,6 +78,14 @@ func (tb *Testbed) DeployEcho(t testing.TB, ns string, o EchoOptions) *appsv1.De
 	if o.NotReady {
 		args = append(args, "--not-ready")
 	}
+	if o.StallPort > 0 {
+		args = append(args, "--stall-port", strconv.Itoa(o.StallPort))
+	}
+	grace := int64(1)
+	if o.Drain > 0 {
+		args = append(args, "--drain", o.Drain.String())
+		grace = int64(o.Drain.Seconds()) + 30
+	}
 	probe := &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(httpPort)}},
 		PeriodSeconds:    1,
@@ -87,7 +103,8 @@ func (tb *Testbed) DeployEcho(t testing.TB, ns string, o EchoOptions) *appsv1.De
 		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 	}
 	spec := corev1.PodSpec{
-		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		TerminationGracePeriodSeconds: ptr.To(grace),
+		Tolerations:                   o.Tolerations,
 		Containers: []corev1.Container{{
 			Name:            "echo",
 			Image:           EchoImage,

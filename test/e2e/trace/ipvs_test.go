@@ -28,18 +28,27 @@ import (
 
 // ipvsNode is the testbed's IPVS node (test/testbed/ipvs-node.sh): a
 // user-mode Linux kernel on the testbed bridge running the real kube-proxy
-// in IPVS mode and two Pod network namespaces with the echo server. It has
-// no kubelet, so no collector Pod can run there: the test gives it a Node
-// object (kept Ready by renewing its Lease) and traces with the real
-// planner, requests and judge, running the collector binary inside the
-// node instead of in a Pod (ipvsInspector).
+// in IPVS mode and a real kubelet with containerd, registered with the
+// testbed's API server and tainted so that only the Pods that tolerate it
+// run there. Traces run the plugin itself, whose collector Pod runs there.
+//
+// Without the kubelet (SVTB_IPVS_KUBELET=0) the node has two Pod network
+// namespaces with the echo server: the test then gives it a Node object
+// (kept Ready by renewing its Lease) and traces with the real planner,
+// requests and judge, running the collector binary inside the node instead
+// of in a Pod (ipvsInspector).
 type ipvsNode struct {
 	Name, IP, Zone string
 	Pods           map[string]string // name → IP
 	script, dir    string
+	kubelet        bool
+	taint          corev1.Taint
 }
 
-func setupIPVSNode(t *testing.T, tb *framework.Testbed) *ipvsNode {
+// ipvsEchoLabel marks the echo Pods a test runs on the IPVS node.
+const ipvsEchoLabel = "ipvs-echo"
+
+func setupIPVSNode(t *testing.T, tb *framework.Testbed, ns string) *ipvsNode {
 	t.Helper()
 	if os.Getenv("SVTB_IPVS_NODE") == "0" {
 		t.Skip("SVTB_IPVS_NODE=0: the testbed has no IPVS node")
@@ -74,14 +83,28 @@ func setupIPVSNode(t *testing.T, tb *framework.Testbed) *ipvsNode {
 				n.Zone = v
 			case "IPVS_NODE_DIR":
 				n.dir = v
+			case "IPVS_NODE_KUBELET":
+				n.kubelet = v == "1"
+			case "IPVS_NODE_TAINT": // key=value:effect
+				kv, effect, _ := strings.Cut(v, ":")
+				key, val, _ := strings.Cut(kv, "=")
+				n.taint = corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(effect)}
 			case "IPVS_POD":
 				name, ip, _ := strings.Cut(v, "=")
 				n.Pods[name] = ip
 			}
 		}
 	}
-	if n.Name == "" || n.dir == "" || len(n.Pods) < 2 {
+	if n.Name == "" || n.dir == "" || (!n.kubelet && len(n.Pods) < 2) {
 		t.Fatalf("ipvs-node.sh env: %s", out)
+	}
+	if n.kubelet {
+		n.requireRegistered(t, tb)
+		tb.DeployEcho(t, ns, framework.EchoOptions{Name: ipvsEchoLabel, Replicas: 2, Nodes: []string{n.Name}, Tolerations: n.tolerations()})
+		for _, p := range tb.WaitPodsReady(t, ns, map[string]string{"app": ipvsEchoLabel}, 2) {
+			n.Pods[p.Name] = p.Status.PodIP
+		}
+		return n
 	}
 	// The collector binary, run inside the node.
 	bin := filepath.Join(n.dir, "bin", "svctrace-collector")
@@ -92,6 +115,42 @@ func setupIPVSNode(t *testing.T, tb *framework.Testbed) *ipvsNode {
 	}
 	n.registerNode(t, tb)
 	return n
+}
+
+// tolerations let a Pod run on the IPVS node.
+func (n *ipvsNode) tolerations() []corev1.Toleration {
+	return []corev1.Toleration{{Key: n.taint.Key, Operator: corev1.TolerationOpEqual, Value: n.taint.Value, Effect: n.taint.Effect}}
+}
+
+// requireRegistered checks that the node's own kubelet registered it: Ready,
+// the kubelet's version, the node's address, zone and taint.
+func (n *ipvsNode) requireRegistered(t *testing.T, tb *framework.Testbed) {
+	t.Helper()
+	node, err := tb.Client.CoreV1().Nodes().Get(framework.Context(t, 30*time.Second), n.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the IPVS node's kubelet did not register %s: %v", n.Name, err)
+	}
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	var addr string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			addr = a.Address
+		}
+	}
+	tainted := false
+	for _, tt := range node.Spec.Taints {
+		tainted = tainted || (tt.Key == n.taint.Key && tt.Effect == n.taint.Effect)
+	}
+	if !ready || addr != n.IP || node.Labels[corev1.LabelTopologyZone] != n.Zone || !tainted ||
+		!strings.HasPrefix(node.Status.NodeInfo.KubeletVersion, "v1.37") || !strings.Contains(node.Status.NodeInfo.KernelVersion, "6.1") {
+		t.Fatalf("node %s: ready %v, address %q, zone %q, taints %v, kubelet %q, kernel %q", n.Name, ready, addr,
+			node.Labels[corev1.LabelTopologyZone], node.Spec.Taints, node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.KernelVersion)
+	}
 }
 
 // registerNode creates the Node object (Ready, its address and zone) and
@@ -200,6 +259,13 @@ func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace
 // kubectl-svctrace would exit with.
 func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string) (*report.ServiceTrace, int) {
 	t.Helper()
+	if n.kubelet {
+		r := svctrace(t, tb, name, "-n", ns, "--node", n.Name)
+		if r.Trace == nil {
+			t.Fatalf("kubectl-svctrace %s --node %s: exit %d, no trace: %s", name, n.Name, r.Exit, r.Stderr)
+		}
+		return r.Trace, r.Exit
+	}
 	tr, err := trace.Run(framework.Context(t, 3*time.Minute), tb.Client, ns, name, trace.Options{
 		Inspector: ipvsInspector{t, n}, Nodes: trace.NodeSelection{Nodes: []string{n.Name}}})
 	if err != nil {
@@ -322,8 +388,8 @@ func refuseTraceCheck(t *testing.T, tr *report.ServiceTrace, layer report.LayerN
 // IPVS mode programmed them, and after breaking them by hand there.
 func TestIPVSNode(t *testing.T) {
 	tb := framework.Setup(t)
-	n := setupIPVSNode(t, tb)
 	ns := tb.Namespace(t)
+	n := setupIPVSNode(t, tb, ns)
 
 	t.Run("ClusterIP healthy", func(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -434,6 +500,43 @@ func TestIPVSNode(t *testing.T) {
 		}
 	})
 
+	t.Run("bridge-nf-call-iptables off", func(t *testing.T) {
+		if !n.kubelet {
+			t.Skip("SVTB_IPVS_KUBELET=0: no CNI bridge on the IPVS node")
+		}
+		// A client Pod on the same CNI bridge as the Service's endpoints: the
+		// endpoint's reply is bridged straight back to it, and only
+		// br_netfilter with bridge-nf-call-iptables=1 sends it through
+		// conntrack, which reverses IPVS's DNAT.
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bridged"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+		tb.DeployEcho(t, ns, framework.EchoOptions{Name: "bclient", Replicas: 1, Nodes: []string{n.Name}, Tolerations: n.tolerations()})
+		client := tb.WaitPodsReady(t, ns, map[string]string{"app": "bclient"}, 1)[0]
+		url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
+		get := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := tb.ExecInPod(ctx, ns, client.Name, "echo", "/echo", "get", url)
+			return err
+		}
+		if err := get(); err != nil {
+			t.Fatalf("%s from %s with bridge-nf-call-iptables=1: %v", url, client.Name, err)
+		}
+		n.exec(t, "sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=0")
+		t.Cleanup(func() { _, _ = n.tryExec("sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=1") })
+		if err := get(); err == nil {
+			t.Fatalf("%s still answers %s with bridge-nf-call-iptables=0: the fault is not real here", url, client.Name)
+		}
+		r := svctrace(t, tb, svc.Name, "-n", ns, "--from", "pod/"+client.Name)
+		c := requireCheck(t, r, report.LayerRoute, report.CodeRTBridgeNFSameNode, n.Name)
+		if !strings.Contains(c.Message, "bridge-nf-call-iptables=0") || !strings.Contains(c.Message, "cni0") {
+			t.Errorf("%s does not name the setting and the bridge: %q", c.Code, c.Message)
+		}
+		if r.Exit != 3 {
+			t.Errorf("exit %d, want 3", r.Exit)
+		}
+	})
+
 	t.Run("ClusterIP missing from kube-ipvs0", func(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "no-dummy"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
@@ -492,8 +595,8 @@ func (n *ipvsNode) restartKubeProxy(t *testing.T, mode string) {
 // other mode wrote.
 func TestIPVSNodeProxyFaults(t *testing.T) {
 	tb := framework.Setup(t)
-	n := setupIPVSNode(t, tb)
 	ns := tb.Namespace(t)
+	n := setupIPVSNode(t, tb, ns)
 
 	t.Run("kube-proxy stopped then an endpoint removed", func(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "frozen"},
@@ -586,4 +689,61 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 			t.Errorf("%s does not say IPVS is active and iptables holds this Service: %q", report.CodeDPLeftovers, c.Message)
 		}
 	})
+}
+
+// TestIPVSNodeKubelet: the IPVS node is a node like the others. Its own
+// kubelet registered it, a Deployment spread over all three nodes runs a
+// replica there, and a NodePort Service over those Pods traced with
+// --all-nodes (a collector Pod on each node, the UML one included) passes,
+// with the IPVS node's datapath read from the IPVS proxier's rules.
+func TestIPVSNodeKubelet(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	n := setupIPVSNode(t, tb, ns)
+	if !n.kubelet {
+		t.Skip("SVTB_IPVS_KUBELET=0: the IPVS node runs no kubelet")
+	}
+	nodes := append(tb.NodeNames(), n.Name)
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "web", Replicas: int32(len(nodes)), Nodes: nodes, Tolerations: n.tolerations()})
+	pods := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, len(nodes))
+	on := map[string]bool{}
+	for _, p := range pods {
+		on[p.Spec.NodeName] = true
+	}
+	if !on[n.Name] {
+		t.Fatalf("no replica on %s: %v", n.Name, on)
+	}
+	svc := tb.CreateService(t, ns, framework.NewService("web", "web", framework.NodePort()))
+	tb.WaitReadyEndpoints(t, ns, svc.Name, len(nodes))
+	vip := fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+		a, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip)
+		b, _ := n.tryExec("ipvsadm", "-Ln", "-t", np)
+		if strings.Count(a, "Masq") == len(nodes) && strings.Count(b, "Masq") == len(nodes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-proxy (ipvs) in %s did not program %s and %s with %d real servers:\n%s\n%s", n.Name, vip, np, len(nodes), a, b)
+		}
+	}
+	for _, extra := range [][]string{nil, {"--all-nodes"}} {
+		r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
+		requireNoFail(t, r)
+		if r.Trace == nil {
+			continue
+		}
+		refuseTraceCheck(t, r.Trace, report.LayerDatapath, report.CodeDPNodePortMissing)
+		if extra == nil {
+			continue
+		}
+		owner := requireTraceCheck(t, r.Trace, report.LayerDatapath, report.CodeDPOwner, n.Name)
+		if !strings.Contains(owner.Message, "ipvs") {
+			t.Errorf("owner on %s: %q", n.Name, owner.Message)
+		}
+		requireTraceCheck(t, r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+		for _, node := range tb.NodeNames() {
+			requireTraceCheck(t, r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, node)
+		}
+	}
 }

@@ -1,14 +1,17 @@
 #!/bin/sh
 # kubelet-guest.sh DIR: a real kubelet with containerd, runc and the CNI
-# bridge plugin inside user-mode Linux (a uml/lib.sh job, run by init.sh as
-# root of the guest). Standalone: no API server; the kubelet runs the static
-# Pods in DIR/manifests. DIR (a host directory, shared over hostfs) holds:
+# bridge plugin inside user-mode Linux (a uml/lib.sh job run by init.sh as
+# root of the guest, or started by node-guest.sh). DIR (a host directory,
+# shared over hostfs) holds:
 #   env         KUBELET CONTAINERD_BIN IMAGES NODE_NAME NODE_IP POD_CIDR
-#               (POD_CIDR's first address is the bridge's)
+#               (POD_CIDR's first address is the bridge's), and to register
+#               with an API server: KUBECONFIG_FILE CLIENT_CA CLUSTER_DNS
+#               RESOLV_CONF NODE_LABELS NODE_TAINTS; READY_FILE (default ready)
 #   manifests/  static Pod manifests
-# and receives containerd.log, kubelet.log, pod-logs/, status (one line a
-# step) and ready (once the kubelet's healthz answers). Then it waits for the
-# host to stop the guest ($SVTB_OUT/stop).
+# Without KUBECONFIG_FILE the kubelet is standalone (static Pods only).
+# DIR receives containerd.log, kubelet.log, pod-logs/, status (one line a
+# step) and READY_FILE (once the kubelet's healthz answers). Then it waits
+# for the host to stop the guest ($SVTB_OUT/stop).
 #
 # Everything the kubelet and containerd write lives in the guest: their roots
 # are a tmpfs (overlayfs needs a real upper file system, hostfs is not one),
@@ -41,11 +44,14 @@ mkdir -p "$state/cni/net.d" "$state/kubelet" "$state/containerd" "$state/contain
 awk '{print} /^processor/{print "cpu MHz\t\t: 1000.000"}' /proc/cpuinfo >"$state/cpuinfo"
 mount --bind "$state/cpuinfo" /proc/cpuinfo
 
-# The node's address (the kubelet wants one) and the Pod bridge's network.
-ip link add eth0 type dummy 2>/dev/null
-ip addr add "$NODE_IP/24" dev eth0
-ip link set eth0 up
-ip route add default dev eth0 2>/dev/null
+# The node's address (the kubelet wants one): a dummy eth0 when the guest
+# has no network of its own.
+if ! ip link show eth0 >/dev/null 2>&1; then
+	ip link add eth0 type dummy
+	ip addr add "$NODE_IP/24" dev eth0
+	ip link set eth0 up
+	ip route add default dev eth0 2>/dev/null
+fi
 sysctl -qw net.ipv4.ip_forward=1
 
 cat >"$state/containerd.toml" <<TOML
@@ -107,17 +113,38 @@ for img in $IMAGES; do
 done
 status "images: $(ctr -a "$state/containerd.sock" -n k8s.io images ls -q 2>&1 | grep -c svctrace.local)"
 
-cat >"$state/kubelet.yaml" <<KCFG
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: 127.0.0.1
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+if [ -n "${KUBECONFIG_FILE:-}" ]; then
+	# Registered: served on the node's address for the API server (logs,
+	# exec), authenticated and authorized by it, as the testbed's other
+	# kubelets are.
+	auth="address: $NODE_IP
+port: 10250
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: \"$CLIENT_CA\"}
+authorization: {mode: Webhook}
+clusterDNS: [$CLUSTER_DNS]
+clusterDomain: cluster.local
+resolvConf: $RESOLV_CONF
+nodeStatusReportFrequency: 10s
+maxPods: 30"
+	register="--kubeconfig=$KUBECONFIG_FILE --node-labels=${NODE_LABELS:-} --register-with-taints=${NODE_TAINTS:-}"
+else
+	auth="address: 127.0.0.1
 authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
+authorization: {mode: AlwaysAllow}"
+	register=""
+fi
+cat >"$state/kubelet.yaml" <<KCFG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+$auth
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
 cgroupDriver: cgroupfs
 failSwapOn: false
 containerRuntimeEndpoint: unix://$state/containerd.sock
@@ -131,12 +158,13 @@ evictionHard: {memory.available: "20Mi", nodefs.available: "1%", nodefs.inodesFr
 fileCheckFrequency: 2s
 seccompDefault: true
 KCFG
-status "kubelet starting"
+status "kubelet starting${register:+ (registering with the API server)}"
+# shellcheck disable=SC2086 # $register is a list of flags
 "$KUBELET" --config="$state/kubelet.yaml" --root-dir="$state/kubelet" --cert-dir="$state/kubelet/pki" \
-	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" -v=2 >"$dir/kubelet.log" 2>&1 &
+	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" $register -v=2 >"$dir/kubelet.log" 2>&1 &
 kubelet=$!
 for i in $(seq 600); do
-	if curl -fsS -m 2 http://127.0.0.1:10248/healthz >/dev/null 2>&1; then status "kubelet healthy"; : >"$dir/ready"; break; fi
+	if curl -fsS -m 2 http://127.0.0.1:10248/healthz >/dev/null 2>&1; then status "kubelet healthy"; : >"$dir/${READY_FILE:-ready}"; break; fi
 	kill -0 "$kubelet" 2>/dev/null || { status "kubelet exited"; break; }
 	sleep 0.5
 done

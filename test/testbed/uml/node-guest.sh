@@ -2,14 +2,18 @@
 # node-guest.sh DIR: the job of the testbed's IPVS node inside user-mode
 # Linux (started by test/testbed/ipvs-node.sh through uml/lib.sh). DIR (a host
 # directory, shared over hostfs) holds:
-#   env              NODE_IP GATEWAY ROUTES POD_CIDR_GW BIN_ECHO KUBE_PROXY
+#   env              NODE_IP GATEWAY ROUTES POD_CIDR_GW BIN_ECHO KUBE_PROXY, and
+#                    KUBELET with kubelet-guest.sh's settings for a real kubelet
 #   kube-proxy.yaml  the real kube-proxy's configuration (mode ipvs)
-#   pods             one "NAME IP" a line: a Pod network namespace with the
-#                    testbed echo server (HTTP 8080, TCP 9000, UDP 9001)
+#   pods             without a kubelet: one "NAME IP" a line, a Pod network
+#                    namespace with the testbed echo server (HTTP 8080, TCP
+#                    9000, UDP 9001)
 #   spool/           commands from the host: ID.cmd is run with sh, its
 #                    output goes to ID.out / ID.err and its status to ID.rc
-# It configures eth0 (the vector/tap device on the testbed bridge), the Pod
-# bridge, the Pods, starts kube-proxy, then serves the spool until the host
+# It configures eth0 (the vector/tap device on the testbed bridge), starts
+# kube-proxy and the kubelet (kubelet-guest.sh: containerd, the CNI bridge
+# cni0 holding the Pod CIDR's gateway) or, without a kubelet, a Pod bridge
+# with the Pod network namespaces; then it serves the spool until the host
 # asks the guest to stop ($SVTB_OUT/stop).
 set -u
 dir=$1
@@ -25,24 +29,31 @@ for r in $(echo "$ROUTES" | tr + ' '); do ip route add "${r%=*}" via "${r#*=}"; 
 sysctl -qw net.ipv4.ip_forward=1
 sysctl -qw net.ipv4.conf.all.rp_filter=0
 
-# Pods: a bridge holding the Pod CIDR's gateway, one veth per Pod.
-ip link add cbr0 type bridge
-ip addr add "$POD_CIDR_GW" dev cbr0
-ip link set cbr0 up
-i=0
-while read -r name ip; do
-	[ -n "$name" ] || continue
-	i=$((i + 1))
-	ip netns add "$name"
-	ip link add "vp$i" type veth peer name eth0 netns "$name"
-	ip link set "vp$i" master cbr0 up
-	ip -n "$name" link set lo up
-	ip -n "$name" addr add "$ip/${POD_CIDR_GW#*/}" dev eth0
-	ip -n "$name" link set eth0 up
-	ip -n "$name" route add default via "${POD_CIDR_GW%/*}"
-	POD_NAME=$name POD_IP=$ip NODE_NAME=$NODE_NAME ip netns exec "$name" "$BIN_ECHO" serve >"$dir/pod-$name.log" 2>&1 &
-done <"$dir/pods"
-log "network and $i pod(s) up"
+if [ -z "${KUBELET:-}" ]; then
+	# Pods: a bridge holding the Pod CIDR's gateway, one veth per Pod.
+	ip link add cbr0 type bridge
+	ip addr add "$POD_CIDR_GW" dev cbr0
+	ip link set cbr0 up
+	i=0
+	while read -r name ip; do
+		[ -n "$name" ] || continue
+		i=$((i + 1))
+		ip netns add "$name"
+		ip link add "vp$i" type veth peer name eth0 netns "$name"
+		ip link set "vp$i" master cbr0 up
+		ip -n "$name" link set lo up
+		ip -n "$name" addr add "$ip/${POD_CIDR_GW#*/}" dev eth0
+		ip -n "$name" link set eth0 up
+		ip -n "$name" route add default via "${POD_CIDR_GW%/*}"
+		POD_NAME=$name POD_IP=$ip NODE_NAME=$NODE_NAME ip netns exec "$name" "$BIN_ECHO" serve >"$dir/pod-$name.log" 2>&1 &
+	done <"$dir/pods"
+	log "network and $i pod(s) up"
+else
+	# Pods on the CNI bridge reaching a ClusterIP served by a Pod on the same
+	# bridge: the reply must cross the node's conntrack to be un-NATed (the
+	# setting kube-proxy's IPVS mode expects on bridge CNIs).
+	sysctl -qw net.bridge.bridge-nf-call-iptables=1 || log "bridge-nf-call-iptables not set"
+fi
 
 # kube-proxy exits when its Node object is deleted (and on some errors);
 # restart it as the kubelet restarts a kube-proxy Pod.
@@ -59,6 +70,15 @@ kp_loop=$!
 log "kube-proxy started"
 : >"$dir/ready"
 
+# The kubelet (its containerd, images and CNI) comes up on its own; it
+# writes $dir/kubelet-ready once its healthz answers.
+kubelet_job=""
+if [ -n "${KUBELET:-}" ]; then
+	"$(dirname "$0")/kubelet-guest.sh" "$dir" >"$dir/kubelet-guest.log" 2>&1 &
+	kubelet_job=$!
+	log "kubelet-guest started"
+fi
+
 mkdir -p "$dir/spool"
 while [ ! -e "$SVTB_OUT/stop" ]; do
 	for f in "$dir"/spool/*.cmd; do
@@ -74,5 +94,6 @@ done
 log "stopping"
 kill "$(cat /run/kube-proxy.pid)" 2>/dev/null
 wait "$kp_loop"
+[ -z "$kubelet_job" ] || wait "$kubelet_job"
 # The Pods' echo servers.
 for name in $(cut -d' ' -f1 "$dir/pods"); do ip netns pids "$name" 2>/dev/null | xargs -r kill 2>/dev/null; done
