@@ -91,6 +91,8 @@ func serve(args []string) error {
 	bind := fs.String("bind", envStr("ECHO_BIND", "0.0.0.0"), "address to listen on (127.0.0.1 = loopback only)")
 	notReady := fs.Bool("not-ready", os.Getenv("ECHO_NOT_READY") == "true", "start with /healthz failing")
 	readyFile := fs.String("ready-file", os.Getenv("ECHO_READY_FILE"), "if set, /healthz also fails while this file exists containing \"false\"")
+	stallPort := fs.Int("stall-port", 0, "also listen on this TCP port with an accept backlog of 1 and never accept: the queue fills after two connections and further SYNs are dropped (0 disables)")
+	drain := fs.Duration("drain", 0, "on SIGTERM, keep serving (and answering /healthz) this long before exiting, as an app with a graceful shutdown does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,16 +181,53 @@ func serve(args []string) error {
 			}
 		}()
 	}
+	if *stallPort > 0 {
+		fd, err := stallListener(*stallPort)
+		if err != nil {
+			return fmt.Errorf("stall port %d: %w", *stallPort, err)
+		}
+		defer syscall.Close(fd)
+	}
 	fmt.Fprintf(os.Stderr, "echo: serving on %s http=%d tcp=%d udp=%d ready=%v\n", *bind, *httpPort, *tcpPort, *udpPort, ready.Load())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case s := <-sigs:
+		if *drain > 0 {
+			fmt.Fprintln(os.Stderr, "echo: draining for", *drain, "on", s)
+			select {
+			case <-time.After(*drain):
+			case s = <-sigs:
+			}
+		}
 		fmt.Fprintln(os.Stderr, "echo: exiting on", s)
 		return nil
 	case err := <-errc:
 		return err
 	}
+}
+
+// stallListener listens on 0.0.0.0:port with a backlog of 1 and is never
+// accepted from: net.Listen would use the kernel's somaxconn backlog, which no
+// test fills.
+func stallListener(port int) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port}); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	if err := syscall.Listen(fd, 1); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 func trimSpace(b []byte) []byte {
