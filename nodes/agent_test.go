@@ -1,7 +1,10 @@
 package nodes
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -51,8 +54,13 @@ func runWithAgent(t *testing.T, allowed bool) (map[string]transport, []string, i
 	in.Exec = func(_ context.Context, ns, pod, container string, cmd []string, stdin []byte) ([]byte, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if container != AgentContainerName || cmd[0] != AgentCollector || !strings.Contains(string(stdin), `"nodeName":"node-000"`) {
-			t.Errorf("exec %s/%s %s %v with %s", ns, pod, container, cmd, stdin)
+		zr, err := gzip.NewReader(bytes.NewReader(stdin))
+		if err != nil {
+			t.Fatalf("the request on stdin is not gzipped: %v", err)
+		}
+		req, _ := io.ReadAll(zr)
+		if container != AgentContainerName || cmd[0] != AgentCollector || !strings.Contains(string(req), `"nodeName":"node-000"`) {
+			t.Errorf("exec %s/%s %s %v with %s", ns, pod, container, cmd, req)
 		}
 		execd = append(execd, pod)
 		return []byte("W a library warning\n{\"kind\":\"NodeObservation\"}\n"), nil

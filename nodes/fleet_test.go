@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,7 +113,8 @@ func fleetInspector(f *fleet, parallel int) *Inspector {
 }
 
 // TestRunAllFollowsEveryPodOverOneWatch: 200 collectors are followed by one
-// watch for the whole run, never read with a GET, and each Pod is deleted.
+// watch for the whole run, never read with a GET, and their Pods are
+// deleted with one DeleteCollection at the end, not one delete each.
 func TestRunAllFollowsEveryPodOverOneWatch(t *testing.T) {
 	f := newFleet(false)
 	in := fleetInspector(f, 50)
@@ -131,8 +133,39 @@ func TestRunAllFollowsEveryPodOverOneWatch(t *testing.T) {
 	if g := f.count("get"); g != 0 {
 		t.Errorf("%d GETs of collector Pods, want none: the run's watch reports every change", g)
 	}
-	if c, d := f.count("create"), f.count("delete"); c != 200 || d != 200 {
-		t.Errorf("%d creates and %d deletes, want 200 of each", c, d)
+	if c, d, dc := f.count("create"), f.count("delete"), f.count("delete-collection"); c != 200 || d != 0 || dc != 1 {
+		t.Errorf("%d creates, %d deletes and %d DeleteCollection, want 200, 0 and 1", c, d, dc)
+	}
+	list, err := f.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("%d collector Pods left after the run", len(list.Items))
+	}
+}
+
+// TestRunAllDeletesOneByOneWithoutDeleteCollection: a role that may delete
+// Pods but not collections still leaves nothing behind.
+func TestRunAllDeletesOneByOneWithoutDeleteCollection(t *testing.T) {
+	f := newFleet(false)
+	f.PrependReactor("delete-collection", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(podsGVR.GroupResource(), "", fmt.Errorf("no deletecollection"))
+	})
+	in := fleetInspector(f, 10)
+	opts := PodSpecOptions{Namespace: testNS, Image: "img", RunID: "rnodc", Profile: ProfileNetAdmin}
+	views := in.runAll(context.Background(), opts, fleetPlan(20))
+	for _, v := range views {
+		if v.Observation == nil {
+			t.Fatalf("node %s: %s", v.Node, v.Failure)
+		}
+	}
+	list, err := f.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 || f.count("delete") != 20 {
+		t.Errorf("%d Pods left after %d deletes, want 0 after 20", len(list.Items), f.count("delete"))
 	}
 }
 
@@ -168,25 +201,23 @@ func TestRunAllInterruptedDeletesTheRunInOneRequest(t *testing.T) {
 	}
 }
 
-// TestRunAllBoundsParallelism: never more collector Pods alive at once than
+// TestRunAllBoundsParallelism: never more collectors running at once than
 // --max-parallel.
 func TestRunAllBoundsParallelism(t *testing.T) {
 	f := newFleet(false)
 	var live, peak int32
-	f.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+	in := fleetInspector(f, 7)
+	run := in.runner
+	in.runner = func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error) {
 		if n := atomic.AddInt32(&live, 1); n > atomic.LoadInt32(&peak) {
 			atomic.StoreInt32(&peak, n)
 		}
-		return false, nil, nil
-	})
-	f.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		atomic.AddInt32(&live, -1)
-		return false, nil, nil
-	})
-	in := fleetInspector(f, 7)
+		defer atomic.AddInt32(&live, -1)
+		return run(r, ctx, node, req)
+	}
 	opts := PodSpecOptions{Namespace: testNS, Image: "img", RunID: "rpar", Profile: ProfileNetAdmin}
 	in.runAll(context.Background(), opts, fleetPlan(60))
 	if p := atomic.LoadInt32(&peak); p > 7 || p < 2 {
-		t.Errorf("peak of %d collector Pods at once, want at most --max-parallel 7 (and some parallelism)", p)
+		t.Errorf("peak of %d collectors at once, want at most --max-parallel 7 (and some parallelism)", p)
 	}
 }

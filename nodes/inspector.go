@@ -260,12 +260,19 @@ func capNames(p Profile) []string {
 func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []trace.PlannedNode) []trace.NodeView {
 	prog := newProgress(in.Progress)
 	defer prog.done()
+	var createdMu sync.Mutex
+	var created []string
 	runner := &Runner{
 		Client:        in.Client,
 		Options:       opts,
 		StartTimeout:  in.Flags.StartTimeout,
 		Progress:      prog.update,
 		sweptByCaller: true,
+		created: func(pod string) {
+			createdMu.Lock()
+			defer createdMu.Unlock()
+			created = append(created, pod)
+		},
 	}
 	rw := startRunWatch(ctx, in.Client, opts.Namespace, opts.RunID)
 	if rw != nil {
@@ -356,19 +363,31 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	if rw != nil {
 		rw.close()
 	}
-	if ctx.Err() != nil {
-		in.sweepRun(opts)
+	if len(created) > 0 || ctx.Err() != nil {
+		in.sweepRun(opts, created)
 	}
 	return views
 }
 
-// sweepRun deletes every Pod of the run in one request, on a fresh context:
-// after a Ctrl-C the Runs leave their Pods to it.
-func (in *Inspector) sweepRun(opts PodSpecOptions) {
+// sweepRun deletes every Pod of the run, on a fresh context (the run may
+// have been interrupted): one DeleteCollection by the run's label, or,
+// where the role may not delete collections, the created Pods one by one.
+func (in *Inspector) sweepRun(opts PodSpecOptions, created []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	pods := in.Client.CoreV1().Pods(opts.Namespace)
+	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 	sel := LabelRun + "=" + labelValue(opts.RunID)
-	err := in.Client.CoreV1().Pods(opts.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel})
+	err := pods.DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: sel})
+	if apierrors.IsForbidden(err) {
+		var errs []error
+		for _, name := range created {
+			if derr := pods.Delete(ctx, name, now); derr != nil && !apierrors.IsNotFound(derr) {
+				errs = append(errs, derr)
+			}
+		}
+		err = errors.Join(errs...)
+	}
 	if err != nil && in.Progress != nil {
 		fmt.Fprintf(in.Progress, "\r\033[Kcould not delete the collector Pods of run %s: %v; run `kubectl svctrace cleanup`\n", opts.RunID, err)
 	}

@@ -122,10 +122,14 @@ type Runner struct {
 	// watch, when set, is the run's shared watch: Run follows its Pod there
 	// instead of opening a watch of its own.
 	watch *runWatch
-	// sweptByCaller: on a canceled context Run leaves its Pod to the
-	// caller, which deletes all of the run's Pods with one DeleteCollection
-	// (a thousand deletes after a Ctrl-C would outlast the user's patience).
+	// sweptByCaller: Run leaves its Pod to the caller, which deletes all
+	// of the run's Pods with one DeleteCollection when the run ends or is
+	// interrupted: a thousand deletes would be a third of a thousand-node
+	// run's requests, and after a Ctrl-C would outlast the user's patience.
+	// created, when set, is told each Pod Run created, for a caller that
+	// must delete them one by one (no deletecollection permission).
 	sweptByCaller bool
+	created       func(pod string)
 }
 
 // Output is what one collector Pod returned.
@@ -172,8 +176,11 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 		}
 		return nil, fail(FailCreate, StageCreating, "", err.Error(), err)
 	}
+	if r.created != nil {
+		r.created(created.Name)
+	}
 	defer func() {
-		if r.sweptByCaller && ctx.Err() != nil {
+		if r.sweptByCaller {
 			return
 		}
 		if derr := r.delete(created.Name); derr != nil && err == nil {

@@ -13,6 +13,9 @@ import (
 const (
 	conciseEndpoints = 10
 	conciseNodes     = 6
+	// conciseVariants is how many differing reports of one finding on
+	// different nodes are shown in full; the others are counted.
+	conciseVariants = 3
 )
 
 func gridRowsCount(m *report.EndpointMatrix) int {
@@ -247,31 +250,64 @@ func writeLayerConcise(w io.Writer, s *textStyle, l *report.Layer) {
 		reason = esc(l.Reason)
 	}
 	writeWrapped(w, head+" "+s.word(l.Status, string(l.Status))+":", headW+1+len(l.Status)+1, reason, headW+1)
-	var okNodes int
-	shownNodes := 0
+	// Nodes with the same result are one line, the outliers one each.
+	var okNodes, shown, hidden int
+	var notPassing []report.NodeResult
 	for _, n := range l.Nodes {
 		if n.Status == report.StatusPass {
 			okNodes++
 			continue
 		}
-		if shownNodes >= conciseNodes {
+		notPassing = append(notPassing, n)
+	}
+	for _, g := range groupNodes(notPassing) {
+		if shown >= conciseNodes {
+			hidden += len(g.nodes)
 			continue
 		}
-		shownNodes++
-		line := fmt.Sprintf("    %s node %s %s", s.mark(n.Status), esc(n.Node), s.word(n.Status, string(n.Status)))
-		if n.Reason != "" {
-			line += ": " + esc(n.Reason)
+		shown++
+		var line string
+		if len(g.nodes) == 1 {
+			line = fmt.Sprintf("    %s node %s %s", s.mark(g.status), esc(g.nodes[0]), s.word(g.status, string(g.status)))
+		} else {
+			line = fmt.Sprintf("    %s %d nodes %s", s.mark(g.status), len(g.nodes), s.word(g.status, string(g.status)))
+		}
+		if g.reason != "" {
+			line += ": " + esc(g.reason)
+		}
+		if len(g.nodes) > 1 {
+			line += s.faint.Render(" (" + esc(nodeRange(g.nodes, s.ellipsis())) + ")")
 		}
 		fmt.Fprintln(w, line)
 	}
-	if hidden := len(l.Nodes) - okNodes - shownNodes; hidden > 0 {
+	if hidden > 0 {
 		fmt.Fprintf(w, "    %s\n", s.faint.Render(fmt.Sprintf("%s %d more nodes did not pass (-o wide lists them)", s.ellipsis(), hidden)))
 	}
 	if okNodes > 0 && okNodes < len(l.Nodes) {
 		fmt.Fprintf(w, "    %s %s\n", s.mark(report.StatusPass), s.faint.Render(plural(okNodes, "other node")+" passed"))
 	}
+	// A finding whose details differ on every node (its own endpoints,
+	// say) is shown in full on the first few and counted on the rest.
+	variants := map[string]int{}
+	rest := map[string][]string{}
+	var restOrder []foldedCheck
 	for _, f := range foldChecks(other) {
+		key := f.check.Code + "\x00" + string(f.check.Status)
+		if f.check.Node != "" && variants[key] >= conciseVariants {
+			if rest[key] == nil {
+				restOrder = append(restOrder, f)
+			}
+			rest[key] = append(rest[key], f.nodes...)
+			continue
+		}
+		variants[key]++
 		writeCheck(w, s, f.check, f.nodes)
+	}
+	for _, f := range restOrder {
+		nodes := rest[f.check.Code+"\x00"+string(f.check.Status)]
+		line := fmt.Sprintf("    %s %s %s", s.mark(f.check.Status), s.bold.Render(f.check.Code),
+			s.faint.Render(fmt.Sprintf("also on %s, with details of their own (-o wide lists them): %s", plural(len(nodes), "more node"), esc(nodeRange(nodes, s.ellipsis())))))
+		fmt.Fprintln(w, line)
 	}
 	if sum := summary(); sum != "" {
 		writeWrapped(w, "    "+s.faint.Render("also"), 8, s.faint.Render(sum), 9)

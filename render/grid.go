@@ -40,6 +40,7 @@ func writeGrid(w io.Writer, s *textStyle, m *report.EndpointMatrix) {
 		if pi > 0 {
 			fmt.Fprintln(w)
 		}
+		p = withSharedCells(p)
 		title := s.bold.Render("Nodes × endpoints")
 		if s.opts.ASCII {
 			title = s.bold.Render("Nodes x endpoints")
@@ -322,4 +323,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// withSharedCells is p with each SameAs row holding the cells of the row it
+// names (shared, not copied), so the renderers read every row alike.
+func withSharedCells(p report.MatrixPort) report.MatrixPort {
+	shared := false
+	for _, n := range p.Nodes {
+		shared = shared || n.SameAs != ""
+	}
+	if !shared {
+		return p
+	}
+	cells := map[string][]report.MatrixCell{}
+	rows := make([]report.MatrixRow, len(p.Nodes))
+	for i, n := range p.Nodes {
+		if n.SameAs != "" {
+			n.Cells = cells[n.SameAs]
+		} else {
+			cells[n.Node] = n.Cells
+		}
+		rows[i] = n
+	}
+	p.Nodes = rows
+	return p
 }

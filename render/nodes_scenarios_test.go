@@ -204,3 +204,65 @@ func init() {
 		return nodeRun(views), views
 	}})
 }
+
+// fleetInput is web with 300 ready endpoints over n nodes node-001…:
+// 70 nodes × 300 endpoints are over the 20,000 cells a grid spells out, so
+// the evidence names shared endpoint sets and the grid shares rows' cells.
+func fleetInput(n int) *trace.Input {
+	in := baseInput()
+	in.Pods = nil
+	names := manyNodes(in, n)
+	var ips []string
+	for i := range 300 {
+		ips = append(ips, fmt.Sprintf("10.244.%d.%d", 1+i/250, 1+i%250))
+	}
+	sl := endpointSlice(true, ips...)
+	for i := range sl.Endpoints {
+		node := names[i%n]
+		sl.Endpoints[i].NodeName, sl.Endpoints[i].Zone = ptr(node), nil
+		sl.Endpoints[i].TargetRef.Name = fmt.Sprintf("web-%d", i+1)
+		in.Pods = append(in.Pods, pod(fmt.Sprintf("web-%d", i+1), ips[i], node))
+	}
+	in.Slices = []discoveryv1.EndpointSlice{sl}
+	return in
+}
+
+func init() {
+	// --all-nodes on 70 nodes of a 300-endpoint Service: 65 nodes' kube-proxy
+	// still sends everything to an endpoint that is gone and does not
+	// forward (each node names its own endpoints then), 3 are healthy,
+	// node-069 lacks one endpoint, node-070's collector never ran.
+	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *trace.Input { return fleetInput(70) },
+		views: func() (*report.CollectorRun, []trace.NodeView) {
+			all := map[string]float64{}
+			for _, sl := range fleetInput(70).Slices {
+				for _, e := range sl.Endpoints {
+					all[e.Addresses[0]+":8080"] = 1.0 / 300
+				}
+			}
+			short := map[string]float64{}
+			for ep := range all {
+				if ep != "10.244.2.17:8080" {
+					short[ep] = 1.0 / 299
+				}
+			}
+			var views []trace.NodeView
+			for i := 1; i <= 70; i++ {
+				name := fmt.Sprintf("node-%03d", i)
+				v := trace.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
+				switch {
+				case i <= 65:
+					v.Observation = nodeObservation(name, map[string]float64{"10.244.9.9:8080": 1}, nil)
+					v.Observation.Sections.Route.Data.IPv4Forward = "0"
+				case i <= 68:
+					v.Observation = nodeObservation(name, all, nil)
+				case i == 69:
+					v.Observation = nodeObservation(name, short, nil)
+				default:
+					v.Failure = "collector on node node-070 (pod svctrace-collector-q8r2t) did not start within 60s"
+				}
+				views = append(views, v)
+			}
+			return nodeRun(views), views
+		}})
+}

@@ -372,48 +372,60 @@ func writeNodeFan(w io.Writer, s *textStyle, hops []hop, col int) {
 	if h == nil || col < 0 {
 		return
 	}
-	// Nodes that are not passing first, then passing ones, up to the bound.
-	var shown []nodeHop
+	// Nodes that are not passing first, grouped by what they report, then
+	// the passing ones, up to the bound.
+	var failing, passing []report.NodeResult
 	for _, n := range h.nodes {
-		if n.status != report.StatusPass {
-			shown = append(shown, n)
-		}
-	}
-	for _, n := range h.nodes {
+		r := report.NodeResult{Node: n.node, Status: n.status, Reason: n.reason}
 		if n.status == report.StatusPass {
-			shown = append(shown, n)
+			r.Reason = ""
+			passing = append(passing, r)
+		} else {
+			failing = append(failing, r)
 		}
 	}
-	var hidden []nodeHop
+	groups := append(groupNodes(failing), groupNodes(passing)...)
+	var hidden []nodeGroup
+	shown := groups
 	if len(shown) > maxFannedNodes {
 		hidden = shown[maxFannedNodes-1:]
 		shown = shown[:maxFannedNodes-1]
 	}
-	rest := len(hidden)
+	rest := 0
+	for _, g := range hidden {
+		rest += len(g.nodes)
+	}
 	col = min(col, lineWidth-30)
 	branch, last := "├ ", "└ "
 	if s.opts.ASCII {
 		branch, last = "|- ", "`- "
 	}
-	for k, n := range shown {
+	for k, g := range shown {
 		b := branch
 		if k == len(shown)-1 && rest == 0 {
 			b = last
 		}
-		line := strings.Repeat(" ", col) + b + s.pathMark(n.status) + " " + esc(n.node)
-		if n.status != report.StatusPass && n.reason != "" {
-			line += "  " + esc(n.reason)
+		label := esc(g.nodes[0])
+		if len(g.nodes) > 1 {
+			label = plural(len(g.nodes), "node")
+			if g.status == report.StatusPass {
+				label += " pass"
+			}
+		}
+		line := strings.Repeat(" ", col) + b + s.pathMark(g.status) + " " + label
+		if g.status != report.StatusPass && g.reason != "" {
+			line += "  " + esc(g.reason)
 		}
 		line = clipWidth(line, lineWidth, s)
-		mark := s.pathMark(n.status)
+		mark := s.pathMark(g.status)
 		i := strings.Index(line, b+mark)
-		fmt.Fprintln(w, line[:i+len(b)]+s.status[n.status].Render(mark)+line[i+len(b)+len(mark):])
+		fmt.Fprintln(w, line[:i+len(b)]+s.status[g.status].Render(mark)+line[i+len(b)+len(mark):])
 	}
 	if rest > 0 {
 		notPassing := 0
-		for _, n := range hidden {
-			if n.status != report.StatusPass {
-				notPassing++
+		for _, g := range hidden {
+			if g.status != report.StatusPass {
+				notPassing += len(g.nodes)
 			}
 		}
 		more := fmt.Sprintf("%s %d more nodes pass", s.pathMark(report.StatusPass), rest)

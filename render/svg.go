@@ -260,6 +260,7 @@ func svgGrid(m *report.EndpointMatrix, top int) ([]any, int) {
 	var out []any
 	y := top
 	for _, p := range m.Ports {
+		p = withSharedCells(p)
 		out = append(out, svgText{X: svgMargin, Y: y + 14, Class: "hop", Text: "Nodes × endpoints " + p.Port})
 		out = append(out, svgText{X: svgMargin, Y: y + 30, Class: "small", Text: "each cell: share of new connections the node programs, its direct probe"})
 		y += 44

@@ -306,9 +306,22 @@ func writeEvidence(w io.Writer, s *textStyle, c report.Check) {
 				}
 				val = strings.Join(items, ", ")
 			}
+			if f.Set != "" {
+				// A shared list, spelled out once in -o json.
+				val = fmt.Sprintf("%s (endpointSets %s in -o json)", f.Value, f.Set)
+				if len(f.Except) > 0 {
+					val += fmt.Sprintf(", all but %s", strings.Join(f.Except[:min(len(f.Except), evidenceItems)], ", "))
+					if len(f.Except) > evidenceItems {
+						val += fmt.Sprintf(" %s %d more", s.ellipsis(), len(f.Except)-evidenceItems)
+					}
+				}
+			}
 			fmt.Fprintf(w, "%s%s %s\n", indent, s.key.Render(esc(f.Key)+":"), esc(clip(val, s)))
 		}
 		for _, r := range c.Evidence.Raw {
+			if s.opts.ASCII {
+				r = strings.ReplaceAll(r, "…", "...") // the "… N more" of a long listing
+			}
 			fmt.Fprintf(w, "%s%s\n", indent+"  ", s.faint.Render(esc(clip(r, s))))
 		}
 	}

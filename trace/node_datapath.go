@@ -175,6 +175,22 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 	}
 	svc := nj.in.Service
 	zone, zoneKnown := nodeZone(nj.in, node)
+	if nj.expectations == nil {
+		nj.expectations = map[string]*nodeExpectation{}
+		nj.byZone = map[string]*nodeExpectation{}
+		nj.nodeIndependent = expect.NodeIndependent(svc, nj.in.Slices)
+	}
+	// Where the node's name changes nothing, the nodes of a zone share one
+	// expectation: computed once, and the same object, so that what is
+	// derived from it (the endpoint sets the checks and the grid compare
+	// against) is derived once too.
+	zoneKey := fmt.Sprintf("%t/%s", zoneKnown, zone)
+	if nj.nodeIndependent {
+		if ne := nj.byZone[zoneKey]; ne != nil {
+			nj.expectations[node] = ne
+			return ne
+		}
+	}
 	ne := &nodeExpectation{zone: zone,
 		expect: expect.ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
 	// Judging against an empty zone would expect every endpoint where
@@ -184,10 +200,16 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 		nj.readOrders = expect.NewReadOrders(nj.in.Slices)
 	}
 	ne.choices = expect.ChoicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
-	if nj.expectations == nil {
-		nj.expectations = map[string]*nodeExpectation{}
+	nj.internLists(ne.expect)
+	if ne.choices != nil {
+		for _, set := range ne.choices.Sets {
+			nj.internLists(set)
+		}
 	}
 	nj.expectations[node] = ne
+	if nj.nodeIndependent {
+		nj.byZone[zoneKey] = ne
+	}
 	return ne
 }
 
@@ -342,14 +364,9 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.EmitNode(report.CodeDPRejectWithEPs, node, base, pp.Evidence)
 		return
 	}
-	wantSet := map[string]bool{}
-	wantByIP := map[string]string{}
-	for _, e := range want {
-		wantSet[e.String()] = true
-		wantByIP[e.IP] = e.String()
-	}
-	gotSet := map[string]bool{}
-	gotByIP := map[string]string{}
+	wantSet := nj.endpointSetOf(want)
+	gotSet := make(map[string]bool, len(pp.Endpoints))
+	gotByIP := make(map[string]string, len(pp.Endpoints))
 	for _, e := range pp.Endpoints {
 		gotSet[e.Endpoint] = true
 		if h, _, err := net.SplitHostPort(e.Endpoint); err == nil {
@@ -358,7 +375,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	var missing, stale []string
 	problems := 0
-	for ep := range wantSet {
+	for _, ep := range wantSet.strings {
 		if gotSet[ep] {
 			continue
 		}
@@ -371,25 +388,24 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		missing = append(missing, ep)
 	}
 	for ep := range gotSet {
-		if wantSet[ep] {
+		if wantSet.has[ep] {
 			continue
 		}
 		h, _, _ := net.SplitHostPort(ep)
-		if _, ok := wantByIP[h]; ok {
+		if _, ok := wantSet.byIP[h]; ok {
 			continue // reported as a wrong port
 		}
 		stale = append(stale, ep)
 	}
-	sort.Strings(missing)
 	sort.Strings(stale)
 	if len(missing) > 0 {
 		nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]report.Field{fieldItems("missing", missing), fieldItems("expected", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{nj.missingField(wantSet, missing), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)...)
 		problems++
 	}
 	if len(stale) > 0 {
 		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale), "programmer": programmerOf(mode)}), pp.Evidence,
-			append([]report.Field{fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{fieldItems("stale", stale), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)...)
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {
@@ -461,7 +477,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if problems == 0 {
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
-			append([]report.Field{fieldItems("endpoints", expect.EndpointStrings(want))}, zoneFields(pe)...)...)
+			append([]report.Field{nj.endpointsField("endpoints", wantSet)}, zoneFields(pe)...)...)
 	}
 }
 
@@ -521,7 +537,7 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
 	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), fieldItems("expected", expect.EndpointStrings(pe.External)))
+		fieldItems("missing", missing), fieldItems("stale", stale), nj.endpointsField("expected", nj.endpointSetOf(pe.External)))
 	return 1
 }
 

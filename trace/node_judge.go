@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"net"
 	"net/netip"
@@ -38,7 +39,8 @@ type NodeView struct {
 func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
-	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from}
+	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from,
+		nodeCount: len(views), listSeed: maphash.MakeSeed()}
 	nj.sockets = nj.buildSocketIndex(views)
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
@@ -71,6 +73,22 @@ type nodeJudge struct {
 	// programmed ports, computed once (expectation, programmed).
 	expectations    map[string]*nodeExpectation
 	programmedPorts map[string]*nodeProgrammed
+	// nodeIndependent: the expectation depends on a node's zone only
+	// (expect.NodeIndependent); byZone then holds one per zone.
+	nodeIndependent bool
+	byZone          map[string]*nodeExpectation
+	// endpointSets are the sets derived from a shared expectation's
+	// endpoint lists, by the list (endpointSetOf).
+	endpointSets map[endpointListKey]*endpointSet
+	// lists are the distinct endpoint lists of the expectations, by hash
+	// (internLists).
+	lists    map[uint64][][]expect.ExpectedEndpoint
+	listSeed maphash.Seed
+	// probeSets are the probe scopes' expectation-derived sets, per
+	// expectation (probeScope).
+	probeSets map[string]*probeScope
+	// nodeCount is the number of nodes judged.
+	nodeCount int
 }
 
 func (nj *nodeJudge) skipped(layer report.LayerName) bool {

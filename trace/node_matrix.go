@@ -1,10 +1,11 @@
 package trace
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
-	"slices"
 	"sort"
+	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 
@@ -37,14 +38,17 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	type portGrid struct {
 		port    report.MatrixPort
 		columns map[string]bool
-		rows    []matrixRowCells
+		// sets are the expected sets whose endpoints are columns already.
+		sets map[*endpointSet]bool
+		rows []matrixRowCells
 	}
 	grids := map[string]*portGrid{}
 	var order []string
 	grid := func(label string) *portGrid {
 		g := grids[label]
 		if g == nil {
-			g = &portGrid{port: report.MatrixPort{Port: label, Endpoints: []string{}, Nodes: []report.MatrixRow{}}, columns: map[string]bool{}}
+			g = &portGrid{port: report.MatrixPort{Port: label, Endpoints: []string{}, Nodes: []report.MatrixRow{}},
+				columns: map[string]bool{}, sets: map[*endpointSet]bool{}}
 			grids[label] = g
 			order = append(order, label)
 		}
@@ -63,6 +67,10 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		}
 	}
 
+	// A row holds what its cells are judged from: the node's expected set
+	// (shared by nodes with the same expectation) and what it programmed.
+	// The cells are made only once the columns are known, and only the
+	// ones the grid keeps.
 	for _, v := range views {
 		ne := nj.expectation(v.Node)
 		expect, choices := ne.expect, ne.choices
@@ -92,14 +100,17 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			}
 			g := grid(servicePortLabel(in.Namespace, in.Name, pe))
 			row := matrixRowCells{node: v.Node, readable: readable, reason: reason, probes: probes,
-				expected: map[string]bool{}, programmed: map[string]float64{}}
-			for _, e := range pe.Internal {
-				row.expected[e.String()] = true
-				g.columns[e.String()] = true
+				expected: nj.endpointSetOf(pe.Internal)}
+			if !g.sets[row.expected] {
+				g.sets[row.expected] = true
+				for _, e := range row.expected.strings {
+					g.columns[e] = true
+				}
 			}
 			if pp != nil {
 				row.datapath = pp.Datapath
 				if pp.Captured {
+					row.programmed = make(map[string]float64, len(pp.Endpoints))
 					for _, e := range pp.Endpoints {
 						row.programmed[e.Endpoint] += e.Share
 						g.columns[e.Endpoint] = true
@@ -118,23 +129,20 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		}
 		sort.Strings(g.port.Endpoints)
 		g.port.Sparse = len(g.port.Endpoints)*len(g.rows) > maxMatrixCells
-		for _, r := range g.rows {
-			row := r.judge(g.port.Endpoints)
-			if g.port.Sparse && !r.readable {
-				row.Cells = nil
-			}
-			if g.port.Sparse {
-				kept := row.Cells[:0]
-				for _, c := range row.Cells {
-					if c.Status != report.StatusPass && c.Status != report.StatusSkipped {
-						kept = append(kept, c)
-					}
+		// In a sparse port, rows with the same kept cells name the first
+		// of them (SameAs) instead of repeating its cells.
+		firstWith := map[string]string{}
+		for i := range g.rows {
+			r := &g.rows[i]
+			row := r.judge(g.port.Endpoints, g.port.Sparse)
+			r.programmed, r.probes = nil, nil // done with: rows are judged one at a time
+			if g.port.Sparse && len(row.Cells) > 0 {
+				key := cellsKey(row.Cells)
+				if first, ok := firstWith[key]; ok {
+					row.SameAs, row.Cells = first, nil
+				} else {
+					firstWith[key] = row.Node
 				}
-				if len(kept) > maxSparseRowCells {
-					row.OddCells = len(kept)
-					kept = kept[:maxSparseRowCells]
-				}
-				row.Cells = slices.Clip(kept)
 			}
 			g.port.Nodes = append(g.port.Nodes, row)
 		}
@@ -146,6 +154,15 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		return nil
 	}
 	return m
+}
+
+// cellsKey identifies a row's cells, for SameAs.
+func cellsKey(cells []report.MatrixCell) string {
+	var b strings.Builder
+	for _, c := range cells {
+		fmt.Fprintf(&b, "%s|%s|%t|%t|%g|%g|%s|%s\x00", c.Endpoint, c.Status, c.Expected, c.Programmed, c.Share, c.FairShare, c.Probe, c.Problem)
+	}
+	return b.String()
 }
 
 // allEndpointsOf is every endpoint the expectation names, for any policy.
@@ -192,7 +209,7 @@ func endpointProbes(obs *collectorapi.Observation) map[string]string {
 type matrixRowCells struct {
 	node, datapath, reason string
 	readable               bool
-	expected               map[string]bool
+	expected               *endpointSet
 	programmed             map[string]float64
 	probes                 map[string]string
 }
@@ -200,8 +217,10 @@ type matrixRowCells struct {
 // judge turns one node's facts into its row: a cell fails when the node
 // misses an endpoint it should program, keeps one it should not, or cannot
 // connect to a programmed one; it warns when a share is off the fair one by
-// more than judgeDatapath's tolerance.
-func (r matrixRowCells) judge(columns []string) report.MatrixRow {
+// more than judgeDatapath's tolerance. A sparse row keeps only the cells
+// that neither pass nor are skipped, at most maxSparseRowCells of them, and
+// none when the node could not be read.
+func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 	row := report.MatrixRow{Node: r.node, Datapath: r.datapath, Status: report.StatusPass}
 	if !r.readable {
 		row.Status, row.Reason = report.StatusUnknown, r.reason
@@ -213,8 +232,12 @@ func (r matrixRowCells) judge(columns []string) report.MatrixRow {
 	if n := len(r.programmed); n > 0 {
 		fair = 1 / float64(n)
 	}
+	odd := 0
 	for _, col := range columns {
-		c := report.MatrixCell{Endpoint: col, Expected: r.expected[col], Probe: r.probes[probeKey(col)]}
+		c := report.MatrixCell{Endpoint: col, Expected: r.expected.has[col]}
+		if r.probes != nil {
+			c.Probe = r.probes[probeKey(col)]
+		}
 		share, programmed := r.programmed[col]
 		c.Programmed, c.Share = programmed, share
 		if c.Expected || c.Programmed {
@@ -251,7 +274,18 @@ func (r matrixRowCells) judge(columns []string) report.MatrixRow {
 			}
 			row.Probes[c.Probe]++
 		}
+		if sparse {
+			if !r.readable || c.Status == report.StatusPass || c.Status == report.StatusSkipped {
+				continue
+			}
+			if odd++; odd > maxSparseRowCells {
+				continue
+			}
+		}
 		row.Cells = append(row.Cells, c)
+	}
+	if odd > maxSparseRowCells {
+		row.OddCells = odd
 	}
 	return row
 }

@@ -57,35 +57,61 @@ type policyBlock struct {
 }
 
 func (nj *nodeJudge) probeScope(node string) *probeScope {
-	sc := &probeScope{
-		internal:        map[probePort]map[string]bool{},
-		external:        map[probePort]map[string]bool{},
-		cluster:         map[probePort]map[string]bool{},
-		remote:          map[string]map[probePort]map[string]bool{},
-		droppedByDesign: map[probePort]bool{},
-		blocked:         map[string]policyBlock{},
-	}
-	ports := nj.expectation(node).expect
-	sc.known = ports != nil
-	add := func(m map[probePort]map[string]bool, k probePort, eps []expect.ExpectedEndpoint, proto string) {
-		if m[k] == nil {
-			m[k] = map[string]bool{}
+	ne := nj.expectation(node)
+	// Keyed by the expectation's (interned) lists, so nodes whose lists
+	// are equal share the sets even when their expectations are their own.
+	var key strings.Builder
+	for _, pe := range ne.expect {
+		for _, l := range [][]expect.ExpectedEndpoint{pe.Internal, pe.External, pe.Cluster} {
+			if len(l) > 0 {
+				fmt.Fprintf(&key, "%p/%d,", &l[0], len(l))
+			} else {
+				key.WriteString("-,")
+			}
 		}
-		for _, e := range eps {
-			m[k][e.String()+"/"+proto] = true
-		}
+		fmt.Fprintf(&key, "%t;", pe.InternalPolicyLocal && pe.HasAnyEndpoints)
 	}
-	for _, pe := range ports {
-		k := probePortOf(pe.PortName, pe.Protocol)
-		add(sc.internal, k, pe.Internal, k.protocol)
-		add(sc.external, k, pe.External, k.protocol)
-		add(sc.cluster, k, pe.Cluster, k.protocol)
-		if pe.InternalPolicyLocal && pe.HasAnyEndpoints && len(pe.Internal) == 0 {
-			sc.droppedByDesign[k] = true
-		}
+	if ne.expect == nil {
+		key.WriteString("unknown")
 	}
+	shared := nj.probeSets[key.String()]
+	if shared == nil {
+		// Derived from the expectation alone: nodes that share one share
+		// these sets (read only from here on).
+		shared = &probeScope{
+			internal:        map[probePort]map[string]bool{},
+			external:        map[probePort]map[string]bool{},
+			cluster:         map[probePort]map[string]bool{},
+			droppedByDesign: map[probePort]bool{},
+		}
+		ports := ne.expect
+		shared.known = ports != nil
+		add := func(m map[probePort]map[string]bool, k probePort, eps []expect.ExpectedEndpoint, proto string) {
+			if m[k] == nil {
+				m[k] = map[string]bool{}
+			}
+			for _, e := range eps {
+				m[k][e.String()+"/"+proto] = true
+			}
+		}
+		for _, pe := range ports {
+			k := probePortOf(pe.PortName, pe.Protocol)
+			add(shared.internal, k, pe.Internal, k.protocol)
+			add(shared.external, k, pe.External, k.protocol)
+			add(shared.cluster, k, pe.Cluster, k.protocol)
+			if pe.InternalPolicyLocal && pe.HasAnyEndpoints && len(pe.Internal) == 0 {
+				shared.droppedByDesign[k] = true
+			}
+		}
+		if nj.probeSets == nil {
+			nj.probeSets = map[string]*probeScope{}
+		}
+		nj.probeSets[key.String()] = shared
+	}
+	sc := *shared
+	sc.remote = map[string]map[probePort]map[string]bool{}
 	sc.blocked = nj.policyBlocks(node)
-	return sc
+	return &sc
 }
 
 // policyBlocks evaluates the NetworkPolicies for this node as the client.

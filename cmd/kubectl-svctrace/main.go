@@ -17,6 +17,10 @@ import (
 // Set by -ldflags "-X main.version=… -X main.commit=… -X main.date=…".
 var version, commit, date string
 
+// atExit runs just before the process exits; the fleet bench's build (tag
+// fleetbench) writes its profiles there.
+var atExit = func() {}
+
 func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -26,6 +30,7 @@ func main() {
 		<-signals
 		cancel() // first signal: stop the trace and let cleanup run
 		<-signals
+		atExit()
 		os.Exit(130) // second signal: leave now
 	}()
 
@@ -38,5 +43,6 @@ func main() {
 			fmt.Fprintf(os.Stderr, "See 'kubectl svctrace --help' for usage.\n")
 		}
 	}
+	atExit()
 	os.Exit(cli.ExitCode(err))
 }

@@ -62,6 +62,8 @@ func TestRunSelectsSections(t *testing.T) {
 		"file":   {[]string{"--request-file", file}, ""},
 		"stdin":  {nil, req(`"route"`)},
 		"gz":     {gzArgs(t, req(`"route"`)), ""},
+		// What the plugin sends a node agent: the request gzipped on stdin.
+		"stdin gzipped": {[]string{"--request-file", "-"}, gzipped(t, req(`"route"`))},
 	}
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {
@@ -136,4 +138,17 @@ func gzArgs(t *testing.T, request string) []string {
 	}
 	enc := base64.StdEncoding.EncodeToString(buf.Bytes())
 	return []string{"--request-gz", enc[:len(enc)/2], "--request-gz", enc[len(enc)/2:]}
+}
+
+func gzipped(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -108,3 +108,28 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// NodeIndependent reports whether ExpectForNode gives every node of one zone
+// the same answer: no traffic policy is Local (whose endpoints are the
+// node's own) and no endpoint carries a node hint (PreferSameNode). A trace
+// of a thousand nodes then computes one expectation per zone instead of one
+// per node.
+func NodeIndependent(svc *corev1.Service, slices []discoveryv1.EndpointSlice) bool {
+	if svc == nil {
+		return false
+	}
+	if p := svc.Spec.InternalTrafficPolicy; p != nil && *p == corev1.ServiceInternalTrafficPolicyLocal {
+		return false
+	}
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		return false
+	}
+	for i := range slices {
+		for _, e := range slices[i].Endpoints {
+			if e.Hints != nil && len(e.Hints.ForNodes) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -222,3 +222,27 @@ func TestExpectForNodeIgnoresWhatKubeProxyIgnores(t *testing.T) {
 		t.Errorf("slice labelled headless: got %+v, want no endpoints", got)
 	}
 }
+
+func TestNodeIndependent(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	hinted := discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"},
+		Hints: &discoveryv1.EndpointHints{ForNodes: []discoveryv1.ForNode{{Name: "n1"}}}}}}
+	zoned := discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"},
+		Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "z1"}}}}}}
+	for _, tc := range []struct {
+		name   string
+		svc    *corev1.Service
+		slices []discoveryv1.EndpointSlice
+		want   bool
+	}{
+		{"cluster policies", &corev1.Service{}, []discoveryv1.EndpointSlice{zoned}, true},
+		{"internal Local", &corev1.Service{Spec: corev1.ServiceSpec{InternalTrafficPolicy: &local}}, nil, false},
+		{"external Local", &corev1.Service{Spec: corev1.ServiceSpec{ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal}}, nil, false},
+		{"node hints", &corev1.Service{}, []discoveryv1.EndpointSlice{hinted}, false},
+		{"no Service", nil, nil, false},
+	} {
+		if got := NodeIndependent(tc.svc, tc.slices); got != tc.want {
+			t.Errorf("%s: NodeIndependent = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

@@ -45,6 +45,10 @@ type MatrixRow struct {
 	// first ones by endpoint): a node missing all 5,000 endpoints is one
 	// count, not 5,000 cells saying "missing".
 	OddCells int `json:"oddCells,omitempty"`
+	// SameAs, in a sparse port, names an earlier node whose row has the
+	// same cells: this row leaves them out and keeps its own status and
+	// counts, so 1,000 nodes missing the same endpoints are one list.
+	SameAs string `json:"sameAs,omitempty"`
 }
 
 // MatrixCell is one endpoint as one node sees it.

@@ -71,8 +71,19 @@ type ServiceTrace struct {
 	// Matrix is the node × endpoint grid of the inspected nodes.
 	Matrix *EndpointMatrix `json:"matrix,omitempty"`
 	// Shares is each inspected node's split of new connections.
-	Shares  *ShareTable `json:"shares,omitempty"`
-	Verdict Verdict     `json:"verdict"`
+	Shares *ShareTable `json:"shares,omitempty"`
+	// EndpointSets are endpoint lists that the evidence of many nodes
+	// names (Field.Set) instead of repeating them. Only a large trace has
+	// them: more nodes × endpoints than the endpoint grid spells out.
+	EndpointSets []EndpointSet `json:"endpointSets,omitempty"`
+	Verdict      Verdict       `json:"verdict"`
+}
+
+// EndpointSet is one shared endpoint list, kube-proxy endpoint strings
+// (ip:port) sorted.
+type EndpointSet struct {
+	ID        string   `json:"id"`
+	Endpoints []string `json:"endpoints"`
 }
 
 // Metadata says when, where and by which svctrace the trace was taken.
@@ -232,11 +243,16 @@ type Evidence struct {
 	Raw    []string `json:"raw,omitempty"`
 }
 
-// Field is one piece of evidence. A list goes into Items, a scalar into Value.
+// Field is one piece of evidence. A list goes into Items, a scalar into
+// Value. In a large trace a list of endpoints that many nodes share is named
+// by Set (an ServiceTrace.EndpointSets ID) instead: the field's list is that
+// set without the endpoints in Except, and Value counts it.
 type Field struct {
-	Key   string   `json:"key"`
-	Value string   `json:"value,omitempty"`
-	Items []string `json:"items,omitempty"`
+	Key    string   `json:"key"`
+	Value  string   `json:"value,omitempty"`
+	Items  []string `json:"items,omitempty"`
+	Set    string   `json:"set,omitempty"`
+	Except []string `json:"except,omitempty"`
 }
 
 // Verdict sums the trace up.

@@ -48,7 +48,7 @@ rm -rf "$STATE/etcd" "$STATE/pki" "$STATE/audit.log" "$STATE/bin"
 mkdir -p "$STATE/pki" "$STATE/bin" "$STATE/logs"
 
 [[ -x $KWOK_DIR/kwok ]] || GOBIN=$KWOK_DIR go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
-(cd "$ROOT" && go build -o "$STATE/bin/kubectl-svctrace" ./cmd/kubectl-svctrace)
+(cd "$ROOT" && go build -tags fleetbench -o "$STATE/bin/kubectl-svctrace" ./cmd/kubectl-svctrace)
 
 # ------------------------------------------------------------------ PKI
 P=$STATE/pki
@@ -142,7 +142,8 @@ chmod +x "$STATE/bin/svctrace-collector"
 # kwok reads a log file in the CRI format the kubelet writes.
 printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" "$(tr -d '\n' <"$OBS")" >"$STATE/collector.log"
 sed -e "s#@STATE@#$STATE#g" "$HERE/kwok.yaml" >"$STATE/kwok.yaml"
-start kwok "$KWOK_DIR/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --manage-all-nodes=true \
+# kwok resolves an exec's command on its own PATH: the stand-in first.
+PATH="$STATE/bin:$PATH" start kwok "$KWOK_DIR/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --manage-all-nodes=true \
 	--config "$STATE/kwok.yaml" --server-address "127.0.0.1:$KWOK_PORT" --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
 	--tls-cert-file "$P/kwok.crt" --tls-private-key-file "$P/kwok.key" --cidr 10.250.0.0/16
 
@@ -161,14 +162,28 @@ NS
 "$HERE/../../../test/bench/fleet/gen.sh" service "$ENDPOINTS" 1000 | kctl apply -f - >/dev/null
 log "Service default/web with $ENDPOINTS endpoints created"
 
-audit_count() { # FROM_LINE -> "verb=count ..." for the plugin's requests
+# The plugin's requests from audit-log line FROM on, as "verb resource[/sub]=count ...".
+# A long-running request (watch, log, exec) is logged at ResponseStarted and
+# at ResponseComplete: it is counted once.
+audit_count() {
 	tail -n +"$1" "$STATE/audit.log" | grep -F '"userAgent":"kubectl-svctrace' |
-		grep -o '"verb":"[a-z]*"' | sort | uniq -c | awk '{gsub(/"verb":|"/,"",$2); printf "%s=%s ", $2, $1}'
+		jq -r 'select(.stage == "ResponseComplete" or .stage == "Panic") | .verb + " " + .objectRef.resource + (if .objectRef.subresource then "/" + .objectRef.subresource else "" end)' |
+		sort | uniq -c | awk '{printf "%s %s=%s, ", $2, $3, $1}' | sed 's/, $//'
 }
 peak_rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# How each node's observation came back, from the trace's JSON.
+transports() {
+	jq -r '[.metadata.collector.nodes[]? | (.transport // (if .inspected then "?" else "not-inspected" end))] | group_by(.) | map("\(.[0])=\(length)") | join(" ")' "$1" 2>/dev/null || echo "no JSON"
+}
 
+REPEAT=${FLEET_REPEAT:-3}
 nodes_now=0
-printf '%-6s %-9s %8s %8s %-60s %s\n' nodes mode wall_s rss_MiB "api requests (plugin, by verb)" "leftovers after SIGINT" | tee "$STATE/results.txt"
+{
+	echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, repeat $REPEAT (medians), plugin $(cd "$ROOT" && git rev-parse --short HEAD)"
+	printf '%-6s %-9s %8s %8s %9s %-16s %-34s %s\n' nodes mode wall_s rss_MiB json_MiB "load (1/5/15)" "transports" "leftovers after SIGINT"
+} | tee "$STATE/results.txt"
 for n in $SIZES; do
 	"$HERE/gen.sh" nodes "$nodes_now" "$n" | kctl apply -f - >/dev/null
 	nodes_now=$n
@@ -181,17 +196,29 @@ for n in $SIZES; do
 		else
 			until [[ $(kctl -n svctrace-system get pods -l app.kubernetes.io/name=svctrace-agent --no-headers 2>/dev/null | wc -l) -eq 0 ]]; do sleep 1; done
 		fi
-		from=$(($(wc -l <"$STATE/audit.log") + 1))
-		start_s=$(date +%s.%N)
-		/usr/bin/time -v -o "$STATE/time-$n-$mode.txt" "$STATE/bin/kubectl-svctrace" --kubeconfig "$KC" web -n default --all-nodes \
-			-o json >"$STATE/trace-$n-$mode.json" 2>"$STATE/trace-$n-$mode.err" || true
-		wall=$(echo "$(date +%s.%N) - $start_s" | bc)
-		sleep 2
-		reqs=$(audit_count "$from")
-		# Ctrl-C mid-run: SIGINT once a tenth of the nodes have a collector.
+		walls=() rsss=()
+		for r in $(seq "$REPEAT"); do
+			tag=$n-$mode-$r
+			from=$(($(wc -l <"$STATE/audit.log") + 1))
+			start_s=$(date +%s.%N)
+			SVCTRACE_CPUPROFILE=$STATE/cpu-$tag.prof SVCTRACE_MEMPROFILE=$STATE/mem-$tag.prof \
+				/usr/bin/time -v -o "$STATE/time-$tag.txt" "$STATE/bin/kubectl-svctrace" --kubeconfig "$KC" web -n default --all-nodes \
+				-o json >"$STATE/trace-$tag.json" 2>"$STATE/trace-$tag.err" || true
+			wall=$(echo "$(date +%s.%N) - $start_s" | bc)
+			load=$(loadavg)
+			sleep 2
+			reqs=$(audit_count "$from")
+			json=$(awk -v b="$(stat -c %s "$STATE/trace-$tag.json")" 'BEGIN {printf "%.1f", b/1048576}')
+			walls+=("$wall") rsss+=("$(peak_rss "$STATE/time-$tag.txt")")
+			printf '%-6s %-9s %8.1f %8s %9s %-16s %-34s\n' "$n" "$mode#$r" "$wall" "${rsss[-1]}" "$json" "$load" "$(transports "$STATE/trace-$tag.json")" | tee -a "$STATE/results.txt"
+			printf '       requests: %s\n' "$reqs" | tee -a "$STATE/results.txt"
+			grep -m1 '^error' "$STATE/trace-$tag.err" | sed 's/^/       /' | tee -a "$STATE/results.txt" || true
+		done
+		# Ctrl-C mid-run: SIGINT once a tenth of the nodes have a collector
+		# Pod (or after 3 s when the agent leaves nothing to count).
 		"$STATE/bin/kubectl-svctrace" --kubeconfig "$KC" web -n default --all-nodes -o json >/dev/null 2>"$STATE/sigint-$n-$mode.err" &
 		pid=$!
-		for _ in $(seq 300); do
+		for _ in $(seq 30); do
 			c=$(kctl -n svctrace-system get pods -l app.kubernetes.io/name=svctrace-collector --no-headers 2>/dev/null | wc -l)
 			((c >= n / 10)) && break
 			kill -0 $pid 2>/dev/null || break
@@ -201,7 +228,7 @@ for n in $SIZES; do
 		wait $pid 2>/dev/null || true
 		sleep 1
 		left=$(kctl -n svctrace-system get pods -l app.kubernetes.io/name=svctrace-collector --no-headers 2>/dev/null | wc -l)
-		printf '%-6s %-9s %8.1f %8s %-60s %s\n' "$n" "$mode" "$wall" "$(peak_rss "$STATE/time-$n-$mode.txt")" "$reqs" "$left" | tee -a "$STATE/results.txt"
+		printf '%-6s %-9s %8.1f %8s %9s %-16s %-34s %s\n' "$n" "$mode" "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${rsss[@]}" | median)" "" "median of $REPEAT" "" "$left" | tee -a "$STATE/results.txt"
 	done
 done
 log "results in $STATE/results.txt; traces in $STATE/trace-*.json"
