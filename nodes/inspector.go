@@ -52,9 +52,16 @@ type Flags struct {
 	Agent string
 }
 
+// DefaultMaxParallel is how many collectors run at once by default. The
+// pace of a large run is set by the client's request rate (two requests a
+// collector Pod, at 50 a second) and the API server's fairness, not by this
+// bound; it has to be large enough that the rate, not collectors waiting
+// for the kubelet, is what bounds it: 50 at about two seconds a collector.
+const DefaultMaxParallel = 50
+
 // NewFlags returns the defaults; image is the plugin's pinned collector image.
 func NewFlags(image string) *Flags {
-	return &Flags{MaxParallel: 5, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second, Agent: AgentAuto}
+	return &Flags{MaxParallel: DefaultMaxParallel, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second, Agent: AgentAuto}
 }
 
 // AddFlags registers the flags.
@@ -70,7 +77,7 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 // where: the ones a command that takes its node selection elsewhere (the MCP
 // server's tool arguments) still needs.
 func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&f.MaxParallel, "max-parallel", f.MaxParallel, "collector Pods running at once")
+	fs.IntVar(&f.MaxParallel, "max-parallel", f.MaxParallel, "collectors running at once (collector Pods or node agent execs)")
 	fs.StringVar(&f.Image, "image", f.Image, "collector image")
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")
 	fs.BoolVar(&f.Privileged, "privileged", f.Privileged, "run collector Pods privileged (default: only NET_ADMIN and NET_RAW)")

@@ -37,6 +37,10 @@ type Options struct {
 	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *report.PolicyClient
+	// Planned, when set, is told how many nodes the plan runs collectors
+	// on before they start: the command lets the trace's time grow with
+	// them.
+	Planned func(nodes int)
 }
 
 // PortNotFoundError says --port names no port of the Service: a usage error,
@@ -118,6 +122,9 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		}
 	}
 	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
+	if opts.Planned != nil {
+		opts.Planned(len(plan.Nodes))
+	}
 	nodes, err := opts.Inspector.Inspect(ctx, plan)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -159,7 +159,7 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	flags.StringVarP(&f.Output, "output", "o", f.Output, "output format: wide (text with every check's evidence), json, yaml or svg (default: concise text)")
 	flags.StringVar(&f.Color, "color", f.Color, "color the text output: auto, always or never (auto: only on a terminal, when NO_COLOR is empty and TERM is not dumb; never, a dumb terminal or a pipe also draw in plain ASCII)")
 	flags.BoolVar(&f.NoNode, "no-node", f.NoNode, "skip every layer that needs a node (datapath, conntrack, route, live DNS); they are reported as skipped")
-	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long")
+	flags.DurationVar(&f.Timeout, "timeout", f.Timeout, "give up the whole trace after this long; when not given, each inspected node adds "+PerNodeTimeout.String()+" to it (1,000 nodes: 2m40s)")
 	flags.StringVar(&f.ClusterDomain, "cluster-domain", f.ClusterDomain, "the cluster's DNS domain, for the expected Service name")
 	flags.BoolVarP(&f.Watch, "watch", "w", f.Watch, "after the first trace, watch the Service, its EndpointSlices and Pods and print only what changes, until Ctrl-C")
 	flags.DurationVar(&f.ReinspectInterval, "reinspect-interval", f.ReinspectInterval, "with --watch, inspect a node again at most this often (changes in between are judged against the last inspection)")
@@ -179,6 +179,9 @@ type TraceOptions struct {
 	Output      string
 	Text        render.TextOptions
 	Timeout     time.Duration
+	// TimeoutPerNode, when positive, is added to Timeout for each node the
+	// trace inspects (PerNodeTimeout when --timeout was not given).
+	TimeoutPerNode time.Duration
 	// From is --from, resolved in Run (it needs the API).
 	From string
 	// Save is the bundle directory (--save), "" for none.
@@ -341,11 +344,17 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		}
 		return o.runWatch(ctx)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel, deadline := withTraceDeadline(ctx, o.Timeout)
 	defer cancel()
+	if o.TimeoutPerNode > 0 {
+		o.Trace.Planned = func(nodes int) { deadline.extend(time.Duration(nodes) * o.TimeoutPerNode) }
+	}
 	if o.From != "" {
 		pc, err := nodes.ResolveFrom(ctx, o.Client, o.Namespace, o.From)
 		if err != nil {
+			if terr := timedOut(ctx, o.Namespace, o.ServiceName, deadline, o.TimeoutPerNode > 0); terr != nil {
+				return terr
+			}
 			return err
 		}
 		o.Trace.From = pc
@@ -356,8 +365,8 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 		return &UsageError{Err: err}
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("trace of %s/%s timed out after %s (--timeout)", o.Namespace, o.ServiceName, o.Timeout)
+		if terr := timedOut(ctx, o.Namespace, o.ServiceName, deadline, o.TimeoutPerNode > 0); terr != nil {
+			return terr
 		}
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("trace of %s/%s interrupted", o.Namespace, o.ServiceName)
@@ -430,6 +439,9 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 				return err
 			}
 			o.Trace.Version = info.Version
+			if !cmd.Flags().Changed("timeout") {
+				o.TimeoutPerNode = PerNodeTimeout
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

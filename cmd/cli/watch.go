@@ -127,9 +127,12 @@ func (w *traceWatch) run(ctx context.Context) error {
 // is over), the nodes, and judges them.
 func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrace, error) {
 	o := w.o
-	tctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	tctx, cancel, deadline := withTraceDeadline(ctx, o.Timeout)
 	defer cancel()
 	opts := o.Trace
+	if o.TimeoutPerNode > 0 {
+		opts.Planned = func(nodes int) { deadline.extend(time.Duration(nodes) * o.TimeoutPerNode) }
+	}
 	inspect := opts.Inspector != nil && !opts.NoNode && (force || !w.inspected || w.clock().Sub(w.inspectedAt) >= w.interval)
 	if !inspect {
 		opts.Inspector = nil
@@ -141,8 +144,8 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrac
 		if errors.As(err, &noPort) {
 			return nil, &UsageError{Err: err}
 		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("trace of %s/%s timed out after %s (--timeout)", o.Namespace, o.ServiceName, o.Timeout)
+		if terr := timedOut(tctx, o.Namespace, o.ServiceName, deadline, o.TimeoutPerNode > 0); terr != nil && ctx.Err() == nil {
+			return nil, terr
 		}
 		return nil, err
 	}

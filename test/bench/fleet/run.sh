@@ -131,17 +131,13 @@ log "kube-apiserver ready on 127.0.0.1:$API_PORT"
 
 # ------------------------------------------------------------------ kwok
 # The collector a fake node runs is the recorded observation: the log of a
-# collector Pod, and the stdout of an exec into an agent Pod (whose request,
-# on stdin, is read and dropped).
-cat >"$STATE/bin/svctrace-collector" <<SH
-#!/bin/sh
-cat >/dev/null
-cat "$OBS"
-SH
-chmod +x "$STATE/bin/svctrace-collector"
+# collector Pod, and the stdout of an exec into an agent Pod, where the
+# stand-in (standin/) reads the request on stdin and answers with the
+# observation as the request's node's.
+(cd "$ROOT" && go build -o "$STATE/bin/svctrace-collector" ./test/bench/fleet/standin)
 # kwok reads a log file in the CRI format the kubelet writes.
 printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" "$(tr -d '\n' <"$OBS")" >"$STATE/collector.log"
-sed -e "s#@STATE@#$STATE#g" "$HERE/kwok.yaml" >"$STATE/kwok.yaml"
+sed -e "s#@STATE@#$STATE#g" -e "s#@OBS@#$OBS#g" "$HERE/kwok.yaml" >"$STATE/kwok.yaml"
 # kwok resolves an exec's command on its own PATH: the stand-in first.
 PATH="$STATE/bin:$PATH" start kwok "$KWOK_DIR/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --manage-all-nodes=true \
 	--config "$STATE/kwok.yaml" --server-address "127.0.0.1:$KWOK_PORT" --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
