@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // The node agent: an opt-in DaemonSet (deploy/agent.yaml) whose Pods run the
@@ -80,15 +82,20 @@ func podReady(p *corev1.Pod) bool {
 func runAgent(ctx context.Context, exec ExecFunc, namespace, pod string, requestJSON []byte) ([]byte, error) {
 	// Gzipped: the request of a 5,000-endpoint Service shrinks tenfold on
 	// its way through the API server; the collector tells it by its magic.
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(requestJSON); err != nil {
-		return nil, err
+	// A large request comes gzipped already (PlannedNode.EncodedRequest).
+	gz := requestJSON
+	if !collectorapi.IsGzip(gz) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(requestJSON); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		gz = buf.Bytes()
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	out, err := exec(ctx, namespace, pod, AgentContainerName, []string{AgentCollector, "--request-file", "-"}, gz.Bytes())
+	out, err := exec(ctx, namespace, pod, AgentContainerName, []string{AgentCollector, "--request-file", "-"}, gz)
 	if err != nil {
 		return nil, err
 	}

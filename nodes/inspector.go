@@ -328,8 +328,9 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			}
 			defer func() { <-sem }()
 			// Encoded only once a slot is free: a request of every
-			// endpoint exists for the running collectors only.
-			body, err := json.Marshal(n.CollectRequest())
+			// endpoint exists for the running collectors only. The
+			// parts every node shares are encoded once per plan.
+			body, err := n.EncodedRequest()
 			if err != nil {
 				v.Failure = "cannot encode the collector request: " + err.Error()
 				return

@@ -30,6 +30,8 @@ type requestTemplate struct {
 	in       *Input
 	// readyIPs are the Ready nodes with an InternalIP, by name.
 	readyIPs []collectorapi.NodeAddress
+	// enc holds the encoded parts every node's request shares.
+	enc requestEncoder
 }
 
 func newRequestTemplate(in *Input, clusterDomain string, extraPodIPs ...string) *requestTemplate {

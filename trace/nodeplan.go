@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -75,6 +76,17 @@ func (n PlannedNode) CollectRequest() *collectorapi.Request {
 	req := n.template.forNode(n.Name)
 	req.Client = n.Client
 	return req
+}
+
+// EncodedRequest is the node's collector request encoded for the
+// collector: JSON, or gzip (collectorapi.IsGzip) when it is too large to
+// travel as plain JSON. The parts every node shares are encoded once per
+// plan.
+func (n PlannedNode) EncodedRequest() ([]byte, error) {
+	if n.Request != nil || n.template == nil {
+		return json.Marshal(n.Request)
+	}
+	return n.template.encodeForNode(n.Name, n.Client)
 }
 
 // ClientPod is the client Pod the node's collector probes from, nil when

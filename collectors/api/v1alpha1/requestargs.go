@@ -26,8 +26,17 @@ const (
 	RequestArgsMax = 1 << 20
 )
 
-// RequestArgs returns the container arguments that carry requestJSON.
+// IsGzip says whether b is gzip data rather than JSON (which never starts
+// with gzip's magic bytes).
+func IsGzip(b []byte) bool { return len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// RequestArgs returns the container arguments that carry requestJSON. It
+// may be gzipped already (IsGzip): a plugin that compresses the parts every
+// node shares once hands the result over as it is.
 func RequestArgs(requestJSON []byte) ([]string, error) {
+	if IsGzip(requestJSON) {
+		return gzipArgs(requestJSON, -1)
+	}
 	if len(requestJSON) <= RequestInlineMax {
 		return []string{"--request", string(requestJSON)}, nil
 	}
@@ -42,10 +51,20 @@ func RequestArgs(requestJSON []byte) ([]string, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	enc := base64.StdEncoding.EncodeToString(buf.Bytes())
+	return gzipArgs(buf.Bytes(), len(requestJSON))
+}
+
+// gzipArgs is the --request-gz arguments of a gzipped request of jsonLen
+// bytes (-1: not known).
+func gzipArgs(gz []byte, jsonLen int) ([]string, error) {
+	enc := base64.StdEncoding.EncodeToString(gz)
 	if len(enc) > RequestArgsMax {
-		return nil, fmt.Errorf("the collector request is %d KiB compressed (%d KiB of JSON), over the %d KiB a collector Pod can carry",
-			len(enc)>>10, len(requestJSON)>>10, RequestArgsMax>>10)
+		of := ""
+		if jsonLen >= 0 {
+			of = fmt.Sprintf(" (%d KiB of JSON)", jsonLen>>10)
+		}
+		return nil, fmt.Errorf("the collector request is %d KiB compressed%s, over the %d KiB a collector Pod can carry",
+			len(enc)>>10, of, RequestArgsMax>>10)
 	}
 	var args []string
 	for len(enc) > 0 {
