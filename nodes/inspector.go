@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -385,8 +387,8 @@ func (in *Inspector) sweepRun(opts PodSpecOptions, created []string) {
 	defer cancel()
 	pods := in.Client.CoreV1().Pods(opts.Namespace)
 	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
-	sel := LabelRun + "=" + labelValue(opts.RunID)
-	err := pods.DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: sel})
+	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + labelValue(opts.RunID)}
+	err := deleteCollection(ctx, in.Client, opts.Namespace, now, sel)
 	if apierrors.IsForbidden(err) {
 		var errs []error
 		for _, name := range created {
@@ -399,6 +401,28 @@ func (in *Inspector) sweepRun(opts PodSpecOptions, created []string) {
 	if err != nil && in.Progress != nil {
 		fmt.Fprintf(in.Progress, "\r\033[Kcould not delete the collector Pods of run %s: %v; run `kubectl svctrace cleanup`\n", opts.RunID, err)
 	}
+}
+
+// deleteCollection deletes the Pods sel selects. The API server answers a
+// DeleteCollection with every deleted object: a thousand collector Pods,
+// each carrying its request, are tens of megabytes, which client-go's
+// DeleteCollection reads whole into memory only to look at the status.
+// The answer is asked for as object metadata and streamed past instead.
+func deleteCollection(ctx context.Context, c kubernetes.Interface, namespace string, opts metav1.DeleteOptions, sel metav1.ListOptions) error {
+	rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		return c.CoreV1().Pods(namespace).DeleteCollection(ctx, opts, sel)
+	}
+	body, err := rc.Delete().Namespace(namespace).Resource("pods").
+		VersionedParams(&sel, scheme.ParameterCodec).Body(&opts).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json").
+		Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
+	return err
 }
 
 // Values of --agent.

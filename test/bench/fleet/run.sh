@@ -137,7 +137,8 @@ log "kube-apiserver ready on 127.0.0.1:$API_PORT"
 (cd "$ROOT" && go build -o "$STATE/bin/svctrace-collector" ./test/bench/fleet/standin)
 # kwok reads a log file in the CRI format the kubelet writes.
 printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" "$(tr -d '\n' <"$OBS")" >"$STATE/collector.log"
-sed -e "s#@STATE@#$STATE#g" -e "s#@OBS@#$OBS#g" "$HERE/kwok.yaml" >"$STATE/kwok.yaml"
+jq -c . "$OBS" >"$STATE/observation.json"
+sed -e "s#@STATE@#$STATE#g" -e "s#@OBS@#$STATE/observation.json#g" "$HERE/kwok.yaml" >"$STATE/kwok.yaml"
 # kwok resolves an exec's command on its own PATH: the stand-in first.
 PATH="$STATE/bin:$PATH" start kwok "$KWOK_DIR/kwok" --kubeconfig "$STATE/kwok.kubeconfig" --manage-all-nodes=true \
 	--config "$STATE/kwok.yaml" --server-address "127.0.0.1:$KWOK_PORT" --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
@@ -236,3 +237,7 @@ for n in $SIZES; do
 	done
 done
 log "results in $STATE/results.txt; traces in $STATE/trace-*.json"
+if [[ -n ${FLEET_HOLD:-} ]]; then
+	log "FLEET_HOLD: the cluster stays up (kubeconfig $KC) until this script is stopped"
+	sleep infinity
+fi

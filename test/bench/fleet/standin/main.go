@@ -11,6 +11,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -56,29 +57,68 @@ func run(stdin io.Reader, stdout io.Writer) error {
 		}
 		request = raw
 	}
-	var req struct {
-		NodeName string `json:"nodeName"`
+	node, err := topLevelString(request, "nodeName")
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(request, &req); err != nil {
-		return fmt.Errorf("decode the request: %w", err)
-	}
+	// The observation is read as it is (run.sh writes it compact) and
+	// given the node's name: no JSON round trip per exec.
 	raw, err := os.ReadFile(os.Getenv("SVCTRACE_STANDIN_OBSERVATION"))
 	if err != nil {
 		return err
 	}
-	var obs map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obs); err != nil {
-		return err
-	}
-	if obs["nodeName"], err = json.Marshal(req.NodeName); err != nil {
-		return err
-	}
-	out, err := json.Marshal(obs)
+	raw = bytes.TrimSpace(raw)
+	name, err := json.Marshal(node)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	if len(raw) < 2 || raw[0] != '{' {
+		return fmt.Errorf("the observation is not a JSON object")
+	}
+	// A later duplicate key wins in encoding/json: the node's name.
+	out := append(append(append(raw[:len(raw)-1:len(raw)-1], `,"nodeName":`...), name...), '}', '\n')
+	_, err = stdout.Write(out)
 	return err
+}
+
+// topLevelString is the string value of key in the JSON object doc,
+// found in one pass without decoding the rest (a 5,000-endpoint request is
+// 600 KiB, and the stand-in runs once per exec).
+func topLevelString(doc []byte, key string) (string, error) {
+	depth, inString, escaped := 0, false, false
+	start := -1
+	want := []byte(`"` + key + `"`)
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			if !inString {
+				start = i
+			} else if depth == 1 && bytes.Equal(doc[start:i+1], want) {
+				j := i + 1
+				for j < len(doc) && (doc[j] == ' ' || doc[j] == ':' || doc[j] == '\n' || doc[j] == '\t') {
+					j++
+				}
+				var v string
+				dec := json.NewDecoder(bytes.NewReader(doc[j:]))
+				if err := dec.Decode(&v); err != nil {
+					return "", fmt.Errorf("%s: %w", key, err)
+				}
+				return v, nil
+			}
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return "", fmt.Errorf("the request has no %s", key)
 }
 
 // jsonEnd follows a JSON document's nesting through its strings, to tell
