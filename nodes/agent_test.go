@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
 func agentPod(node string, ready bool) *corev1.Pod {
@@ -97,5 +99,36 @@ func TestAgentNotUsedWithoutExecPermission(t *testing.T) {
 	}
 	if tr["node-000"].name != TransportEphemeral || !strings.Contains(tr["node-000"].note, "pods/exec") {
 		t.Errorf("node-000 %+v, want a collector Pod and a note naming pods/exec", tr["node-000"])
+	}
+}
+
+// TestAgentOnEveryNodeCreatesNoPod: where the agent serves every planned
+// node, a trace creates nothing, not even the dry-run Pod of the preflight
+// check, and every node reports the agent as its transport.
+func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
+	f := newFleet(false)
+	for _, n := range []string{"node-000", "node-001", "node-002"} {
+		if err := f.Tracker().Add(agentPod(n, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowExec(f, true)
+	in := fleetInspector(f, 3)
+	in.Flags.Image, in.Flags.CollectorNamespace = "img", testNS
+	in.Exec = func(context.Context, string, string, string, []string, []byte) ([]byte, error) {
+		return []byte(`{"kind":"NodeObservation"}`), nil
+	}
+	nr, err := in.Inspect(context.Background(), trace.NodePlan{Service: "default/web", Nodes: fleetPlan(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The access review is answered before the fleet counts it.)
+	if c := f.count("create"); c != 0 {
+		t.Errorf("%d Pods created, want none", c)
+	}
+	for _, n := range nr.Collector.Nodes {
+		if !n.Inspected || n.Transport != TransportAgent {
+			t.Errorf("node %s inspected %t through %q, want the agent", n.Node, n.Inspected, n.Transport)
+		}
 	}
 }

@@ -133,6 +133,12 @@ type Inspector struct {
 
 	// transports records, per node, how its observation came back.
 	transports map[string]transport
+	// agents maps a node to its Ready agent Pod the user may exec into,
+	// agentNote says why none is used; read once per Inspector
+	// (readAgents).
+	agents     map[string]string
+	agentNote  string
+	agentsRead bool
 	// runner is replaced in tests.
 	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
 }
@@ -163,8 +169,24 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	nr := &trace.NodeReport{Collector: &report.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
 		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
 	views := slices.Clone(plan.NotInspected)
+	// Where the node agent serves every planned node, no collector Pod is
+	// created, and the checks that one could be are skipped.
+	needsPod := ""
+	if len(plan.Nodes) > 0 && profile == ProfileNetAdmin {
+		in.readAgents(ctx, opts.Namespace)
+	}
+	for _, n := range plan.Nodes {
+		if _, ok := in.agents[n.Name]; !ok || profile != ProfileNetAdmin || (n.ClientPod() != nil && in.Flags.ClientNetns) {
+			needsPod = n.Name
+			break
+		}
+	}
+	var preflight error
+	if needsPod != "" {
+		preflight = Preflight(ctx, in.Client, opts, needsPod)
+	}
 	if len(plan.Nodes) > 0 {
-		if err := Preflight(ctx, in.Client, opts, plan.Nodes[0].Name); err != nil {
+		if err := preflight; err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -197,6 +219,17 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	}
 	nr.Nodes = views
 	return nr, nil
+}
+
+// readAgents reads, once, which nodes' agents this user may exec into.
+func (in *Inspector) readAgents(ctx context.Context, namespace string) {
+	if in.agentsRead {
+		return
+	}
+	in.agentsRead = true
+	if in.Exec != nil && in.Flags.Agent != AgentNever {
+		in.agents, in.agentNote = agentPods(ctx, in.Client, namespace)
+	}
 }
 
 // rereadEBPF runs the collector again, with ProfileBPF, on the nodes whose
@@ -291,11 +324,8 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	if run == nil {
 		run = (*Runner).Run
 	}
-	var agents map[string]string
-	agentNote := ""
-	if in.Exec != nil && in.Flags.Agent != AgentNever {
-		agents, agentNote = agentPods(ctx, in.Client, opts.Namespace)
-	}
+	in.readAgents(ctx, opts.Namespace)
+	agents, agentNote := in.agents, in.agentNote
 	var tmu sync.Mutex
 	record := func(node string, t transport) {
 		tmu.Lock()

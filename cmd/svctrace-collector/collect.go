@@ -53,13 +53,24 @@ func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *coll
 	}
 	obs.Hostname, _ = os.Hostname()
 
-	var wg sync.WaitGroup
-	for _, s := range sections(req, opts, &obs.Sections) {
+	// The conntrack statistics sample spans the other sections' work: it
+	// ends when they are done (after conntrack.MinSampleMillis at least,
+	// DefaultConntrackSampleMillis at most), instead of holding every
+	// trace for a second of its own.
+	othersDone := make(chan struct{})
+	var wg, others sync.WaitGroup
+	for _, s := range sections(req, opts, &obs.Sections, othersDone) {
 		if !req.Wants(s.name) {
+			continue
+		}
+		if s.name != collectorapi.SectionConntrack {
+			others.Add(1)
+			wg.Go(func() { defer others.Done(); s.run(ctx) })
 			continue
 		}
 		wg.Go(func() { s.run(ctx) })
 	}
+	go func() { others.Wait(); close(othersDone) }()
 	wg.Wait()
 
 	obs.DurationMillis = collectors.Millis(time.Since(start))
@@ -89,7 +100,7 @@ func newSection[T, A any](name string, slot **collectorapi.Section[T], read func
 
 // sections wires every section name to its reader and its field of out, in
 // the order of collectorapi.AllSections.
-func sections(req *collectorapi.Request, opts Options, out *collectorapi.Sections) []section {
+func sections(req *collectorapi.Request, opts Options, out *collectorapi.Sections, othersDone <-chan struct{}) []section {
 	return []section{
 		newSection(collectorapi.SectionProxy, &out.Proxy, proxy.Read, proxy.Options{
 			MetricsAddress: opts.ProxyMetricsAddress,
@@ -102,7 +113,7 @@ func sections(req *collectorapi.Request, opts Options, out *collectorapi.Section
 		newSection(collectorapi.SectionEBPF, &out.EBPF, func(ctx context.Context, root string) (*collectorapi.EBPFObservation, error) {
 			return ebpf.Read(ctx, req, root)
 		}, opts.BPFFSRoot),
-		newSection(collectorapi.SectionConntrack, &out.Conntrack, (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod}).Read, req),
+		newSection(collectorapi.SectionConntrack, &out.Conntrack, (&conntrack.Reader{FlowCap: opts.FlowCap, Method: opts.ConntrackMethod, SampleUntil: othersDone}).Read, req),
 		newSection(collectorapi.SectionRoute, &out.Route, route.Read, req),
 		newSection(collectorapi.SectionDNS, &out.DNS, dns.Read, req),
 		newSection(collectorapi.SectionProbe, &out.Probe, func(ctx context.Context, concurrency int) (*collectorapi.ProbeObservation, error) {

@@ -11,7 +11,7 @@ import (
 // contract: one reader per section name, in the order of AllSections.
 func TestSectionsCoverEveryName(t *testing.T) {
 	var names []string
-	for _, s := range sections(&collectorapi.Request{}, Options{}, &collectorapi.Sections{}) {
+	for _, s := range sections(&collectorapi.Request{}, Options{}, &collectorapi.Sections{}, nil) {
 		names = append(names, s.name)
 	}
 	if !slices.Equal(names, collectorapi.AllSections) {

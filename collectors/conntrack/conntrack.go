@@ -41,7 +41,17 @@ type Reader struct {
 	// Method picks how flows are dumped: MethodAuto (default), MethodTupleFilter
 	// or MethodStatusFilter (kept for old kernels and as the benchmark baseline).
 	Method string
+	// SampleUntil, when set and the request leaves the sample interval to
+	// the collector, ends the statistics sample once it is closed, but
+	// not before MinSampleMillis: the collector closes it when its other
+	// sections are done, so the sample spans their work instead of adding
+	// a second of its own. The observation's SampleIntervalMillis is the
+	// interval measured between the two samples, whatever ended it.
+	SampleUntil <-chan struct{}
 }
+
+// MinSampleMillis is the shortest statistics sample SampleUntil may end.
+const MinSampleMillis = 300
 
 // MaxFallbackEntries bounds the table size for which MethodAuto falls back
 // to the full status-filter dump (≈ 2 KiB per entry; 20,000 ≈ 40 MiB).
@@ -96,6 +106,19 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 
 	// The flow dump runs between the samples, so it costs no extra wall time.
 	start := time.Now()
+	var early <-chan struct{}
+	if r.SampleUntil != nil && req.ConntrackSampleMillis == 0 {
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-r.SampleUntil:
+				time.Sleep(time.Until(start.Add(MinSampleMillis * time.Millisecond)))
+				close(done)
+			case <-ctx.Done():
+			}
+		}()
+		early = done
+	}
 	if conn != nil {
 		npAddrs, npErr := r.nodePortAddresses(req)
 		flows, filter, err := r.dumpFlows(conn, cfg, req, npAddrs)
@@ -116,9 +139,11 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 	case <-ctx.Done():
 		return obs, ctx.Err()
 	case <-time.After(interval - time.Since(start)):
+	case <-early:
 	}
 
 	// Second samples and deltas.
+	obs.SampleIntervalMillis = int(time.Since(start) / time.Millisecond)
 	if conn != nil && statsErr == nil {
 		stats2, err := conn.Stats()
 		if err != nil {

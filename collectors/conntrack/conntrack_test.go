@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ct "github.com/ti-mo/conntrack"
 
@@ -392,5 +393,50 @@ func TestLocalAddrsSkipIPVSDummy(t *testing.T) {
 	}
 	if slices.Contains(addrs, netip.MustParseAddr("10.96.0.77")) {
 		t.Errorf("kube-ipvs0's ClusterIP counted as a node address: %v", addrs)
+	}
+}
+
+// TestSampleSpansTheOtherSections: with the interval left to the collector,
+// the statistics sample ends when SampleUntil closes, not before
+// MinSampleMillis, and records the interval it measured; an interval the
+// request sets is kept whatever SampleUntil does.
+func TestSampleSpansTheOtherSections(t *testing.T) {
+	s := netns.NewScenario(t)
+	req := &collectorapi.Request{Service: collectorapi.ServiceSpec{Namespace: "default", Name: "web", ClusterIPs: []string{s.ClusterIP},
+		Ports: []collectorapi.ServicePort{{Name: "http", Protocol: "TCP", Port: int32(s.ServicePort)}}}}
+	read := func(req *collectorapi.Request, closeAfter time.Duration) (*collectorapi.ConntrackObservation, time.Duration) {
+		until := make(chan struct{})
+		time.AfterFunc(closeAfter, func() { close(until) })
+		var obs *collectorapi.ConntrackObservation
+		var err error
+		start := time.Now()
+		netns.Do(t, s.Node, func() {
+			obs, err = (&Reader{NetNS: int(s.Node.Handle(t)), SampleUntil: until}).Read(context.Background(), req)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs.StatsDelta == nil {
+			t.Fatalf("no statistics delta: %q", obs.StatsError)
+		}
+		return obs, time.Since(start)
+	}
+	// The other sections are done at once: the minimum holds.
+	obs, took := read(req, 0)
+	if obs.SampleIntervalMillis < MinSampleMillis || took < MinSampleMillis*time.Millisecond {
+		t.Errorf("sample of %d ms (read in %s) ended before the %d ms minimum", obs.SampleIntervalMillis, took, MinSampleMillis)
+	}
+	if obs.SampleIntervalMillis >= collectorapi.DefaultConntrackSampleMillis {
+		t.Errorf("sample of %d ms did not end with the other sections", obs.SampleIntervalMillis)
+	}
+	// They take 600 ms: the sample spans them, and says so.
+	if obs, _ = read(req, 600*time.Millisecond); obs.SampleIntervalMillis < 600 || obs.SampleIntervalMillis >= collectorapi.DefaultConntrackSampleMillis {
+		t.Errorf("sample of %d ms, want the 600 ms the other sections took", obs.SampleIntervalMillis)
+	}
+	// An interval the request asks for is kept.
+	fixed := *req
+	fixed.ConntrackSampleMillis = 700
+	if obs, _ = read(&fixed, 0); obs.SampleIntervalMillis < 700 {
+		t.Errorf("sample of %d ms, the request asked for 700", obs.SampleIntervalMillis)
 	}
 }

@@ -379,7 +379,8 @@ type ConntrackObservation struct {
 	Max         int64  `json:"max"`
 	SysctlError string `json:"sysctlError,omitempty"`
 
-	// SampleIntervalMillis separates the two statistics samples.
+	// SampleIntervalMillis separates the two statistics samples, as
+	// measured.
 	SampleIntervalMillis int `json:"sampleIntervalMillis"`
 	// Stats are netlink per-CPU statistics (conntrack -S): the second sample's
 	// totals and the delta between the samples.

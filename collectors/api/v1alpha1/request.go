@@ -42,7 +42,9 @@ type Request struct {
 	Sections []string `json:"sections,omitempty"`
 
 	// ConntrackSampleMillis is the gap between the two conntrack statistics
-	// samples (deltas, not totals). Zero means the collector's default.
+	// samples (deltas, not totals). Zero means the collector's default: the
+	// sample spans the collector's other sections, at least 300 ms and at
+	// most DefaultConntrackSampleMillis.
 	ConntrackSampleMillis int `json:"conntrackSampleMillis,omitempty"`
 
 	// ProbeTimeoutMillis bounds every TCP/UDP probe. Zero means the default.
