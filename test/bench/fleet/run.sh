@@ -239,5 +239,6 @@ done
 log "results in $STATE/results.txt; traces in $STATE/trace-*.json"
 if [[ -n ${FLEET_HOLD:-} ]]; then
 	log "FLEET_HOLD: the cluster stays up (kubeconfig $KC) until this script is stopped"
-	sleep infinity
+	sleep infinity &
+	wait $!
 fi
