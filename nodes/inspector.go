@@ -134,7 +134,7 @@ type Inspector struct {
 	// transports records, per node, how its observation came back.
 	transports map[string]transport
 	// agents maps a node to its Ready agent Pod the user may exec into,
-	// agentNote says why none is used; read once per Inspector
+	// agentNote says why none is used; read once per inspection
 	// (readAgents).
 	agents     map[string]string
 	agentNote  string
@@ -170,7 +170,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
 	views := slices.Clone(plan.NotInspected)
 	// Where the node agent serves every planned node, no collector Pod is
-	// created, and the checks that one could be are skipped.
+	// created, and the checks that one could be are skipped. The agents
+	// are read again for each inspection (--watch inspects many times).
+	in.agentsRead = false
 	needsPod := ""
 	if len(plan.Nodes) > 0 && profile == ProfileNetAdmin {
 		in.readAgents(ctx, opts.Namespace)
