@@ -42,12 +42,26 @@ func shareTable(nj *nodeJudge, views []NodeView) *report.ShareTable {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	ports := map[string]*report.SharePort{}
 	var order []string
+	// In a large trace a node's split is folded into an earlier equal one
+	// as it is added (foldShares' SameAs), so a thousand nodes' 5,000
+	// shares each are never all held at once.
+	fold := nj.sharesLists()
+	first := map[string]map[string]string{}
 	add := func(label string, ns report.NodeShares) {
 		p := ports[label]
 		if p == nil {
 			p = &report.SharePort{Port: label, Nodes: []report.NodeShares{}}
 			ports[label] = p
 			order = append(order, label)
+			first[label] = map[string]string{}
+		}
+		if fold {
+			k := nodeSharesKey(&ns)
+			if f, ok := first[label][k]; ok {
+				ns.SameAs, ns.Endpoints = f, []report.EndpointShare{}
+			} else {
+				first[label][k] = ns.Node
+			}
 		}
 		p.Nodes = append(p.Nodes, ns)
 	}
