@@ -172,7 +172,9 @@ median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 # CPU seconds (user+system) the bench's own processes have used so far.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14+$15)/hz}' "/proc/$(cat "$STATE/$1.pid")/stat" 2>/dev/null || echo 0; }
-cpu_all() { echo "$(cpu_of kube-apiserver) $(cpu_of etcd) $(cpu_of kwok)"; }
+# kwok's waited-for children: the stand-in collectors it ran for execs.
+cpu_children() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($16+$17)/hz}' "/proc/$(cat "$STATE/$1.pid")/stat" 2>/dev/null || echo 0; }
+cpu_all() { echo "$(cpu_of kube-apiserver) $(cpu_of etcd) $(cpu_of kwok) $(cpu_children kwok)"; }
 # How each node's observation came back, from the trace's JSON.
 transports() {
 	jq -r '[.metadata.collector.nodes[]? | (.transport // (if .inspected then "?" else "not-inspected" end))] | group_by(.) | map("\(.[0])=\(length)") | join(" ")' "$1" 2>/dev/null || echo "no JSON"
@@ -200,14 +202,14 @@ for n in $SIZES; do
 		for r in $(seq "$REPEAT"); do
 			tag=$n-$mode-$r
 			from=$(($(wc -l <"$STATE/audit.log") + 1))
-			read -r a0 e0 k0 <<<"$(cpu_all)"
+			read -r a0 e0 k0 c0 <<<"$(cpu_all)"
 			start_s=$(date +%s.%N)
 			SVCTRACE_CPUPROFILE=$STATE/cpu-$tag.prof SVCTRACE_MEMPROFILE=$STATE/mem-$tag.prof \
 				/usr/bin/time -v -o "$STATE/time-$tag.txt" "$STATE/bin/kubectl-svctrace" --kubeconfig "$KC" web -n default --all-nodes \
 				-o json >"$STATE/trace-$tag.json" 2>"$STATE/trace-$tag.err" || true
 			wall=$(echo "$(date +%s.%N) - $start_s" | bc)
 			load=$(loadavg)
-			read -r a1 e1 k1 <<<"$(cpu_all)"
+			read -r a1 e1 k1 c1 <<<"$(cpu_all)"
 			plugin_cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.1f", u+s}' "$STATE/time-$tag.txt")
 			sleep 2
 			reqs=$(audit_count "$from")
@@ -215,8 +217,8 @@ for n in $SIZES; do
 			walls+=("$wall") rsss+=("$(peak_rss "$STATE/time-$tag.txt")")
 			printf '%-6s %-9s %8.1f %8s %9s %-16s %-34s\n' "$n" "$mode#$r" "$wall" "${rsss[-1]}" "$json" "$load" "$(transports "$STATE/trace-$tag.json")" | tee -a "$STATE/results.txt"
 			printf '       requests: %s\n' "$reqs" | tee -a "$STATE/results.txt"
-			printf '       cpu seconds: plugin %s, kube-apiserver %.1f, etcd %.1f, kwok %.1f\n' "$plugin_cpu" \
-				"$(echo "$a1 - $a0" | bc)" "$(echo "$e1 - $e0" | bc)" "$(echo "$k1 - $k0" | bc)" | tee -a "$STATE/results.txt"
+			printf '       cpu seconds: plugin %s, kube-apiserver %.1f, etcd %.1f, kwok %.1f, stand-in collectors %.1f\n' "$plugin_cpu" \
+				"$(echo "$a1 - $a0" | bc)" "$(echo "$e1 - $e0" | bc)" "$(echo "$k1 - $k0" | bc)" "$(echo "$c1 - $c0" | bc)" | tee -a "$STATE/results.txt"
 			grep -m1 '^error' "$STATE/trace-$tag.err" | sed 's/^/       /' | tee -a "$STATE/results.txt" || true
 		done
 		# Ctrl-C mid-run: SIGINT once a tenth of the nodes have a collector
