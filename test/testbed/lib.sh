@@ -72,9 +72,9 @@ start_daemon() {
 	local name=$1 ns=$2; shift 2
 	mkdir -p "$RUN" "$LOGS"
 	if [[ -n $ns ]]; then
-		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	else
-		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	fi
 	echo $! >"$RUN/$name.pid"
 	# Remember the exact command line so `down` only ever signals what we started.

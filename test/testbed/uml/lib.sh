@@ -110,8 +110,9 @@ uml_boot() {
 	[[ -n ${UML_NETNS:-} ]] && cmd=(nsenter "--net=/var/run/netns/$UML_NETNS" -- "${cmd[@]}")
 	date +%s.%N >"$d/started"
 	# TMPDIR: UML backs guest memory with a (deleted) file there.
-	# 8 and 9: lock files of the callers (testbed_lock); the kernel must not hold them.
-	TMPDIR=${TMPDIR:-/tmp} LD_PRELOAD=$preload setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 8>&- 9>&- &
+	# 8 and 9: lock files of the callers (testbed_lock); 3-7: whatever a caller
+	# such as flock(1) holds a lock on. The kernel must hold none of them.
+	TMPDIR=${TMPDIR:-/tmp} LD_PRELOAD=$preload setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	local pid=$!
 	echo "$pid" >"$d/pid"
 	# nsenter execs the kernel, so $! is the kernel's PID either way; wait until
