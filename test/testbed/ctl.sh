@@ -13,6 +13,8 @@
 #   ctl.sh ip-forward NODE 0|1
 #   ctl.sh route-del NODE CIDR | route-add NODE CIDR
 #                                                delete / restore NODE's route to another node's Pod CIDR
+#   ctl.sh netpol-stop NODE | netpol-start NODE  stop kube-router's policy controller on NODE and remove what it
+#                                                programmed there (an unenforced node) / start it again
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -112,6 +114,44 @@ route-del | route-add)
 	via=${NODE_IP[$(other_node_for_cidr "$cidr")]}
 	if [[ $cmd == route-del ]]; then in_ns "$n" ip route del "$cidr" via "$via"; else in_ns "$n" ip route replace "$cidr" via "$via"; fi
 	log "$cmd $cidr via $via on $n"
+	;;
+netpol-stop)
+	n=$(node_arg "${1:-}")
+	stop_daemon "kube-router-$n" 10
+	# What kube-router's policy controller leaves when it stops: its jumps from
+	# the built-in chains, its own chains (KUBE-ROUTER-*, KUBE-NWPLCY-*,
+	# KUBE-POD-FW-*) and ipsets. Removed in one iptables-restore so quoted
+	# comments need no re-parsing here.
+	for v in 4 6; do
+		save=iptables-save restore=iptables-restore
+		[[ $v == 6 ]] && save=ip6tables-save restore=ip6tables-restore
+		dump=$(in_ns "$n" "$save" -t filter)
+		chains=$(awk '/^:(KUBE-ROUTER-|KUBE-NWPLCY-|KUBE-POD-FW-)/{print substr($1, 2)}' <<<"$dump")
+		[[ -n $chains ]] || continue
+		{
+			echo '*filter'
+			awk '/^-A (INPUT|FORWARD|OUTPUT) .*-j (KUBE-ROUTER-|KUBE-NWPLCY-|KUBE-POD-FW-)/{sub(/^-A/, "-D"); print}' <<<"$dump"
+			for c in $chains; do echo "-F $c"; done
+			for c in $chains; do echo "-X $c"; done
+			echo COMMIT
+		} | in_ns "$n" "$restore" --noflush
+	done
+	for set in $(in_ns "$n" ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-(SRC|DST)-'); do
+		in_ns "$n" ipset destroy "$set" 2>/dev/null || true
+	done
+	log "kube-router's policy controller on $n stopped and its chains and ipsets removed"
+	;;
+netpol-start)
+	n=$(node_arg "${1:-}")
+	[[ ${NODE_NETPOL[$n]} == kube-router ]] || die "$n runs no policy enforcer (SVTB_NETPOL)"
+	if pid_alive "kube-router-$n"; then log "kube-router on $n already running"; exit 0; fi
+	start_kube_router "$n"
+	for i in $(seq 1 300); do
+		in_ns "$n" iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1 && break
+		pid_alive "kube-router-$n" || die "kube-router on $n exited (see $LOGS/kube-router-$n.log)"
+		sleep 0.1
+	done
+	log "kube-router on $n started"
 	;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2

@@ -52,6 +52,18 @@ func (tb *Testbed) StopKubeProxy(t testing.TB, node string) Undo {
 	})
 }
 
+// StopPolicyEnforcer stops kube-router's policy controller on a node and
+// removes what it programmed there: the node no longer enforces
+// NetworkPolicies. Undo starts it again.
+func (tb *Testbed) StopPolicyEnforcer(t testing.TB, node string) Undo {
+	t.Helper()
+	tb.ctl(t, "netpol-stop", node)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "netpol-start", node)
+		return err
+	})
+}
+
 // RestartKubeProxy stops and starts kube-proxy on a node (a full resync).
 func (tb *Testbed) RestartKubeProxy(t testing.TB, node string) {
 	t.Helper()
