@@ -34,20 +34,7 @@ func TestEnforcedPolicyIsolatesBackends(t *testing.T) {
 	frontend := tb.WaitPodsReady(t, ns, map[string]string{"app": "frontend"}, 1)[0]
 	other := tb.WaitPodsReady(t, ns, map[string]string{"app": "other"}, 1)[0]
 
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: ns},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(framework.EchoHTTPPort))}},
-			}},
-		},
-	}
-	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createWebFromFrontendPolicy(t, tb, ns)
 	url := fmt.Sprintf("http://%s:%d/healthz", web.Status.PodIP, framework.EchoHTTPPort)
 	get := func(pod string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -113,19 +100,7 @@ func TestUnenforcedNodeLetsDeniedTrafficThrough(t *testing.T) {
 	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "other", Replicas: 1, Nodes: []string{clientNode.Name}})
 	web := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)[0]
 	other := tb.WaitPodsReady(t, ns, map[string]string{"app": "other"}, 1)[0]
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: ns},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}},
-			}},
-		},
-	}
-	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createWebFromFrontendPolicy(t, tb, ns)
 	tb.StopPolicyEnforcer(t, webNode.Name)
 	url := fmt.Sprintf("http://%s:%d/healthz", web.Status.PodIP, framework.EchoHTTPPort)
 	if err := framework.Eventually(framework.Context(t, 60*time.Second), 50*time.Second, time.Second, func(ctx context.Context) error {
@@ -145,5 +120,25 @@ func TestUnenforcedNodeLetsDeniedTrafficThrough(t *testing.T) {
 	}
 	if c := check(r.Trace, report.LayerPolicy, report.CodeNPEnforced, webNode.Name); c != nil {
 		t.Errorf("NP020 on %s with its enforcer stopped: %s", webNode.Name, c.Message)
+	}
+}
+
+// createWebFromFrontendPolicy admits only Pods labelled app=frontend to the
+// web Pods' HTTP port.
+func createWebFromFrontendPolicy(t *testing.T, tb *framework.Testbed, ns string) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: ns},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(framework.EchoHTTPPort))}},
+			}},
+		},
+	}
+	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
