@@ -128,7 +128,7 @@ var apiSideCatalog = []CheckSpec{
 		Message:  "the Service has no selector: no controller creates its EndpointSlices, they must be managed by hand or by another controller ({slices} found)",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service}"},
 	{Code: CodeSvcSelectorNoPods, Layer: LayerService, Severity: SeverityError, Title: "Selector matches no Pods",
-		Message:  "selector {selector} matches no Pods in namespace {namespace}{closest}",
+		Message:  "selector {selector} matches no Pods in namespace {namespace}{closest}{elsewhere}",
 		NextStep: "kubectl get pods -n {namespace} --show-labels"},
 	{Code: CodeSvcProxyName, Layer: LayerService, Severity: SeverityWarning, Title: "Ignored by kube-proxy",
 		Message:  "label service.kubernetes.io/service-proxy-name={proxyName}: kube-proxy ignores a Service with this label, whatever its value{owner}",
