@@ -440,6 +440,14 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	var okOrder []string
 	failedByQuery := map[string]bool{}
 	askers := 0
+	// ExternalName: per node, the A/AAAA answers that came back whole
+	// (NOERROR) and the addresses they held for the CNAME's target.
+	type targetAnswers struct {
+		q       collectorapi.DNSQuery
+		queries []string
+		addrs   int
+	}
+	target := map[string]*targetAnswers{}
 	for _, v := range views {
 		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
 			continue
@@ -475,6 +483,15 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					want = expectAAAA
 				}
 				got := answerData(q.Answers, q.Type, cname != "")
+				if cname != "" && q.Error == "" && q.Rcode == "NOERROR" && (q.Type == "A" || q.Type == "AAAA") {
+					ta := target[v.Node]
+					if ta == nil {
+						ta = &targetAnswers{q: q}
+						target[v.Node] = ta
+					}
+					ta.addrs += len(answerData(q.Answers, q.Type, false))
+					ta.queries = append(ta.queries, fmt.Sprintf("%s over %s: %s", q.Type, tr, listOrNone(got)))
+				}
 				switch {
 				case q.Error != "":
 					code = report.CodeDNSLiveFailed
@@ -530,6 +547,17 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				}
 			}
 		}
+	}
+	// CoreDNS keeps an ExternalName's CNAME in the answer when the lookup of
+	// its target returns no address (plugin/backend_lookup.go, A and AAAA),
+	// so a CNAME alone is not an answer a client can connect with.
+	for _, node := range sortedKeys(boolKeys(target)) {
+		ta := target[node]
+		if ta.addrs > 0 || !containsFold(answerData(ta.q.Answers, ta.q.Type, true), cname) {
+			continue
+		}
+		nj.emitDNS(report.CodeDNSExternalUnresolved, node, report.Args{"server": ta.q.Server, "name": ta.q.Name,
+			"target": strings.TrimSuffix(cname, "."), "queries": strings.Join(ta.queries, "; ")}, ta.q)
 	}
 	// A name answered correctly is reported once, with the nodes it was
 	// answered from: "every inspected node" only when no node's query for it
