@@ -138,6 +138,19 @@ func TestDNSInsertRaceJudged(t *testing.T) {
 			if tt.want == report.CodeCTDNSRaceMitigated {
 				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace)
 			}
+			// One counter, one finding: where the node's DNS flows explain
+			// insert_failed, the node-wide CT002 warning is not repeated
+			// beside CT010, nor beside CT011 for a client its resolver
+			// options protect. Its clash_resolve evidence moves with it.
+			if tt.want == report.CodeCTDNSRace || tt.want == report.CodeCTDNSRaceMitigated {
+				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInsertFailed)
+				if evidence(c, "insertFailedDelta") != "5" || evidence(c, "clashResolve") == "" {
+					t.Errorf("%s evidence %+v", tt.want, c.Evidence)
+				}
+			}
+			if st := tr.Layer(report.LayerConntrack).Status; tt.want == report.CodeCTDNSRaceMitigated && st != report.StatusPass {
+				t.Errorf("a protected client's conntrack layer is %s, want pass: %v", st, keysOf(nodeCodes(tr, report.LayerConntrack, "n1")))
+			}
 		})
 	}
 }
