@@ -1,0 +1,306 @@
+package route
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+)
+
+// DefaultEncapTimeout is how long the encapsulation probes of one device
+// wait for answers, all peers at once. The echo is sent three times in
+// that window: the first datagram to a peer may wait for ARP on the underlay.
+const DefaultEncapTimeout = time.Second
+
+// maxEncapPeers bounds the remote endpoints probed per device; the peers
+// that are gateways of the routes to the Service's endpoints go first.
+const maxEncapPeers = 32
+
+// encapPayload marks the echo so that a capture on either node shows whose it is.
+var encapPayload = []byte("svctrace encapsulation probe")
+
+type encapPeer struct {
+	probe     *collectorapi.EncapProbe
+	dst       netip.Addr
+	mac       net.HardwareAddr
+	overlayIP netip.Addr
+	seq       int
+	fd        int // connected UDP socket, -1 when none
+	sentAt    time.Time
+}
+
+// probeEncap sends, through no local FDB or neighbour entry, one ICMP echo
+// per remote VTEP in o's FDB to that VTEP's overlay address (see
+// collectorapi.EncapProbe) and waits up to timeout for the answers.
+// gateways are overlay addresses that route the Service's endpoints.
+// Every socket is opened on the calling goroutine, in its network
+// namespace, and nothing runs on another goroutine.
+func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout time.Duration) {
+	if o.Kind != "vxlan" {
+		return
+	}
+	if !o.AdminUp || o.OperState == "down" {
+		o.EncapSkipped = "the device is down"
+		return
+	}
+	var src netip.Addr
+	for _, a := range o.Addresses {
+		if p, err := netip.ParsePrefix(a); err == nil && p.Addr().Is4() {
+			src = p.Addr()
+			break
+		}
+	}
+	srcMAC, _ := net.ParseMAC(o.MAC)
+	if !src.IsValid() || len(srcMAC) != 6 {
+		o.EncapSkipped = "the device has no IPv4 address or MAC to answer to"
+		return
+	}
+	peers := encapPeers(o, gateways)
+	o.EncapPeers = len(peers)
+	if len(peers) == 0 {
+		return
+	}
+	if len(peers) > maxEncapPeers {
+		peers = peers[:maxEncapPeers]
+	}
+	defer func() {
+		for _, p := range peers {
+			o.Encap = append(o.Encap, *p.probe)
+		}
+	}()
+	raw, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+	if err != nil {
+		o.EncapSkipped = fmt.Sprintf("raw ICMP socket: %v", err)
+		return
+	}
+	defer unix.Close(raw)
+	id := os.Getpid() & 0xffff
+	var local netip.Addr
+	if l, err := netip.ParseAddr(o.Local); err == nil && l.Is4() {
+		local = l
+	}
+	for i, p := range peers {
+		p.seq = (int(echoSeqBase()) + i) & 0xffff
+		p.probe.Source = src.String()
+		p.fd = -1
+		if p.probe.Error != "" {
+			continue
+		}
+		fd, err := dialUDP4(local, p.dst, o.Port)
+		if err != nil {
+			p.probe.Error = err.Error()
+			continue
+		}
+		p.fd = fd
+		defer unix.Close(fd)
+	}
+	frame := func(p *encapPeer) []byte { return vxlanEcho(o.VNI, srcMAC, p.mac, src, p.overlayIP, id, p.seq) }
+	send := func() {
+		for _, p := range peers {
+			if p.fd < 0 || p.probe.Answered {
+				continue
+			}
+			if _, err := unix.Write(p.fd, frame(p)); err != nil {
+				if p.probe.Sent == 0 {
+					p.probe.Error = fmt.Sprintf("send to %s:%d: %v", p.dst, o.Port, err)
+				}
+				continue
+			}
+			if p.probe.Sent == 0 {
+				p.sentAt = time.Now()
+			}
+			p.probe.Sent++
+		}
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	resend := []time.Time{start.Add(timeout / 3), start.Add(2 * timeout / 3)}
+	send()
+	buf := make([]byte, 1500)
+	for pending(peers) && time.Now().Before(deadline) {
+		next := deadline
+		if len(resend) > 0 && resend[0].Before(next) {
+			next = resend[0]
+		}
+		if wait := time.Until(next); wait > 0 {
+			fds := []unix.PollFd{{Fd: int32(raw), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, int(wait.Milliseconds())+1)
+			if err != nil && !errors.Is(err, unix.EINTR) {
+				break
+			}
+			if n > 0 {
+				readEchoReplies(raw, buf, peers, id)
+			}
+		}
+		if len(resend) > 0 && !time.Now().Before(resend[0]) {
+			resend = resend[1:]
+			send()
+		}
+	}
+	for _, p := range peers {
+		if p.fd < 0 || p.probe.Answered {
+			continue
+		}
+		// A connected UDP socket holds the ICMP error the peer (or a
+		// router, or this kernel when ARP failed) sent back.
+		switch e, err := unix.GetsockoptInt(p.fd, unix.SOL_SOCKET, unix.SO_ERROR); {
+		case err != nil:
+		case unix.Errno(e) == unix.ECONNREFUSED:
+			p.probe.PortUnreachable = true
+		case e != 0:
+			p.probe.Unreachable = unix.Errno(e).Error()
+		}
+	}
+}
+
+func pending(peers []*encapPeer) bool {
+	return slices.ContainsFunc(peers, func(p *encapPeer) bool { return p.fd >= 0 && !p.probe.Answered })
+}
+
+// readEchoReplies drains the raw socket and marks the peers whose echo
+// reply (from their overlay address, our id and their sequence) arrived.
+func readEchoReplies(raw int, buf []byte, peers []*encapPeer, id int) {
+	for {
+		n, _, err := unix.Recvfrom(raw, buf, unix.MSG_DONTWAIT)
+		if err != nil || n <= 0 {
+			return
+		}
+		pkt := buf[:n]
+		if len(pkt) < 20 || pkt[0]>>4 != 4 {
+			continue
+		}
+		from, _ := netip.AddrFromSlice(pkt[12:16])
+		m, err := icmp.ParseMessage(1, pkt[int(pkt[0]&0x0f)*4:])
+		if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
+			continue
+		}
+		e, ok := m.Body.(*icmp.Echo)
+		if !ok || e.ID != id {
+			continue
+		}
+		for _, p := range peers {
+			if p.seq == e.Seq && p.overlayIP == from && !p.probe.Answered {
+				p.probe.Answered = true
+				p.probe.RTTMicros = time.Since(p.sentAt).Microseconds()
+			}
+		}
+	}
+}
+
+// encapPeers pairs each FDB entry that names a remote underlay address with
+// the neighbour entry of the same MAC (the remote device's overlay address),
+// gateways first.
+func encapPeers(o *collectorapi.OverlayDevice, gateways map[string]bool) []*encapPeer {
+	var out []*encapPeer
+	seen := map[string]bool{}
+	for _, f := range o.FDB {
+		dst, err := netip.ParseAddr(f.Dst)
+		mac, merr := net.ParseMAC(f.MAC)
+		// All-zero MAC entries are default destinations (flooding), not a peer.
+		if err != nil || merr != nil || !dst.Is4() || f.MAC == "00:00:00:00:00:00" || seen[f.MAC+f.Dst] {
+			continue
+		}
+		seen[f.MAC+f.Dst] = true
+		p := &encapPeer{probe: &collectorapi.EncapProbe{Peer: dst.String(), Port: o.Port, PeerMAC: mac.String()}, dst: dst, mac: mac}
+		for _, n := range o.Neighbours {
+			if a, err := netip.ParseAddr(n.IP); err == nil && a.Is4() && strings.EqualFold(n.MAC, f.MAC) {
+				p.overlayIP = a
+				p.probe.PeerOverlayIP = a.String()
+				break
+			}
+		}
+		if !p.overlayIP.IsValid() {
+			p.probe.Error = "no neighbour entry with this MAC: the remote device's overlay address is unknown here"
+		}
+		out = append(out, p)
+	}
+	slices.SortStableFunc(out, func(a, b *encapPeer) int {
+		ga, gb := gateways[a.probe.PeerOverlayIP], gateways[b.probe.PeerOverlayIP]
+		switch {
+		case ga && !gb:
+			return -1
+		case gb && !ga:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// dialUDP4 opens a UDP socket from local (when valid, the tunnel's source
+// address) connected to dst:port, so that ICMP errors land on it.
+func dialUDP4(local, dst netip.Addr, port int) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.IPPROTO_UDP)
+	if err != nil {
+		return -1, fmt.Errorf("UDP socket: %w", err)
+	}
+	if local.IsValid() {
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: local.As4()}); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("bind %s: %w", local, err)
+		}
+	}
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: dst.As4(), Port: port}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("connect %s:%d: %w", dst, port, err)
+	}
+	return fd, nil
+}
+
+// vxlanEcho is a VXLAN datagram's payload (RFC 7348: flags with the I bit,
+// VNI) around an Ethernet frame from srcMAC to dstMAC carrying an IPv4 ICMP
+// echo request from src to dst.
+func vxlanEcho(vni int, srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr, id, seq int) []byte {
+	icmpMsg, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: encapPayload}}).Marshal(nil)
+	ip := make([]byte, 20, 20+len(icmpMsg))
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(icmpMsg)))
+	binary.BigEndian.PutUint16(ip[4:], uint16(seq))
+	ip[6] = 0x40 // don't fragment
+	ip[8] = 64
+	ip[9] = unix.IPPROTO_ICMP
+	s4, d4 := src.As4(), dst.As4()
+	copy(ip[12:16], s4[:])
+	copy(ip[16:20], d4[:])
+	binary.BigEndian.PutUint16(ip[10:], checksum(ip))
+	ip = append(ip, icmpMsg...)
+
+	out := make([]byte, 8, 8+14+len(ip))
+	out[0] = 0x08 // I flag: the VNI is valid
+	binary.BigEndian.PutUint32(out[4:], uint32(vni)<<8)
+	out = append(out, dstMAC...)
+	out = append(out, srcMAC...)
+	out = append(out, 0x08, 0x00)
+	return append(out, ip...)
+}
+
+// checksum is the Internet checksum (RFC 1071) of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
+
+// echoSeqBase varies the sequence numbers between runs in one process.
+func echoSeqBase() uint16 {
+	return uint16(time.Now().UnixNano() >> 10)
+}
