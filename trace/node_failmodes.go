@@ -318,6 +318,7 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		if o.Kind != "vxlan" {
 			continue
 		}
+		problems += nj.judgeEncap(node, o)
 		var noFDB, noNeigh, raw []string
 		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
 			noFDB, raw = nj.missingNodeFDB(node, o)
@@ -357,6 +358,85 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		}
 	}
 	return problems
+}
+
+// judgeEncap judges the collector's own encapsulated echo to each remote
+// tunnel endpoint of the device (collectorapi.EncapProbe): every answer is
+// one info line, "port unreachable" an error, silence a warning (a node
+// that drops echoes to its overlay address is healthy and silent too).
+// Probes that could not be sent (no neighbour entry for the peer's MAC) are
+// left to the FDB and neighbour check below.
+func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice) int {
+	names := nj.underlayNodeNames()
+	peerName := func(p collectorapi.EncapProbe) string {
+		if n := names[p.Peer]; n != "" {
+			return n
+		}
+		return p.Peer
+	}
+	var answered, refused, silent, refusedNodes []string
+	var raw []string
+	sent := 0
+	for _, p := range o.Encap {
+		what := fmt.Sprintf("echo %s > %s in %s VNI %d to %s:%d (inner MAC %s)", p.Source, orNone(p.PeerOverlayIP), o.Kind, o.VNI, p.Peer, p.Port, p.PeerMAC)
+		label := fmt.Sprintf("%s (%s:%d)", peerName(p), p.Peer, p.Port)
+		switch {
+		case p.Error != "":
+			raw = append(raw, what+": not sent: "+p.Error)
+			continue
+		case p.Answered:
+			answered = append(answered, fmt.Sprintf("%s in %.1f ms", label, float64(p.RTTMicros)/1000))
+			raw = append(raw, fmt.Sprintf("%s: answered in %dµs", what, p.RTTMicros))
+		case p.PortUnreachable:
+			refused = append(refused, label)
+			refusedNodes = append(refusedNodes, peerName(p))
+			raw = append(raw, what+": ICMP port unreachable")
+		default:
+			if p.Unreachable != "" {
+				label += ": " + p.Unreachable
+			}
+			silent = append(silent, label)
+			raw = append(raw, fmt.Sprintf("%s: no answer to %d datagram(s) %s", what, p.Sent, p.Unreachable))
+		}
+		sent = max(sent, p.Sent)
+	}
+	a := report.Args{"device": o.Name, "kind": o.Kind, "vni": strconv.Itoa(o.VNI), "port": strconv.Itoa(o.Port)}
+	problems := 0
+	if len(refused) > 0 {
+		a["peers"], a["peerNode"] = listNames(refused), refusedNodes[0]
+		nj.EmitNode(report.CodeRTEncapRefused, node, a, raw, fieldItems("refused", refused), fieldItems("answered", answered))
+		problems++
+	}
+	if len(silent) > 0 {
+		a["peers"], a["sent"], a["timeout"] = listNames(silent), strconv.Itoa(sent), strconv.Itoa(o.EncapTimeoutMillis)+" ms"
+		nj.EmitNode(report.CodeRTEncapSilent, node, a, raw, fieldItems("silent", silent), fieldItems("answered", answered))
+		problems++
+	}
+	if problems == 0 && len(answered) > 0 {
+		a["peers"] = listNames(answered)
+		nj.EmitNode(report.CodeRTEncapAnswered, node, a, raw, fieldItems("answered", answered))
+	}
+	return problems
+}
+
+// underlayNodeNames maps the node addresses the API side read (flannel's
+// public-ip annotation, InternalIPs) to node names.
+func (nj *nodeJudge) underlayNodeNames() map[string]string {
+	out := map[string]string{}
+	for name, n := range nj.in.Nodes {
+		if n == nil {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				out[a.Address] = name
+			}
+		}
+		if ip := n.Annotations[flannelPublicIP]; ip != "" {
+			out[ip] = name
+		}
+	}
+	return out
 }
 
 // missingNodeFDB covers VXLAN devices that other CNIs program per node

@@ -3,6 +3,7 @@ package trace
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -483,4 +484,83 @@ func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
 	delete(in.Nodes, "n4")
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP)
+}
+
+// recordedEncap is node a's flannel.1 read on the real kernel in each case of
+// collectors/route TestEncapProbeOnRealVXLAN (-record): a two-node flannel
+// overlay in test namespaces, node a 192.168.78.11, node b 192.168.78.12.
+func recordedEncap(t *testing.T) map[string]collectorapi.OverlayDevice {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/route/real-vxlan-encap-netns.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]collectorapi.OverlayDevice
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestEncapJudgedOnRecordedProbes(t *testing.T) {
+	devices := recordedEncap(t)
+	for _, tt := range []struct {
+		recorded string
+		want     string
+		status   report.Status
+		parts    []string
+	}{
+		{recorded: "healthy", want: report.CodeRTEncapAnswered, status: report.StatusPass, parts: []string{"flannel.1 (vxlan VNI 1)", "UDP 8472", "from n2 (192.168.78.12:8472) in 0."}},
+		{recorded: "no VXLAN socket on the peer", want: report.CodeRTEncapRefused, status: report.StatusFail, parts: []string{"n2 (192.168.78.12:8472) answered", "port unreachable"}},
+		{recorded: "peer drops UDP 8472", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"no answer from n2 (192.168.78.12:8472)", "3 datagram(s) each in 900 ms"}},
+		{recorded: "peer lost its FDB entry for this node", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"the way back"}},
+	} {
+		t.Run(tt.recorded, func(t *testing.T) {
+			o, ok := devices[tt.recorded]
+			if !ok {
+				t.Fatalf("no recorded device %q", tt.recorded)
+			}
+			in := nodeInput()
+			for name, v := range map[string]struct{ ip, mac, cidr string }{
+				"n1": {"192.168.78.11", "0a:58:0a:f5:01:00", "10.245.1.0/24"},
+				"n2": {"192.168.78.12", "0a:58:0a:f5:02:00", "10.245.2.0/24"},
+			} {
+				n := node(name, true)
+				n.Spec.PodCIDR = v.cidr
+				n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v.ip}}
+				n.Annotations = map[string]string{
+					"flannel.alpha.coreos.com/backend-type": "vxlan",
+					"flannel.alpha.coreos.com/public-ip":    v.ip,
+					"flannel.alpha.coreos.com/backend-data": `{"VNI":1,"VtepMAC":"` + v.mac + `"}`,
+				}
+				in.Nodes[name] = n
+			}
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			r := recordedRoute(t)
+			r.Overlays = []collectorapi.OverlayDevice{o}
+			obs.Sections.Route.Data = r
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.parts...)
+			if c.Status != tt.status {
+				t.Errorf("%s is %s, want %s", tt.want, c.Status, tt.status)
+			}
+			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "echo 10.245.1.0 > 10.245.2.0 in vxlan VNI 1 to 192.168.78.12:8472") {
+				t.Errorf("raw evidence %+v", c.Evidence)
+			}
+			// The FDB and neighbour entries of this node are as flannel
+			// programs them in every case: the probe is the only finding.
+			assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown)
+			others := []string{report.CodeRTEncapAnswered, report.CodeRTEncapRefused, report.CodeRTEncapSilent}
+			others = slices.DeleteFunc(others, func(c string) bool { return c == tt.want })
+			assertNoCode(t, tr, report.LayerRoute, "n1", others...)
+			if tt.want == report.CodeRTEncapAnswered {
+				wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			} else {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			}
+			if tt.want == report.CodeRTEncapRefused && !strings.Contains(c.NextStep, "node/n2") {
+				t.Errorf("next step %q does not name the peer's node", c.NextStep)
+			}
+		})
+	}
 }

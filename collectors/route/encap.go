@@ -67,7 +67,7 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 		return
 	}
 	peers := encapPeers(o, gateways)
-	o.EncapPeers = len(peers)
+	o.EncapPeers, o.EncapTimeoutMillis = len(peers), int(timeout.Milliseconds())
 	if len(peers) == 0 {
 		return
 	}
@@ -108,11 +108,18 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 	frame := func(p *encapPeer) []byte { return vxlanEcho(o.VNI, srcMAC, p.mac, src, p.overlayIP, id, p.seq) }
 	send := func() {
 		for _, p := range peers {
-			if p.fd < 0 || p.probe.Answered {
+			if p.fd < 0 || p.probe.Answered || p.probe.PortUnreachable {
 				continue
 			}
 			if _, err := unix.Write(p.fd, frame(p)); err != nil {
-				if p.probe.Sent == 0 {
+				// A send reports, and clears, the ICMP error an earlier
+				// datagram brought back.
+				switch {
+				case errors.Is(err, unix.ECONNREFUSED):
+					p.probe.PortUnreachable = true
+				case p.probe.Sent > 0:
+					p.probe.Unreachable = err.Error()
+				default:
 					p.probe.Error = fmt.Sprintf("send to %s:%d: %v", p.dst, o.Port, err)
 				}
 				continue
@@ -158,14 +165,16 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 		case err != nil:
 		case unix.Errno(e) == unix.ECONNREFUSED:
 			p.probe.PortUnreachable = true
-		case e != 0:
+		case e != 0 && p.probe.Unreachable == "":
 			p.probe.Unreachable = unix.Errno(e).Error()
 		}
 	}
 }
 
+// pending says whether a peer may still answer: sent, and neither answered
+// nor refused.
 func pending(peers []*encapPeer) bool {
-	return slices.ContainsFunc(peers, func(p *encapPeer) bool { return p.fd >= 0 && !p.probe.Answered })
+	return slices.ContainsFunc(peers, func(p *encapPeer) bool { return p.fd >= 0 && !p.probe.Answered && !p.probe.PortUnreachable })
 }
 
 // readEchoReplies drains the raw socket and marks the peers whose echo

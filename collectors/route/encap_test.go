@@ -2,8 +2,11 @@ package route
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +15,10 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
 )
+
+// recordedEncapFixture holds node a's flannel.1 as read in each case of
+// TestEncapProbeOnRealVXLAN; trace judges the probes in its own tests.
+const recordedEncapFixture = "../testdata/route/real-vxlan-encap-netns.json"
 
 // vtep is one node of a two-node flannel overlay built in test namespaces.
 type vtep struct {
@@ -74,6 +81,21 @@ func readOverlay(t *testing.T, n vtep) collectorapi.OverlayDevice {
 // when b drops UDP 8472 and when b lost its own entries for a (the way back).
 func TestEncapProbeOnRealVXLAN(t *testing.T) {
 	netns.RequireTools(t, "nft")
+	recorded := map[string]collectorapi.OverlayDevice{}
+	if *record {
+		defer func() {
+			if t.Failed() {
+				return
+			}
+			b, err := json.MarshalIndent(recorded, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.FromSlash(recordedEncapFixture), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	}
 	for _, tt := range []struct {
 		name      string
 		fault     func(t *testing.T, a, b vtep)
@@ -95,6 +117,7 @@ func TestEncapProbeOnRealVXLAN(t *testing.T) {
 			a, b := flannelPair(t)
 			tt.fault(t, a, b)
 			o := readOverlay(t, a)
+			recorded[tt.name] = o
 			if o.EncapSkipped != "" || o.EncapPeers != 1 || len(o.Encap) != 1 {
 				t.Fatalf("encap: skipped %q, peers %d, probes %+v (device %+v)", o.EncapSkipped, o.EncapPeers, o.Encap, o)
 			}

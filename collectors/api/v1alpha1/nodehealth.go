@@ -53,6 +53,8 @@ type OverlayDevice struct {
 	// EncapPeers counts the remote endpoints in the FDB; more than Encap
 	// holds when the probes were capped.
 	EncapPeers int `json:"encapPeers,omitempty"`
+	// EncapTimeoutMillis is how long the probes waited for answers.
+	EncapTimeoutMillis int `json:"encapTimeoutMillis,omitempty"`
 }
 
 // EncapProbe is an ICMP echo request to a remote tunnel endpoint's own
