@@ -325,6 +325,7 @@ install -m 600 "$P/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
 install -m 600 "$P/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
 echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
 echo "bringup_seconds=$((t_ready - t_up))" >"$STATE/bringup.txt"
+echo "$CNI_MODE" >"$STATE/cni-mode"
 ipvs_line="  ipvs node     : off (SVTB_IPVS_NODE=0)"
 if [[ -n $ipvs_pid ]]; then
 	if ! wait "$ipvs_pid"; then
