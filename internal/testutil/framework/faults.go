@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -265,4 +266,51 @@ func (tb *Testbed) HoldConnections(t testing.TB, node, addr string, n int) ([]ne
 		}
 	}
 	return conns, tb.fault(t, closeAll)
+}
+
+// DeleteVTEPEntry deletes, on node, flannel.1's forwarding-database entry
+// ("fdb") or neighbour entry ("neigh") for other's tunnel endpoint; flannel
+// programs them only when a Node lease changes, so the fault lasts.
+func (tb *Testbed) DeleteVTEPEntry(t testing.TB, kind, node, other string) Undo {
+	t.Helper()
+	tb.ctl(t, kind+"-del", node, other)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, kind+"-add", node, other)
+		return err
+	})
+}
+
+// BlockEncap drops UDP to the VXLAN port arriving at node (a firewall
+// between the nodes, seen from the other side).
+func (tb *Testbed) BlockEncap(t testing.TB, node string) Undo {
+	t.Helper()
+	tb.ctl(t, "encap-block", node)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "encap-unblock", node)
+		return err
+	})
+}
+
+// SetPodVethMTU sets the MTU of the node side of a Pod's veth (its port on
+// the bridge cni0) and returns the device's name. Frames larger than a
+// device's MTU are dropped where they enter it, without an ICMP error.
+func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (string, Undo) {
+	t.Helper()
+	out, err := tb.Ctl(Context(t, time.Minute), "pod-veth", node, podIP)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	dev := strings.TrimSpace(out)
+	link, err := tb.ExecInNode(Context(t, time.Minute), node, "ip", "-o", "link", "show", "dev", dev)
+	f := strings.Fields(link)
+	i := slices.Index(f, "mtu")
+	if err != nil || i < 0 || i+1 >= len(f) {
+		t.Fatalf("MTU of %s on %s: %v %q", dev, node, err, link)
+	}
+	old := f[i+1]
+	tb.ctl(t, "link-mtu", node, dev, fmt.Sprint(mtu))
+	return dev, tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "link-mtu", node, dev, old)
+		return err
+	})
 }
