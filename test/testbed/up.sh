@@ -11,12 +11,12 @@ source "$(dirname "$0")/lib.sh"
 testbed_lock
 
 t_start=$(date +%s)
-modes_match() { # the running kube-proxies use the requested modes, the enforcers the requested ones
+modes_match() { # the running kube-proxies, enforcers and Pod network are the requested ones
 	local n
+	[[ $(cat "$STATE/cni-mode" 2>/dev/null) == "$CNI_MODE" ]] || return 1
 	for n in "${NODES[@]}"; do
 		[[ $(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null) == "${NODE_PROXY_MODE[$n]}" ]] || return 1
 		[[ ${NODE_NETPOL[$n]} == kube-router ]] || ! pid_alive "kube-router-$n" || return 1
-		[[ $CNI_MODE == flannel ]] || ! pid_alive "flanneld-$n" || return 1
 	done
 }
 if "$TESTBED_DIR/status.sh" --quiet && ! modes_match; then
