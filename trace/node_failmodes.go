@@ -157,7 +157,7 @@ func (nj *nodeJudge) clientPod() *corev1.Pod {
 func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
 	problems := nj.judgeBridgeNF(node, obs, r)
 	problems += nj.judgeNeighbours(node, r.Neighbours)
-	problems += nj.judgeOverlays(node, r.Overlays)
+	problems += nj.judgeOverlays(node, r.Overlays, r.Routes)
 	if p := obs.Sections.Probe; p != nil && p.Data != nil {
 		problems += nj.judgePathMTU(node, p.Data.PathMTU)
 	}
@@ -292,9 +292,10 @@ func (nj *nodeJudge) flannelVTEPs(self string) []remoteVTEP {
 // node's public IP) and the neighbour entry (the node's subnet address →
 // VtepMAC) flannel programs for every other node (pkg/backend/vxlan: AddFDB,
 // AddARP).
-func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayDevice) int {
+func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayDevice, routes []collectorapi.RouteLookup) int {
 	problems := 0
 	vteps := nj.flannelVTEPs(node)
+	epNode := nj.endpointIndex().node
 	for _, o := range overlays {
 		a := report.Args{"device": o.Name, "kind": o.Kind}
 		if !o.AdminUp || o.OperState == "down" {
@@ -339,6 +340,21 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 				raw = append(raw, fmt.Sprintf("missing: ip neigh %s lladdr %s dev %s", orNone(want), v.mac, o.Name))
 			}
 		}
+		// The routes to the endpoints that leave through the device name
+		// their tunnel gateway: it needs a neighbour entry, and that
+		// entry's MAC an FDB entry. This holds without the other nodes'
+		// objects (a trace with --node reads only the nodes it inspects).
+		gwFDB, gwNeigh, gwRaw := routeGatewayEntries(o, routes, epNode)
+		for i, g := range gwFDB {
+			if !slices.ContainsFunc(noFDB, func(s string) bool { return strings.HasPrefix(s, strings.SplitN(g, " ", 2)[0]+" ") }) {
+				noFDB, raw = append(noFDB, g), append(raw, gwRaw[i])
+			}
+		}
+		for i, g := range gwNeigh {
+			if !slices.ContainsFunc(noNeigh, func(s string) bool { return strings.HasPrefix(s, strings.SplitN(g, " ", 2)[0]+" ") }) {
+				noNeigh, raw = append(noNeigh, g), append(raw, gwRaw[len(gwFDB)+i])
+			}
+		}
 		if len(noFDB) > 0 || len(noNeigh) > 0 {
 			var what []string
 			var nodes []string
@@ -358,6 +374,39 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		}
 	}
 	return problems
+}
+
+// routeGatewayEntries checks, for each route through the overlay device o
+// with a gateway (flannel: "10.244.2.0/24 via 10.244.2.0 dev flannel.1
+// onlink"; Calico's vxlan.calico alike), that o holds a neighbour entry for
+// the gateway and an FDB entry for that entry's MAC. Each missing entry is
+// named by the node of the endpoint the route leads to, else by the gateway;
+// raw holds the FDB lines, then the neighbour lines.
+func routeGatewayEntries(o collectorapi.OverlayDevice, routes []collectorapi.RouteLookup, epNode map[string]string) (noFDB, noNeigh, raw []string) {
+	seen := map[string]bool{}
+	var fdbRaw, neighRaw []string
+	for _, rt := range routes {
+		if rt.Device != o.Name || rt.Gateway == "" || rt.Error != "" || seen[rt.Gateway] {
+			continue
+		}
+		seen[rt.Gateway] = true
+		who := epNode[rt.Destination]
+		if who == "" {
+			who = "gateway " + rt.Gateway
+		}
+		i := slices.IndexFunc(o.Neighbours, func(n collectorapi.NeighbourEntry) bool { return n.IP == rt.Gateway && n.MAC != "" })
+		if i < 0 {
+			noNeigh = append(noNeigh, fmt.Sprintf("%s (%s → ?, the route to %s)", who, rt.Gateway, rt.Destination))
+			neighRaw = append(neighRaw, fmt.Sprintf("missing: ip neigh %s lladdr <VTEP MAC> dev %s (ip route get %s: via %s dev %s)", rt.Gateway, o.Name, rt.Destination, rt.Gateway, o.Name))
+			continue
+		}
+		mac := o.Neighbours[i].MAC
+		if !slices.ContainsFunc(o.FDB, func(f collectorapi.FDBEntry) bool { return strings.EqualFold(f.MAC, mac) && f.Dst != "" }) {
+			noFDB = append(noFDB, fmt.Sprintf("%s (%s → ?, the MAC of %s)", who, mac, rt.Gateway))
+			fdbRaw = append(fdbRaw, fmt.Sprintf("missing: bridge fdb %s dev %s dst <VTEP address> (neighbour %s lladdr %s)", mac, o.Name, rt.Gateway, mac))
+		}
+	}
+	return noFDB, noNeigh, append(fdbRaw, neighRaw...)
 }
 
 // judgeEncap judges the collector's own encapsulated echo to each remote

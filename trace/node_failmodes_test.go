@@ -537,7 +537,10 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 			}
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			r := recordedRoute(t)
+			// The recorded routes lead through another recording's
+			// flannel.1 (gateway 10.244.1.0): keep only the local one.
 			r.Overlays = []collectorapi.OverlayDevice{o}
+			r.Routes = slices.DeleteFunc(r.Routes, func(rt collectorapi.RouteLookup) bool { return rt.Device == "flannel.1" })
 			obs.Sections.Route.Data = r
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.parts...)
@@ -560,6 +563,82 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 			}
 			if tt.want == report.CodeRTEncapRefused && !strings.Contains(c.NextStep, "node/n2") {
 				t.Errorf("next step %q does not name the peer's node", c.NextStep)
+			}
+		})
+	}
+}
+
+// testbedFlannel is one recording of collectors/testdata/route/testbed-flannel.sh:
+// the route sections the real collector read on the testbed's flannel
+// overlay and the Nodes flanneld annotated.
+type testbedFlannel struct {
+	Nodes map[string]*corev1.Node                   `json:"nodes"`
+	Route map[string]*collectorapi.RouteObservation `json:"route"`
+}
+
+func recordedTestbedFlannel(t *testing.T, name string) testbedFlannel {
+	t.Helper()
+	b, err := os.ReadFile("../collectors/testdata/route/testbed-flannel-" + name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r testbedFlannel
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Nodes) != 2 || len(r.Route) != 2 {
+		t.Fatalf("recording %s: %d nodes, %d route sections", name, len(r.Nodes), len(r.Route))
+	}
+	return r
+}
+
+func TestOverlayJudgedOnTestbedFlannel(t *testing.T) {
+	overlayCodes := []string{report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown, report.CodeRTPMTUBlackhole,
+		report.CodeRTEncapAnswered, report.CodeRTEncapRefused, report.CodeRTEncapSilent}
+	for _, tt := range []struct {
+		name     string
+		recorded string
+		// apiNodes are the Nodes the API side read: all (--all-nodes, or
+		// endpoints on both nodes) or the inspected one only (--node).
+		apiNodes []string
+		want     map[string]string // node → the one overlay code it gets
+		parts    map[string][]string
+	}{
+		{name: "healthy", recorded: "healthy", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTEncapAnswered, "svtb-node2": report.CodeRTEncapAnswered},
+			parts: map[string][]string{"svtb-node1": {"from svtb-node2 (10.0.0.12:8472)"}, "svtb-node2": {"from svtb-node1 (10.0.0.11:8472)"}}},
+		{name: "healthy, --node", recorded: "healthy", apiNodes: []string{"svtb-node1"},
+			want: map[string]string{"svtb-node1": report.CodeRTEncapAnswered}},
+		{name: "FDB entry missing on node1", recorded: "fdb-missing", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTOverlayVTEP, "svtb-node2": report.CodeRTEncapSilent},
+			parts: map[string][]string{"svtb-node1": {"forwarding-database entry", "svtb-node2 ("}, "svtb-node2": {"no answer from svtb-node1 (10.0.0.11:8472)"}}},
+		// Without node2's object the entry is still found missing, from
+		// the route to the endpoint on node2 and the gateway's neighbour entry.
+		{name: "FDB entry missing on node1, --node", recorded: "fdb-missing", apiNodes: []string{"svtb-node1"},
+			want:  map[string]string{"svtb-node1": report.CodeRTOverlayVTEP},
+			parts: map[string][]string{"svtb-node1": {"forwarding-database entry", "the MAC of 10.244.2.0"}}},
+		{name: "UDP 8472 dropped at node2", recorded: "encap-blocked", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTEncapSilent, "svtb-node2": report.CodeRTEncapSilent},
+			parts: map[string][]string{"svtb-node1": {"no answer from svtb-node2 (10.0.0.12:8472)", "3 datagram(s) each in 1000 ms"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := recordedTestbedFlannel(t, tt.recorded)
+			in := nodeInput()
+			in.Nodes = map[string]*corev1.Node{}
+			for _, n := range tt.apiNodes {
+				in.Nodes[n] = rec.Nodes[n]
+			}
+			var views []NodeView
+			for node := range tt.want {
+				obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+				obs.Sections.Route.Data = rec.Route[node]
+				views = append(views, NodeView{Node: node, Observation: obs})
+			}
+			tr := judgeViews(t, in, views...)
+			for node, code := range tt.want {
+				wantCode(t, tr, report.LayerRoute, node, code, tt.parts[node]...)
+				others := slices.DeleteFunc(slices.Clone(overlayCodes), func(c string) bool { return c == code })
+				assertNoCode(t, tr, report.LayerRoute, node, others...)
 			}
 		})
 	}
