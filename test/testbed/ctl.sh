@@ -21,6 +21,8 @@
 #   ctl.sh encap-block NODE | encap-unblock NODE drop / stop dropping UDP to the VXLAN port arriving at NODE
 #   ctl.sh pod-veth NODE POD_IP                  print the node side of a Pod's veth (bridge port on cni0)
 #   ctl.sh link-mtu NODE DEV MTU                 set a link's MTU in the node's namespace
+#   ctl.sh pod-offload NODE POD_IP on|off        TCP segmentation offload (tso, gso) of the Pod's eth0: off
+#                                                makes the Pod send wire-sized packets, as a real NIC's link would carry
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -170,6 +172,16 @@ pod-veth)
 	dev=$(in_ns "$n" bridge fdb show br cni0 | awk -v m="$mac" '$1 == m && $2 == "dev" && !/self/ {print $3; exit}')
 	[[ -n $dev ]] || die "no cni0 port has learnt $mac ($ip) on $n"
 	echo "$dev"
+	;;
+pod-offload)
+	n=$(node_arg "${1:-}"); ip=${2:?POD_IP}; v=${3:?on|off}
+	found=""
+	for f in "$(node_run "$n")"/containerd-state/io.containerd.grpc.v1.cri/netns/cni-*; do
+		if nsenter --net="$f" ip -o -4 addr show dev eth0 2>/dev/null | grep -q " $ip/"; then found=$f; break; fi
+	done
+	[[ -n $found ]] || die "no Pod network namespace on $n holds $ip"
+	nsenter --net="$found" ethtool -K eth0 tso "$v" gso "$v"
+	log "tso/gso $v on eth0 of the Pod $ip on $n"
 	;;
 link-mtu)
 	n=$(node_arg "${1:-}"); dev=${2:?DEV}; mtu=${3:?MTU}

@@ -293,9 +293,16 @@ func (tb *Testbed) BlockEncap(t testing.TB, node string) Undo {
 
 // SetPodVethMTU sets the MTU of the node side of a Pod's veth (its port on
 // the bridge cni0) and returns the device's name. Frames larger than a
-// device's MTU are dropped where they enter it, without an ICMP error.
+// device's MTU are dropped where they enter it, without an ICMP error; the
+// Pod's own segmentation offload is turned off, since a veth passes the
+// Pod's TCP super-packets whatever their size where a real link would not.
 func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (string, Undo) {
 	t.Helper()
+	tb.ctl(t, "pod-offload", node, podIP, "off")
+	tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "pod-offload", node, podIP, "on")
+		return err
+	})
 	out, err := tb.Ctl(Context(t, time.Minute), "pod-veth", node, podIP)
 	if err != nil {
 		t.Fatalf("%v", err)
