@@ -540,14 +540,19 @@ func subnetAddr(cidr string) string {
 // judgePathMTU: a small don't-fragment probe answered and a full-size one
 // lost, with no "fragmentation needed" back, is a blackhole.
 func (nj *nodeJudge) judgePathMTU(node string, probes []collectorapi.PathMTUProbe) int {
-	var hit []collectorapi.PathMTUProbe
+	var hit, lowered []collectorapi.PathMTUProbe
 	for _, p := range probes {
-		if p.Error == "" && p.SmallOK && !p.LargeOK && p.FragNeededMTU == 0 {
+		switch {
+		case p.Error != "" || !p.SmallOK || p.LargeOK:
+		case p.FragNeededMTU == 0:
 			hit = append(hit, p)
+		case p.FragNeededMTU < p.RouteMTU:
+			lowered = append(lowered, p)
 		}
 	}
+	problems := nj.judgePathMTULowered(node, lowered)
 	if len(hit) == 0 {
-		return 0
+		return problems
 	}
 	var targets, raw []string
 	for _, p := range hit {
@@ -559,6 +564,26 @@ func (nj *nodeJudge) judgePathMTU(node string, probes []collectorapi.PathMTUProb
 		"large": strconv.Itoa(f.LargeSize), "mtu": strconv.Itoa(f.RouteMTU), "device": orNone(f.Device),
 		"payload": strconv.Itoa(f.LargeSize - icmpEchoHeaders)}, raw,
 		fieldItems("targets", targets), fieldValue("smallSize", strconv.Itoa(f.SmallSize)), fieldValue("largeSize", strconv.Itoa(f.LargeSize)))
+	return problems + 1
+}
+
+// judgePathMTULowered: the large probe came back as "fragmentation needed"
+// with an MTU below the route's. Within one Pod network every hop should
+// carry the route's MTU, so a lower one is a mismatch; it is a warning, as
+// this node's own packets adapt and only the way back may drop silently.
+func (nj *nodeJudge) judgePathMTULowered(node string, probes []collectorapi.PathMTUProbe) int {
+	if len(probes) == 0 {
+		return 0
+	}
+	var targets, raw []string
+	for _, p := range probes {
+		targets = append(targets, p.Address)
+		raw = append(raw, fmt.Sprintf("%s dev %s: %d bytes answered, %d bytes: fragmentation needed, path MTU %d (%s)", p.Address, orNone(p.Device), p.SmallSize, p.LargeSize, p.FragNeededMTU, orNone(p.LargeError)))
+	}
+	f := probes[0]
+	nj.EmitNode(report.CodeRTPathMTULowered, node, report.Args{"targets": listNames(targets), "large": strconv.Itoa(f.LargeSize),
+		"mtu": strconv.Itoa(f.RouteMTU), "device": orNone(f.Device), "pmtu": strconv.Itoa(f.FragNeededMTU)}, raw,
+		fieldItems("targets", targets), fieldValue("routeMTU", strconv.Itoa(f.RouteMTU)), fieldValue("pathMTU", strconv.Itoa(f.FragNeededMTU)))
 	return 1
 }
 

@@ -349,19 +349,29 @@ func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
 func TestPathMTUBlackholeJudged(t *testing.T) {
 	rec := recordedPathMTU(t)
 	for _, tt := range []struct {
-		name  string
-		probe collectorapi.PathMTUProbe
-		want  bool
+		name    string
+		probe   collectorapi.PathMTUProbe
+		want    bool
+		lowered bool // RT025: the way there reported a lower MTU
 	}{
-		{"both answered", rec["healthy"], false},
-		{"fragmentation needed came back", rec["fragNeeded"], false},
-		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false},
-		{"large lost silently", rec["blackhole"], true},
+		{"both answered", rec["healthy"], false, false},
+		{"fragmentation needed came back", rec["fragNeeded"], false, true},
+		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false, false},
+		{"large lost silently", rec["blackhole"], true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{PathMTU: []collectorapi.PathMTUProbe{tt.probe}})
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			if tt.lowered {
+				c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPathMTULowered, tt.probe.Address, "MTU 1500 via", "MTU 1400", "fragmentation needed")
+				if c.Status != report.StatusWarn || evidence(c, "pathMTU") != "1400" {
+					t.Errorf("%s %s, evidence %+v", c.Code, c.Status, c.Evidence)
+				}
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			} else {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPathMTULowered)
+			}
 			if !tt.want {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole)
 				return

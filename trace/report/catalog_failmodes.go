@@ -19,6 +19,7 @@ const (
 	CodeRTEncapAnswered    = "RT018"
 	CodeRTEncapRefused     = "RT019"
 	CodeRTEncapSilent      = "RT024"
+	CodeRTPathMTULowered   = "RT025"
 
 	CodeDPMasqMissing  = "DP047"
 	CodeDPSourceLost   = "DP048"
@@ -58,6 +59,9 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeRTPMTUBlackhole, Layer: LayerRoute, Severity: SeverityError, Title: "Path MTU blackhole",
 		Message:  "{targets}: a {small}-byte don't-fragment probe is answered and a {large}-byte one (the route's MTU {mtu} via {device}) is not, and no \"fragmentation needed\" comes back: connections open, then hang as soon as a full-size packet is sent",
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ping -M do -s {payload} -c 2 <endpoint IP>"},
+	{Code: CodeRTPathMTULowered, Layer: LayerRoute, Severity: SeverityWarning, Title: "Path MTU below the route's",
+		Message:  "{targets}: a {large}-byte don't-fragment probe (the route's MTU {mtu} via {device}) was answered with \"fragmentation needed\", MTU {pmtu}: a hop between this node and the endpoint carries less than the Pod network's MTU. This node's packets adapt; the endpoint's own packets larger than {pmtu} bytes meet the same hop on their way back, and where that hop is a veth or bridge port next to the endpoint they are dropped without an ICMP error, so connections open and small answers pass while large answers hang",
+		NextStep: "kubectl debug node/<the endpoint's node> -it --image=busybox -- ip link  # the MTU of every veth, bridge and tunnel device on the way"},
 	{Code: CodeRTOverlayDown, Layer: LayerRoute, Severity: SeverityError, Title: "Overlay device down",
 		Message:  "{device} ({kind}) is {state}: Pod traffic to other nodes through it is lost",
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ip -d link show {device}"},
