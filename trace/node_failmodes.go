@@ -319,7 +319,7 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		if o.Kind != "vxlan" {
 			continue
 		}
-		problems += nj.judgeEncap(node, o)
+		problems += nj.judgeEncap(node, o, routes, epNode)
 		var noFDB, noNeigh, raw []string
 		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
 			noFDB, raw = nj.missingNodeFDB(node, o)
@@ -415,10 +415,21 @@ func routeGatewayEntries(o collectorapi.OverlayDevice, routes []collectorapi.Rou
 // that drops echoes to its overlay address is healthy and silent too).
 // Probes that could not be sent (no neighbour entry for the peer's MAC) are
 // left to the FDB and neighbour check below.
-func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice) int {
+func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice, routes []collectorapi.RouteLookup, epNode map[string]string) int {
 	names := nj.underlayNodeNames()
+	// Without the peer's Node object (a trace with --node), the route to an
+	// endpoint through the peer's overlay address names its node.
+	byGateway := map[string]string{}
+	for _, rt := range routes {
+		if n := epNode[rt.Destination]; rt.Device == o.Name && rt.Gateway != "" && n != "" {
+			byGateway[rt.Gateway] = n
+		}
+	}
 	peerName := func(p collectorapi.EncapProbe) string {
 		if n := names[p.Peer]; n != "" {
+			return n
+		}
+		if n := byGateway[p.PeerOverlayIP]; n != "" {
 			return n
 		}
 		return p.Peer
