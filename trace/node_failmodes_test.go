@@ -334,14 +334,19 @@ func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
 // 1500 → 1400 veth with frag-needed dropped, and a router answering with
 // "fragmentation needed".
 func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
+	return readFixture[map[string]collectorapi.PathMTUProbe](t, "../collectors/testdata/probe/real-pathmtu-netns.json")
+}
+
+// readFixture decodes a recorded JSON fixture.
+func readFixture[T any](t *testing.T, path string) T {
 	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/probe/real-pathmtu-netns.json")
+	var out T
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out map[string]collectorapi.PathMTUProbe
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return out
 }
@@ -500,16 +505,7 @@ func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
 // collectors/route TestEncapProbeOnRealVXLAN (-record): a two-node flannel
 // overlay in test namespaces, node a 192.168.78.11, node b 192.168.78.12.
 func recordedEncap(t *testing.T) map[string]collectorapi.OverlayDevice {
-	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/route/real-vxlan-encap-netns.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]collectorapi.OverlayDevice
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return readFixture[map[string]collectorapi.OverlayDevice](t, "../collectors/testdata/route/real-vxlan-encap-netns.json")
 }
 
 func TestEncapJudgedOnRecordedProbes(t *testing.T) {
@@ -588,14 +584,7 @@ type testbedFlannel struct {
 
 func recordedTestbedFlannel(t *testing.T, name string) testbedFlannel {
 	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/route/testbed-flannel-" + name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r testbedFlannel
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readFixture[testbedFlannel](t, "../collectors/testdata/route/testbed-flannel-"+name+".json")
 	if len(r.Nodes) != 2 || len(r.Route) != 2 {
 		t.Fatalf("recording %s: %d nodes, %d route sections", name, len(r.Nodes), len(r.Route))
 	}

@@ -273,9 +273,15 @@ func (tb *Testbed) HoldConnections(t testing.TB, node, addr string, n int) ([]ne
 // programs them only when a Node lease changes, so the fault lasts.
 func (tb *Testbed) DeleteVTEPEntry(t testing.TB, kind, node, other string) Undo {
 	t.Helper()
-	tb.ctl(t, kind+"-del", node, other)
+	return tb.ctlFault(t, []string{kind + "-del", node, other}, []string{kind + "-add", node, other})
+}
+
+// ctlFault runs the ctl.sh command do and registers the command undo as its Undo.
+func (tb *Testbed) ctlFault(t testing.TB, do, undo []string) Undo {
+	t.Helper()
+	tb.ctl(t, do...)
 	return tb.fault(t, func(ctx context.Context) error {
-		_, err := tb.Ctl(ctx, kind+"-add", node, other)
+		_, err := tb.Ctl(ctx, undo...)
 		return err
 	})
 }
@@ -284,11 +290,7 @@ func (tb *Testbed) DeleteVTEPEntry(t testing.TB, kind, node, other string) Undo 
 // between the nodes, seen from the other side).
 func (tb *Testbed) BlockEncap(t testing.TB, node string) Undo {
 	t.Helper()
-	tb.ctl(t, "encap-block", node)
-	return tb.fault(t, func(ctx context.Context) error {
-		_, err := tb.Ctl(ctx, "encap-unblock", node)
-		return err
-	})
+	return tb.ctlFault(t, []string{"encap-block", node}, []string{"encap-unblock", node})
 }
 
 // SetPodVethMTU sets the MTU of the node side of a Pod's veth (its port on
@@ -298,11 +300,7 @@ func (tb *Testbed) BlockEncap(t testing.TB, node string) Undo {
 // Pod's TCP super-packets whatever their size where a real link would not.
 func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (string, Undo) {
 	t.Helper()
-	tb.ctl(t, "pod-offload", node, podIP, "off")
-	tb.fault(t, func(ctx context.Context) error {
-		_, err := tb.Ctl(ctx, "pod-offload", node, podIP, "on")
-		return err
-	})
+	tb.ctlFault(t, []string{"pod-offload", node, podIP, "off"}, []string{"pod-offload", node, podIP, "on"})
 	out, err := tb.Ctl(Context(t, time.Minute), "pod-veth", node, podIP)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -315,9 +313,5 @@ func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (str
 		t.Fatalf("MTU of %s on %s: %v %q", dev, node, err, link)
 	}
 	old := f[i+1]
-	tb.ctl(t, "link-mtu", node, dev, fmt.Sprint(mtu))
-	return dev, tb.fault(t, func(ctx context.Context) error {
-		_, err := tb.Ctl(ctx, "link-mtu", node, dev, old)
-		return err
-	})
+	return dev, tb.ctlFault(t, []string{"link-mtu", node, dev, fmt.Sprint(mtu)}, []string{"link-mtu", node, dev, old})
 }
