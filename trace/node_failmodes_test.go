@@ -178,11 +178,20 @@ func recordedRoute(t *testing.T) *collectorapi.RouteObservation {
 // flannelNodes are the nodes of the recorded fixture with the annotations
 // flannel's kube subnet manager writes.
 func flannelNodes(in *Input) {
-	for name, v := range map[string]struct{ ip, mac, cidr string }{
+	addFlannelNodes(in, map[string]flannelVTEP{
 		"n1": {"192.168.77.11", "0a:58:0a:f4:00:00", "10.244.0.0/24"},
 		"n2": {"192.168.77.12", "0a:58:0a:f4:01:00", "10.244.1.0/24"},
 		"n3": {"192.168.77.13", "0a:58:0a:f4:02:00", "10.244.2.0/24"},
-	} {
+	})
+}
+
+// flannelVTEP is what flannel's kube subnet manager writes on a Node: its
+// public IP, VtepMAC and the podCIDR it leased.
+type flannelVTEP struct{ ip, mac, cidr string }
+
+// addFlannelNodes adds Ready nodes annotated as flanneld annotates them.
+func addFlannelNodes(in *Input, nodes map[string]flannelVTEP) {
+	for name, v := range nodes {
 		n := node(name, true)
 		n.Spec.PodCIDR = v.cidr
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v.ip}}
@@ -527,20 +536,10 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 				t.Fatalf("no recorded device %q", tt.recorded)
 			}
 			in := nodeInput()
-			for name, v := range map[string]struct{ ip, mac, cidr string }{
+			addFlannelNodes(in, map[string]flannelVTEP{
 				"n1": {"192.168.78.11", "0a:58:0a:f5:01:00", "10.245.1.0/24"},
 				"n2": {"192.168.78.12", "0a:58:0a:f5:02:00", "10.245.2.0/24"},
-			} {
-				n := node(name, true)
-				n.Spec.PodCIDR = v.cidr
-				n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v.ip}}
-				n.Annotations = map[string]string{
-					"flannel.alpha.coreos.com/backend-type": "vxlan",
-					"flannel.alpha.coreos.com/public-ip":    v.ip,
-					"flannel.alpha.coreos.com/backend-data": `{"VNI":1,"VtepMAC":"` + v.mac + `"}`,
-				}
-				in.Nodes[name] = n
-			}
+			})
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			r := recordedRoute(t)
 			// The recorded routes lead through another recording's
