@@ -409,10 +409,11 @@ func routeGatewayEntries(o collectorapi.OverlayDevice, routes []collectorapi.Rou
 	return noFDB, noNeigh, append(fdbRaw, neighRaw...)
 }
 
-// judgeEncap judges the collector's own encapsulated echo to each remote
-// tunnel endpoint of the device (collectorapi.EncapProbe): every answer is
-// one info line, "port unreachable" an error, silence a warning (a node
-// that drops echoes to its overlay address is healthy and silent too).
+// judgeEncap judges the collector's own encapsulated datagram to each
+// remote tunnel endpoint of the device (collectorapi.EncapProbe): the
+// answers are one info line, "port unreachable" for the tunnel port an
+// error, silence a warning (a node that sends no ICMP errors is healthy and
+// silent too).
 // Probes that could not be sent (no neighbour entry for the peer's MAC) are
 // left to the FDB and neighbour check below.
 func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice, routes []collectorapi.RouteLookup, epNode map[string]string) int {
@@ -438,7 +439,7 @@ func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice, route
 	var raw []string
 	sent := 0
 	for _, p := range o.Encap {
-		what := fmt.Sprintf("echo %s > %s in %s VNI %d to %s:%d (inner MAC %s)", p.Source, orNone(p.PeerOverlayIP), o.Kind, o.VNI, p.Peer, p.Port, p.PeerMAC)
+		what := fmt.Sprintf("udp %s > %s:33434 in %s VNI %d to %s:%d (inner MAC %s)", p.Source, orNone(p.PeerOverlayIP), o.Kind, o.VNI, p.Peer, p.Port, p.PeerMAC)
 		label := fmt.Sprintf("%s (%s:%d)", peerName(p), p.Peer, p.Port)
 		switch {
 		case p.Error != "":
@@ -446,11 +447,11 @@ func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice, route
 			continue
 		case p.Answered:
 			answered = append(answered, fmt.Sprintf("%s in %.1f ms", label, float64(p.RTTMicros)/1000))
-			raw = append(raw, fmt.Sprintf("%s: answered in %dµs", what, p.RTTMicros))
+			raw = append(raw, fmt.Sprintf("%s: port unreachable from %s in %dµs", what, p.PeerOverlayIP, p.RTTMicros))
 		case p.PortUnreachable:
 			refused = append(refused, label)
 			refusedNodes = append(refusedNodes, peerName(p))
-			raw = append(raw, what+": ICMP port unreachable")
+			raw = append(raw, fmt.Sprintf("%s: ICMP port unreachable for %s:%d", what, p.Peer, p.Port))
 		default:
 			if p.Unreachable != "" {
 				label += ": " + p.Unreachable

@@ -526,7 +526,7 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 		parts    []string
 	}{
 		{recorded: "healthy", want: report.CodeRTEncapAnswered, status: report.StatusPass, parts: []string{"flannel.1 (vxlan VNI 1)", "UDP 8472", "from n2 (192.168.78.12:8472) in 0."}},
-		{recorded: "no VXLAN socket on the peer", want: report.CodeRTEncapRefused, status: report.StatusFail, parts: []string{"n2 (192.168.78.12:8472) answered", "port unreachable"}},
+		{recorded: "no VXLAN socket on the peer", want: report.CodeRTEncapRefused, status: report.StatusFail, parts: []string{"n2 (192.168.78.12:8472) answered", "port unreachable for UDP 8472"}},
 		{recorded: "peer drops UDP 8472", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"no answer from n2 (192.168.78.12:8472)", "3 datagram(s) each in 900 ms"}},
 		{recorded: "peer lost its FDB entry for this node", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"the way back"}},
 	} {
@@ -552,7 +552,7 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 			if c.Status != tt.status {
 				t.Errorf("%s is %s, want %s", tt.want, c.Status, tt.status)
 			}
-			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "echo 10.245.1.0 > 10.245.2.0 in vxlan VNI 1 to 192.168.78.12:8472") {
+			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "udp 10.245.1.0 > 10.245.2.0:33434 in vxlan VNI 1 to 192.168.78.12:8472") {
 				t.Errorf("raw evidence %+v", c.Evidence)
 			}
 			// The FDB and neighbour entries of this node are as flannel

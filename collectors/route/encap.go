@@ -6,20 +6,17 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/net/icmp"
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
 // DefaultEncapTimeout is how long the encapsulation probes of one device
-// wait for answers, all peers at once. The echo is sent three times in
+// wait for answers, all peers at once. The probe is sent three times in
 // that window: the first datagram to a peer may wait for ARP on the underlay.
 const DefaultEncapTimeout = time.Second
 
@@ -27,20 +24,28 @@ const DefaultEncapTimeout = time.Second
 // that are gateways of the routes to the Service's endpoints go first.
 const maxEncapPeers = 32
 
-// encapPayload marks the echo so that a capture on either node shows whose it is.
+// encapPayload marks the probe so that a capture on either node shows whose it is.
 var encapPayload = []byte("svctrace encapsulation probe")
+
+// ProbePort is the inner UDP destination port: the first of traceroute's,
+// chosen for being unlikely to be listened on.
+const ProbePort = 33434
+
+// probeSrcPortBase is the first inner UDP source port; peer i uses base+i,
+// which pairs each "port unreachable" with its peer.
+const probeSrcPortBase = 47000
 
 type encapPeer struct {
 	probe     *collectorapi.EncapProbe
 	dst       netip.Addr
 	mac       net.HardwareAddr
 	overlayIP netip.Addr
-	seq       int
+	seq       int // the inner UDP source port
 	fd        int // connected UDP socket, -1 when none
 	sentAt    time.Time
 }
 
-// probeEncap sends, through no local FDB or neighbour entry, one ICMP echo
+// probeEncap sends, through no local FDB or neighbour entry, one UDP probe
 // per remote VTEP in o's FDB to that VTEP's overlay address (see
 // collectorapi.EncapProbe) and waits up to timeout for the answers.
 // gateways are overlay addresses that route the Service's endpoints.
@@ -85,13 +90,12 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 		return
 	}
 	defer unix.Close(raw)
-	id := os.Getpid() & 0xffff
 	var local netip.Addr
 	if l, err := netip.ParseAddr(o.Local); err == nil && l.Is4() {
 		local = l
 	}
 	for i, p := range peers {
-		p.seq = (int(echoSeqBase()) + i) & 0xffff
+		p.seq = probeSrcPortBase + i
 		p.probe.Source = src.String()
 		p.fd = -1
 		if p.probe.Error != "" {
@@ -105,7 +109,7 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 		p.fd = fd
 		defer unix.Close(fd)
 	}
-	frame := func(p *encapPeer) []byte { return vxlanEcho(o.VNI, srcMAC, p.mac, src, p.overlayIP, id, p.seq) }
+	frame := func(p *encapPeer) []byte { return vxlanProbe(o.VNI, srcMAC, p.mac, src, p.overlayIP, p.seq) }
 	send := func() {
 		for _, p := range peers {
 			if p.fd < 0 || p.probe.Answered || p.probe.PortUnreachable {
@@ -147,7 +151,7 @@ func probeEncap(o *collectorapi.OverlayDevice, gateways map[string]bool, timeout
 				break
 			}
 			if n > 0 {
-				readEchoReplies(raw, buf, peers, id)
+				readAnswers(raw, buf, peers)
 			}
 		}
 		if len(resend) > 0 && !time.Now().Before(resend[0]) {
@@ -177,9 +181,11 @@ func pending(peers []*encapPeer) bool {
 	return slices.ContainsFunc(peers, func(p *encapPeer) bool { return p.fd >= 0 && !p.probe.Answered && !p.probe.PortUnreachable })
 }
 
-// readEchoReplies drains the raw socket and marks the peers whose echo
-// reply (from their overlay address, our id and their sequence) arrived.
-func readEchoReplies(raw int, buf []byte, peers []*encapPeer, id int) {
+// readAnswers drains the raw socket and marks the peers whose answer came
+// back through the tunnel: "port unreachable" from their overlay address
+// quoting the probe (this device's address and the peer's source port to
+// the peer's overlay address and ProbePort).
+func readAnswers(raw int, buf []byte, peers []*encapPeer) {
 	for {
 		n, _, err := unix.Recvfrom(raw, buf, unix.MSG_DONTWAIT)
 		if err != nil || n <= 0 {
@@ -190,16 +196,21 @@ func readEchoReplies(raw int, buf []byte, peers []*encapPeer, id int) {
 			continue
 		}
 		from, _ := netip.AddrFromSlice(pkt[12:16])
-		m, err := icmp.ParseMessage(1, pkt[int(pkt[0]&0x0f)*4:])
-		if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
+		icmpPkt := pkt[int(pkt[0]&0x0f)*4:]
+		// ICMP header (8), then the quoted IPv4 header and 8 bytes of UDP.
+		if len(icmpPkt) < 8+20+8 || icmpPkt[0] != 3 || icmpPkt[1] != 3 {
 			continue
 		}
-		e, ok := m.Body.(*icmp.Echo)
-		if !ok || e.ID != id {
+		q := icmpPkt[8:]
+		qhl := int(q[0]&0x0f) * 4
+		if q[0]>>4 != 4 || q[9] != unix.IPPROTO_UDP || len(q) < qhl+8 {
 			continue
 		}
+		qsrc, _ := netip.AddrFromSlice(q[12:16])
+		qdst, _ := netip.AddrFromSlice(q[16:20])
+		sport, dport := int(binary.BigEndian.Uint16(q[qhl:])), int(binary.BigEndian.Uint16(q[qhl+2:]))
 		for _, p := range peers {
-			if p.seq == e.Seq && p.overlayIP == from && !p.probe.Answered {
+			if p.overlayIP == from && qdst == from && p.probe.Source == qsrc.String() && sport == p.seq && dport == ProbePort && !p.probe.Answered {
 				p.probe.Answered = true
 				p.probe.RTTMicros = time.Since(p.sentAt).Microseconds()
 			}
@@ -267,23 +278,32 @@ func dialUDP4(local, dst netip.Addr, port int) (int, error) {
 	return fd, nil
 }
 
-// vxlanEcho is a VXLAN datagram's payload (RFC 7348: flags with the I bit,
-// VNI) around an Ethernet frame from srcMAC to dstMAC carrying an IPv4 ICMP
-// echo request from src to dst.
-func vxlanEcho(vni int, srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr, id, seq int) []byte {
-	icmpMsg, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: encapPayload}}).Marshal(nil)
-	ip := make([]byte, 20, 20+len(icmpMsg))
+// vxlanProbe is a VXLAN datagram's payload (RFC 7348: flags with the I bit,
+// VNI) around an Ethernet frame from srcMAC to dstMAC carrying an IPv4 UDP
+// datagram from src:srcPort to dst:ProbePort, a port nothing listens on, so
+// that the remote kernel answers "port unreachable". An ICMP error is
+// tracked as related to a connection or not at all; an echo reply to an
+// echo request conntrack never saw (it left this node inside the VXLAN
+// datagram) would be counted INVALID on this node, in the very counter the
+// conntrack layer judges.
+func vxlanProbe(vni int, srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr, srcPort int) []byte {
+	udp := make([]byte, 8, 8+len(encapPayload))
+	binary.BigEndian.PutUint16(udp[0:], uint16(srcPort))
+	binary.BigEndian.PutUint16(udp[2:], ProbePort)
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(encapPayload)))
+	udp = append(udp, encapPayload...) // checksum 0: none (IPv4)
+	ip := make([]byte, 20, 20+len(udp))
 	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(icmpMsg)))
-	binary.BigEndian.PutUint16(ip[4:], uint16(seq))
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(udp)))
+	binary.BigEndian.PutUint16(ip[4:], uint16(srcPort))
 	ip[6] = 0x40 // don't fragment
 	ip[8] = 64
-	ip[9] = unix.IPPROTO_ICMP
+	ip[9] = unix.IPPROTO_UDP
 	s4, d4 := src.As4(), dst.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
 	binary.BigEndian.PutUint16(ip[10:], checksum(ip))
-	ip = append(ip, icmpMsg...)
+	ip = append(ip, udp...)
 
 	out := make([]byte, 8, 8+14+len(ip))
 	out[0] = 0x08 // I flag: the VNI is valid
@@ -307,9 +327,4 @@ func checksum(b []byte) uint16 {
 		sum = sum>>16 + sum&0xffff
 	}
 	return ^uint16(sum)
-}
-
-// echoSeqBase varies the sequence numbers between runs in one process.
-func echoSeqBase() uint16 {
-	return uint16(time.Now().UnixNano() >> 10)
 }

@@ -7,6 +7,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,8 +80,10 @@ func readOverlay(t *testing.T, n vtep) collectorapi.OverlayDevice {
 
 // TestEncapProbeOnRealVXLAN sends the crafted echo from node a's namespace
 // through real VXLAN devices: answered when both ends are as flannel
-// programs them, "port unreachable" when b has no VXLAN socket, silence
-// when b drops UDP 8472 and when b lost its own entries for a (the way back).
+// programs them (b's "port unreachable" for the inner datagram), the outer
+// "port unreachable" when b has no VXLAN socket, silence when b drops UDP
+// 8472 and when b lost its own entries for a (the way back). Node a's
+// conntrack counts no INVALID packet for any of it.
 func TestEncapProbeOnRealVXLAN(t *testing.T) {
 	netns.RequireTools(t, "nft")
 	recorded := map[string]collectorapi.OverlayDevice{}
@@ -116,7 +121,17 @@ func TestEncapProbeOnRealVXLAN(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := flannelPair(t)
 			tt.fault(t, a, b)
+			// conntrack on in a's namespace (an nft rule that uses it): the
+			// answers must not raise its "invalid" counter, the one the
+			// conntrack layer judges on the node the collector runs on.
+			// An ICMP error about a datagram conntrack never saw is counted
+			// as icmp_error and passes untracked.
+			a.ns.MustRun(t, "nft", "add table inet svenc-ct; add chain inet svenc-ct in { type filter hook input priority 0; }; add rule inet svenc-ct in ct state established counter")
+			before := conntrackStat(t, a.ns, "invalid")
 			o := readOverlay(t, a)
+			if d := conntrackStat(t, a.ns, "invalid") - before; d != 0 {
+				t.Errorf("conntrack counted %d packet(s) invalid in a's namespace during the probe", d)
+			}
 			recorded[tt.name] = o
 			if o.EncapSkipped != "" || o.EncapPeers != 1 || len(o.Encap) != 1 {
 				t.Fatalf("encap: skipped %q, peers %d, probes %+v (device %+v)", o.EncapSkipped, o.EncapPeers, o.Encap, o)
@@ -135,13 +150,13 @@ func TestEncapProbeOnRealVXLAN(t *testing.T) {
 	}
 }
 
-func TestVXLANEchoFrame(t *testing.T) {
+func TestVXLANProbeFrame(t *testing.T) {
 	// The frame's layers, checked byte by byte where the kernel looks.
 	src, _ := netip.ParseAddr("10.245.1.0")
 	dst, _ := netip.ParseAddr("10.245.2.0")
 	sm, _ := net.ParseMAC("0a:58:0a:f5:01:00")
 	dm, _ := net.ParseMAC("0a:58:0a:f5:02:00")
-	b := vxlanEcho(1, sm, dm, src, dst, 0x1234, 7)
+	b := vxlanProbe(1, sm, dm, src, dst, 47007)
 	if b[0] != 0x08 || b[4] != 0 || b[5] != 0 || b[6] != 1 || b[7] != 0 {
 		t.Errorf("VXLAN header % x", b[:8])
 	}
@@ -153,10 +168,32 @@ func TestVXLANEchoFrame(t *testing.T) {
 	if checksum(ip[:20]) != 0 {
 		t.Errorf("IPv4 header checksum does not verify: % x", ip[:20])
 	}
-	if int(ip[2])<<8|int(ip[3]) != len(ip) || ip[9] != 1 || netip.AddrFrom4([4]byte(ip[12:16])) != src || netip.AddrFrom4([4]byte(ip[16:20])) != dst {
+	if int(ip[2])<<8|int(ip[3]) != len(ip) || ip[9] != 17 || netip.AddrFrom4([4]byte(ip[12:16])) != src || netip.AddrFrom4([4]byte(ip[16:20])) != dst {
 		t.Errorf("IPv4 header % x (packet %d bytes)", ip[:20], len(ip))
 	}
-	if checksum(ip[20:]) != 0 || ip[20] != 8 {
-		t.Errorf("ICMP echo % x", ip[20:])
+	udp := ip[20:]
+	if int(udp[0])<<8|int(udp[1]) != 47007 || int(udp[2])<<8|int(udp[3]) != ProbePort || int(udp[4])<<8|int(udp[5]) != len(udp) {
+		t.Errorf("UDP header % x (%d bytes)", udp[:8], len(udp))
 	}
+}
+
+// conntrackStat sums one column of /proc/net/stat/nf_conntrack (one row per
+// CPU, hexadecimal) in n's namespace.
+func conntrackStat(t *testing.T, n *netns.NS, column string) uint64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(n.MustRun(t, "cat", "/proc/net/stat/nf_conntrack")), "\n")
+	col := slices.Index(strings.Fields(lines[0]), column)
+	if col < 0 {
+		t.Fatalf("no column %q in %q", column, lines[0])
+	}
+	var sum uint64
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		v, err := strconv.ParseUint(f[col], 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	return sum
 }

@@ -67,13 +67,13 @@ var failModeCatalog = []CheckSpec{
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ip -d link show {device}"},
 
 	{Code: CodeRTEncapAnswered, Layer: LayerRoute, Severity: SeverityInfo, Title: "Tunnel answers",
-		Message:  "{device} ({kind} VNI {vni}): an ICMP echo the collector encapsulated itself (no local forwarding-database or neighbour entry used) to each remote endpoint's overlay address over UDP {port} came back through the tunnel from {peers}: UDP {port} passes both ways and the remote devices carry VNI {vni}",
+		Message:  "{device} ({kind} VNI {vni}): a datagram the collector encapsulated itself (no local forwarding-database or neighbour entry used) to a closed port of each remote endpoint's overlay address over UDP {port} was answered through the tunnel with \"port unreachable\" from {peers}: UDP {port} passes both ways and the remote devices carry VNI {vni}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTEncapRefused, Layer: LayerRoute, Severity: SeverityError, Title: "Tunnel endpoint not listening",
-		Message:  "{device} ({kind} VNI {vni}): {peers} answered an echo encapsulated to UDP {port} with ICMP port unreachable: nothing listens on UDP {port} there (no {kind} device on that port, or the CNI agent that makes it is not running), so Pod traffic this node tunnels to them is dropped",
+		Message:  "{device} ({kind} VNI {vni}): {peers} answered a datagram encapsulated to UDP {port} with ICMP port unreachable for UDP {port} itself: nothing listens on UDP {port} there (no {kind} device on that port, or the CNI agent that makes it is not running), so Pod traffic this node tunnels to them is dropped",
 		NextStep: "kubectl debug node/{peerNode} -it --image=busybox -- ip -d link show type {kind}"},
 	{Code: CodeRTEncapSilent, Layer: LayerRoute, Severity: SeverityWarning, Title: "Tunnel silent",
-		Message:  "{device} ({kind} VNI {vni}): no answer from {peers} to an ICMP echo encapsulated to UDP {port} ({sent} datagram(s) each in {timeout}): UDP {port} is filtered between the nodes (a firewall or security group), the remote device does not carry VNI {vni}, the remote lost its own entries for this node (the way back), or it does not answer echoes; the remote node's own trace (--all-nodes) shows its side",
+		Message:  "{device} ({kind} VNI {vni}): no answer from {peers} to a datagram encapsulated to UDP {port} ({sent} datagram(s) each in {timeout}): UDP {port} is filtered between the nodes (a firewall or security group), the remote device does not carry VNI {vni}, the remote lost its own entries for this node (the way back), or it sends no ICMP errors; the remote node's own trace (--all-nodes) shows its side",
 		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with tcpdump> -- tcpdump -ni any udp port {port}"},
 
 	{Code: CodeDPMasqMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade mark chain missing",

@@ -57,18 +57,19 @@ type OverlayDevice struct {
 	EncapTimeoutMillis int `json:"encapTimeoutMillis,omitempty"`
 }
 
-// EncapProbe is an ICMP echo request to a remote tunnel endpoint's own
-// overlay address, encapsulated by the collector itself (VXLAN header, inner
-// Ethernet frame to the endpoint's MAC, inner IPv4 from this device's
-// address) and sent as a UDP datagram to Peer:Port. It does not pass this
-// node's FDB or neighbour entries; the remote kernel decapsulates it,
-// answers through its own tunnel, and this node's device decapsulates the
-// reply. An answer proves UDP Port reaches Peer's tunnel socket, the remote
-// device carries the VNI, and the way back (the remote's entries for this
-// node, and Port inbound here) works. PortUnreachable is the remote's ICMP
-// "port unreachable": nothing listens on Port there. Silence is a tunnel
-// broken in either direction (UDP Port filtered, a wrong VNI, the remote's
-// entries for this node missing) or the remote not answering echoes.
+// EncapProbe is a UDP datagram to a closed port (33434) of a remote tunnel
+// endpoint's own overlay address, encapsulated by the collector itself
+// (VXLAN header, inner Ethernet frame to the endpoint's MAC, inner IPv4 from
+// this device's address) and sent as a UDP datagram to Peer:Port. It does
+// not pass this node's FDB or neighbour entries; the remote kernel
+// decapsulates it and answers "port unreachable" through its own tunnel,
+// which this node's device decapsulates. Answered proves UDP Port reaches
+// Peer's tunnel socket, the remote device carries the VNI, and the way back
+// (the remote's entries for this node, and Port inbound here) works.
+// PortUnreachable is the remote's ICMP "port unreachable" for Port itself:
+// nothing listens on it there. Silence is a tunnel broken in either
+// direction (UDP Port filtered, a wrong VNI, the remote's entries for this
+// node missing) or a remote that sends no ICMP errors.
 type EncapProbe struct {
 	Peer          string `json:"peer"` // the FDB entry's underlay address
 	Port          int    `json:"port"`

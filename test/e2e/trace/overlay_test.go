@@ -32,7 +32,7 @@ func flannelTestbed(t *testing.T) *framework.Testbed {
 }
 
 // requireOverlayHealthy asserts that node's route layer judged flannel.1 on
-// a real tunnel: the collector's own encapsulated echo came back from every
+// a real tunnel: the collector's own encapsulated probe was answered by every
 // other flannel node, and no overlay check failed.
 func requireOverlayHealthy(t *testing.T, r result, node string, peers ...string) {
 	t.Helper()
@@ -119,7 +119,7 @@ func TestFlannelVTEPEntryMissing(t *testing.T) {
 }
 
 // TestFlannelEncapBlocked drops UDP 8472 arriving at node2 (a firewall
-// between the nodes): node1's encapsulated echo to node2 goes unanswered
+// between the nodes): node1's encapsulated probe to node2 goes unanswered
 // (RT024, naming node2), and from node2 the way back to node1 is broken
 // the same way.
 func TestFlannelEncapBlocked(t *testing.T) {
