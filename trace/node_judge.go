@@ -158,11 +158,10 @@ func (nj *nodeJudge) judgeConntrack(node string, obs *collectorapi.Observation) 
 		problems++
 	}
 	if d := ct.StatsDelta; d != nil {
-		if d.InsertFailed > 0 {
-			clash := "n/a"
-			if v, ok := ct.ProcStatDelta["clash_resolve"]; ok {
-				clash = strconv.FormatUint(v, 10)
-			}
+		// Where the node's DNS flows explain insert_failed, the DNS race
+		// checks (CT010/CT011) carry the counter alone.
+		if d.InsertFailed > 0 && !dnsRaceExplains(ct) {
+			clash := clashResolve(ct)
 			total := uint64(0)
 			if ct.Stats != nil {
 				total = ct.Stats.InsertFailed
