@@ -832,6 +832,19 @@ func renderMatch(x xtCall, ipv6 bool) (string, error) {
 		return addrtypeText(x)
 	case "tcp", "udp":
 		return tcpudpText(x)
+	case "nfacct":
+		// struct xt_nfacct_match_info { char name[NFACCT_NAME_MAX=32];
+		// struct nf_acct *nfacct; } (revision 1 aligns the pointer to 8).
+		// libxt_nfacct prints " --nfacct-name " and then the saved string
+		// with its own leading space.
+		if x.rev > 1 || len(info) < 32 {
+			return "", errUnsupported
+		}
+		name := cString(info[:32])
+		if name == "" || !iptablesWord(name) {
+			return "", errUnsupported
+		}
+		return " --nfacct-name " + saveString(name), nil
 	case "mark":
 		// struct xt_mark_mtinfo1 { __u32 mark, mask; __u8 invert; }
 		if x.rev != 1 || len(info) < 9 {

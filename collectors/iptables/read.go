@@ -26,6 +26,8 @@ const (
 	chainProxyFirewall    = "KUBE-PROXY-FIREWALL"
 	chainMarkMasq         = "KUBE-MARK-MASQ"
 	chainCanary           = "KUBE-PROXY-CANARY"
+	chainKubePostrouting  = "KUBE-POSTROUTING"
+	chainPostrouting      = "POSTROUTING"
 )
 
 // Read reads the kube-proxy iptables state of q.Service on the node (or in
@@ -160,6 +162,13 @@ type chainListing struct {
 	rules  []collectorapi.IPTablesRule
 	exists bool
 	err    error
+	// counted is true when the listing came from the kernel rule by rule
+	// (netlink): then count is the number of rules in the chain and jumps
+	// the number of its rules jumping (or going) to each chain, both taken
+	// before any rule was filtered out.
+	counted bool
+	count   int
+	jumps   map[string]int
 }
 
 // store holds chain listings; nf_tables fills it on demand (per chain),
@@ -267,9 +276,9 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		}
 	}
 	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
-		shared := sharedChains[k.chain] && k.chain != chainMarkMasq
+		keep := pre.ruleFilter(k)
 		if nl != nil {
-			l, err := listChainNetlink(nl, family, k, shared, pre)
+			l, err := listChainNetlink(nl, family, k, keep)
 			if err == nil {
 				return l
 			}
@@ -293,11 +302,14 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 				if !strings.HasPrefix(line, "-A ") {
 					continue
 				}
-				if shared && !pre.mayConcern(sc.Bytes()) {
+				if keep != nil && !pre.lineMayPass(k, sc.Bytes()) {
 					continue
 				}
 				rule, err := ParseRule(line)
 				if err != nil {
+					continue
+				}
+				if keep != nil && !keep(rule.Target(), []byte(rule.Comment)) {
 					continue
 				}
 				l.rules = append(l.rules, rule)
@@ -318,6 +330,14 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	// iptables-nft here). KUBE-SERVICES is then listed together with the
 	// Service's own chains.
 	svcKey := chainKey{"nat", chainServices}
+	// The ruleset generation before anything is listed: the reference
+	// counts are conclusive only if it is the same after the last read.
+	var gen0 uint32
+	byReferences := nl != nil && q.EntryProof != collectorapi.IPTablesEntryProofRules
+	if byReferences {
+		g, err := nl.generation()
+		gen0, byReferences = g, err == nil
+	}
 	st.ensure(ctx, append(policyEnforcerKeys(), chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})...)
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
@@ -332,32 +352,47 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		// neither, this backend holds no kube-proxy rules worth listing.
 		return bo
 	}
-	assemble(ctx, st, q, family, &bo)
+	bo.EntryProof = collectorapi.IPTablesEntryProofRules
+	if byReferences {
+		if why := readByReferences(ctx, st, nl, q, family, gen0, &bo); why == "" {
+			bo.EntryProof = collectorapi.IPTablesEntryProofReferences
+		} else {
+			bo.EntryProofFallback = why
+			bo.Generation = 0
+		}
+	}
+	if bo.EntryProof == collectorapi.IPTablesEntryProofRules {
+		assemble(ctx, st, q, family, &bo, true)
+		bo.KubeProxyChains = st.get(svcKey).exists
+	}
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
 	}
-	bo.KubeProxyChains = st.get(svcKey).exists
 	if !bo.KubeProxyChains {
 		bo.Ports = nil
-		bo.MarkMasq, bo.MasqMark = nil, ""
+		bo.MarkMasq, bo.MasqMark, bo.Postrouting = nil, "", nil
+		bo.EntryProof, bo.EntryProofFallback = "", ""
 	}
 	sort.Strings(bo.Commands)
 	return bo
 }
 
-// listChainNetlink lists one chain over netlink. Shared chains keep only the
-// rules that can be about the Service (its comment, a jump to one of its
-// chains, the KUBE-NODEPORTS tail), decided before a rule is rendered. A rule
-// the decoder does not render fails the whole chain with errUnsupported, for
-// the caller to list it with iptables instead.
-func listChainNetlink(nl *nfnlConn, family string, k chainKey, shared bool, pre *saveFilter) (*chainListing, error) {
-	l := &chainListing{}
+// listChainNetlink lists one chain over netlink. keep, when set, sees each
+// rule's jump target and comment before it is rendered and says whether to
+// keep it (shared chains keep only what can be about the Service). Every
+// rule is counted, with its jump target, whether kept or not. A rule the
+// decoder does not render fails the whole chain with errUnsupported, for the
+// caller to list it with iptables instead.
+func listChainNetlink(nl *nfnlConn, family string, k chainKey, keep func(target string, comment []byte) bool) (*chainListing, error) {
+	l := &chainListing{counted: true, jumps: map[string]int{}}
 	exists, err := nl.dumpChain(family, k.table, k.chain, func(r nfRule) error {
-		if shared {
-			target, comment := ruleSummary(r)
-			if target != chainNodePorts && !pre.wanted[target] && !pre.namesSpn(comment) {
-				return nil
-			}
+		target, comment := ruleSummary(r)
+		l.count++
+		if target != "" {
+			l.jumps[target]++
+		}
+		if keep != nil && !keep(target, comment) {
+			return nil
 		}
 		line, err := renderRule(r, family == "IPv6")
 		if err != nil {
@@ -466,7 +501,7 @@ func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo 
 	if !st.get(chainKey{"nat", chainServices}).exists {
 		return
 	}
-	assemble(ctx, st, q, family, bo)
+	assemble(ctx, st, q, family, bo, true)
 }
 
 // legacyBlobStore reads the given legacy tables from the kernel (one
@@ -489,13 +524,7 @@ func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*
 		if b == nil || !b.has(k.chain) {
 			return &chainListing{}
 		}
-		var keep func(string, []byte) bool
-		if sharedChains[k.chain] && k.chain != chainMarkMasq {
-			keep = func(target string, comment []byte) bool {
-				return target == chainNodePorts || pre.wanted[target] || pre.namesSpn(comment)
-			}
-		}
-		lines, err := b.rules(k.chain, keep)
+		lines, err := b.rules(k.chain, pre.ruleFilter(k))
 		if err != nil {
 			return &chainListing{err: err}
 		}
@@ -510,16 +539,27 @@ func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*
 	return st, nil
 }
 
-// assemble builds the per-port observation from a store.
-func assemble(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation) {
+// assemble builds the per-port observation from a store. With entries
+// false it leaves nat KUBE-SERVICES and KUBE-NODEPORTS unread (the
+// reference counts establish the entry rules instead), and Entry,
+// NodePortsTail and NodePorts empty, unless KUBE-NODEPORTS is already in the
+// store.
+func assemble(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation, entries bool) {
 	bo.KubeProxyChains = true
+	if entries {
+		bo.EntryProof = collectorapi.IPTablesEntryProofRules
+	}
+	bo.Ports, bo.NodePortsTail, bo.MarkMasq, bo.MasqMark = nil, nil, nil, ""
 	plans := plan(q, family)
 
 	// Phase 1: the shared chains and every chain named by a hash.
 	keys := []chainKey{
-		{"nat", chainServices}, {"nat", chainNodePorts}, {"nat", chainMarkMasq},
+		{"nat", chainMarkMasq}, {"nat", chainKubePostrouting}, {"nat", chainPostrouting},
 		{"filter", chainServices}, {"filter", chainExternalServices},
 		{"filter", chainNodePorts}, {"filter", chainProxyFirewall},
+	}
+	if entries {
+		keys = append(keys, chainKey{"nat", chainServices}, chainKey{"nat", chainNodePorts})
 	}
 	for _, p := range plans {
 		keys = append(keys, chainKey{"nat", p.chains.Service}, chainKey{"nat", p.chains.Local},
@@ -537,7 +577,17 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 			bo.MasqMark = r.Mark
 		}
 	}
-	services := st.get(chainKey{"nat", chainServices}).rules
+	kp := st.get(chainKey{"nat", chainKubePostrouting})
+	bo.Postrouting = &collectorapi.IPTablesPostrouting{Exists: kp.exists, Rules: kp.rules}
+	for _, r := range st.get(chainKey{"nat", chainPostrouting}).rules {
+		if r.Target() == chainKubePostrouting {
+			bo.Postrouting.Jumps = append(bo.Postrouting.Jumps, r)
+		}
+	}
+	var services []collectorapi.IPTablesRule
+	if entries {
+		services = st.get(chainKey{"nat", chainServices}).rules
+	}
 	for _, r := range services {
 		if r.Target() == chainNodePorts {
 			bo.NodePortsTail = append(bo.NodePortsTail, r)
@@ -564,14 +614,9 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 				otherNames = append(otherNames, r.Target())
 			}
 		}
-		for _, r := range st.get(chainKey{"nat", chainNodePorts}).rules {
-			if hashChains[r.Target()] || commentIsAbout(r.Comment, p.spn) {
-				po.NodePorts = append(po.NodePorts, r)
-				if !hashChains[r.Target()] && strings.HasPrefix(r.Target(), "KUBE-") {
-					otherNames = append(otherNames, r.Target())
-				}
-			}
-		}
+		nodePorts, others := nodePortRules(st, p.spn, hashChains)
+		po.NodePorts = nodePorts
+		otherNames = append(otherNames, others...)
 		for _, fc := range []string{chainServices, chainExternalServices, chainNodePorts, chainProxyFirewall} {
 			for _, r := range st.get(chainKey{"filter", fc}).rules {
 				if commentIsAbout(r.Comment, p.spn) {
@@ -665,6 +710,21 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 		}
 		bo.Ports = append(bo.Ports, po)
 	}
+}
+
+// nodePortRules are the nat KUBE-NODEPORTS rules about one port (a jump to
+// one of its hash chains, or its comment), and the KUBE- chains those found
+// by comment jump to instead.
+func nodePortRules(st *store, spn string, hashChains map[string]bool) (rules []collectorapi.IPTablesRule, others []string) {
+	for _, r := range st.get(chainKey{"nat", chainNodePorts}).rules {
+		if hashChains[r.Target()] || commentIsAbout(r.Comment, spn) {
+			rules = append(rules, r)
+			if !hashChains[r.Target()] && strings.HasPrefix(r.Target(), "KUBE-") {
+				others = append(others, r.Target())
+			}
+		}
+	}
+	return rules, others
 }
 
 func entryKind(r collectorapi.IPTablesRule, spn string) string {

@@ -28,7 +28,14 @@ type NFTablesTableObservation struct {
 	// whether it is in the cluster-ips set.
 	ClusterIPs []NFTablesMembership      `json:"clusterIPs,omitempty"`
 	Ports      []NFTablesPortObservation `json:"ports,omitempty"`
-	Error      string                    `json:"error,omitempty"`
+	// Masquerading is kube-proxy's "masquerading" chain (masquerade what its
+	// "mark set mark or" rules marked, and the hairpin connections) and
+	// NATPostrouting its "nat-postrouting" base chain, which jumps there
+	// (pkg/proxy/nftables/proxier.go v1.37.2); nil when not collected
+	// (observations older than these fields).
+	Masquerading   *NFTablesChain `json:"masquerading,omitempty"`
+	NATPostrouting *NFTablesChain `json:"natPostrouting,omitempty"`
+	Error          string         `json:"error,omitempty"`
 }
 
 // NFTablesMembership is one key looked up in a set.
