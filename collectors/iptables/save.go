@@ -84,7 +84,7 @@ var (
 	// jumpKubePostrouting ends POSTROUTING's jump ("-j KUBE-POSTROUTING"),
 	// not KUBE-POSTROUTING's own rules.
 	jumpKubePostrouting = []byte("-j " + chainKubePostrouting)
-	sepPrefix     = []byte("KUBE-SEP-")
+	sepPrefix           = []byte("KUBE-SEP-")
 )
 
 // consume reads one iptables-save stream (any number of tables).
