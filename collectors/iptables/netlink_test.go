@@ -48,7 +48,7 @@ func sameObservation(t *testing.T, name string, text, kernel collectorapi.IPTabl
 		text, kernel = withoutEntries(text), withoutEntries(kernel)
 	}
 	strip := func(b collectorapi.IPTablesBackendObservation) string {
-		b.Reader, b.Method, b.Commands = "", "", nil
+		b.Reader, b.Method, b.Commands, b.EntryProofFallback = "", "", nil, ""
 		out, err := json.MarshalIndent(b, "", " ")
 		if err != nil {
 			t.Fatal(err)
