@@ -119,6 +119,22 @@ type NFTablesRule struct {
 	// SourceMatch is an "ip saddr [!=] X" match (pod CIDR short-circuit,
 	// firewall source ranges), as text.
 	SourceMatch string `json:"sourceMatch,omitempty"`
+	// MarkMatch is a "meta mark [& mask] ==|!= value" match.
+	MarkMatch *NFTablesMarkMatch `json:"markMatch,omitempty"`
+	// Conditions counts the rule's matches (comparisons, ranges, set
+	// lookups), MarkMatch included: a rule with none applies to every packet
+	// that reaches it.
+	Conditions int `json:"conditions,omitempty"`
+	// Masquerade is true for a rule with a masquerade statement.
+	Masquerade bool `json:"masquerade,omitempty"`
+}
+
+// NFTablesMarkMatch is "meta mark & Mask <Op> Value" (Mask 0xffffffff when
+// the rule masks nothing).
+type NFTablesMarkMatch struct {
+	Mask  uint32 `json:"mask"`
+	Op    string `json:"op"` // == or !=
+	Value uint32 `json:"value"`
 }
 
 // NFTablesNumgenMap is kube-proxy's random endpoint choice.
