@@ -138,7 +138,7 @@ func restoredWithoutNFAcct(t *testing.T, fixture, restore string) *netns.NS {
 // restoredWithNFAcct restores a real dump as it is, after creating the
 // nfacct objects its "-m nfacct" matches name (kube-proxy creates them
 // through nfnetlink_acct before it writes the rules).
-func restoredWithNFAcct(t *testing.T, fixture, restore string) *netns.NS {
+func restoredWithNFAcct(t testing.TB, fixture, restore string) *netns.NS {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("../testdata/iptables", fixture))
 	if err != nil {
@@ -159,7 +159,7 @@ func restoredWithNFAcct(t *testing.T, fixture, restore string) *netns.NS {
 
 // addNFAcct creates an nfacct object (NFNL_MSG_ACCT_NEW with NFACCT_NAME)
 // in the namespace, as `nfacct add NAME` does.
-func addNFAcct(t *testing.T, nsPath, name string) {
+func addNFAcct(t testing.TB, nsPath, name string) {
 	t.Helper()
 	fd, err := inNetNS(nsPath, func() (int, error) {
 		return unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)

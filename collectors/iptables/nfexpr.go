@@ -186,6 +186,28 @@ func parseRuleMsg(b []byte) (nfRule, error) {
 	return r, err
 }
 
+// nftaChainUse is NFTA_CHAIN_USE (linux/netfilter/nf_tables.h).
+const nftaChainUse = 6
+
+// parseChainUse reads NFTA_CHAIN_USE out of an NFT_MSG_NEWCHAIN payload
+// (after the nfgenmsg header); a chain reply without it is an error.
+func parseChainUse(b []byte) (uint32, error) {
+	var use uint32
+	found := false
+	err := nlAttrs(b, func(typ uint16, d []byte) error {
+		if typ != nftaChainUse {
+			return nil
+		}
+		v, err := be32(d)
+		use, found = v, err == nil
+		return err
+	})
+	if err == nil && !found {
+		err = errors.New("netlink: chain reply without NFTA_CHAIN_USE")
+	}
+	return use, err
+}
+
 // xtCall is a compat match or target.
 type xtCall struct {
 	name string

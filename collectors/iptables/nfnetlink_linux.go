@@ -252,15 +252,9 @@ func (c *nfnlConn) chainInfo(family, table, chain string) (nfChainInfo, error) {
 	var ci nfChainInfo
 	attrs := append(nlAttr(unix.NFTA_CHAIN_TABLE, table), nlAttr(unix.NFTA_CHAIN_NAME, chain)...)
 	err := c.requestGen(unix.NFT_MSG_GETCHAIN, 0, nftFamily(family), attrs, func(gen uint16, b []byte) error {
-		ci.exists, ci.gen = true, gen
-		return nlAttrs(b, func(typ uint16, d []byte) error {
-			if typ == unix.NFTA_CHAIN_USE {
-				v, err := be32(d)
-				ci.use = v
-				return err
-			}
-			return nil
-		})
+		use, err := parseChainUse(b)
+		ci.exists, ci.gen, ci.use = true, gen, use
+		return err
 	})
 	if errors.Is(err, unix.ENOENT) {
 		return nfChainInfo{}, nil
