@@ -442,10 +442,11 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 	if q.Runner == nil && q.Reader != ReaderText {
 		kb := bo
 		kb.Reader, kb.Method = collectorapi.IPTablesReaderKernelBlob, "blob"
-		st, err := legacyBlobStore(q.NetNS, family, tables, plans)
+		st, release, err := legacyBlobStore(q.NetNS, family, tables, plans)
 		if err == nil {
 			readLegacyStore(ctx, st, q, family, &kb)
 			err = st.firstErr()
+			release()
 		}
 		if err == nil {
 			return kb
@@ -507,18 +508,27 @@ func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo 
 // legacyBlobStore reads the given legacy tables from the kernel (one
 // IPT_SO_GET_ENTRIES each) and renders chains from them on demand. Shared
 // chains keep only the rules that can be about the Service, decided before a
-// rule is rendered.
-func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*store, error) {
+// rule is rendered. release frees the tables: the store must not be asked
+// for a chain it has not listed after that.
+func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (st *store, release func(), err error) {
 	blobs := map[string]*blobTable{}
-	for _, t := range tables {
-		b, err := readBlob(netns, family, t)
-		if err != nil {
-			return nil, err
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
 		}
-		blobs[t] = b
+		clear(blobs)
+	}
+	for _, t := range tables {
+		b, rel, err := readBlob(netns, family, t)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		blobs[t], releases = b, append(releases, rel)
 	}
 	pre := newSaveFilter(plans)
-	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	st = &store{listings: map[chainKey]*chainListing{}, parallel: 1}
 	st.fetch = func(_ context.Context, k chainKey) *chainListing {
 		b := blobs[k.table]
 		if b == nil || !b.has(k.chain) {
@@ -536,7 +546,7 @@ func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*
 		}
 		return l
 	}
-	return st, nil
+	return st, release, nil
 }
 
 // assemble builds the per-port observation from a store. With entries

@@ -209,7 +209,7 @@ func FuzzParseBlob(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for chain := range bt.chains {
+		for _, chain := range bt.chainNames() {
 			lines, err := bt.rules(chain, nil)
 			if err != nil {
 				continue

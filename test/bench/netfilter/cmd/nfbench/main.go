@@ -51,6 +51,9 @@ type readResult struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "getentries" {
+		os.Exit(getEntriesChild())
+	}
 	if len(os.Args) > 1 && os.Args[1] == "read" {
 		os.Exit(readChild(os.Args[2:]))
 	}
@@ -418,13 +421,16 @@ func readChild(args []string) int {
 	return 0
 }
 
-func vmHWM() int64 {
+func vmHWM() int64 { return statusKiB("VmHWM:") }
+
+// statusKiB is one "Vm…:" line of /proc/self/status, in KiB.
+func statusKiB(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				n, _ := strconv.ParseInt(f[0], 10, 64)
