@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -67,6 +68,12 @@ func Read(ctx context.Context, q Query) (*collectorapi.IPTablesObservation, erro
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		if q.Runner == nil && q.Reader != ReaderText {
+			if mode := linkedMode(); mode != "" {
+				obs.DefaultMode = mode
+				return
+			}
+		}
 		obs.DefaultVersion, obs.DefaultMode = defaultMode(ctx, r)
 	}()
 	for i, j := range jobs {
@@ -83,6 +90,29 @@ func Read(ctx context.Context, q Query) (*collectorapi.IPTablesObservation, erro
 	wg.Wait()
 	obs.Backends = results
 	return obs, nil
+}
+
+// linkedMode is the mode of the `iptables` command named by the binary it
+// links to (Debian's alternatives: iptables-nft or iptables-legacy, each a
+// link to xtables-nft-multi or xtables-legacy-multi), "" when the name does
+// not say (a wrapper script that picks the mode when first run). The
+// kernel readers run no command, so they do not start one only for this.
+func linkedMode() string {
+	p, err := exec.LookPath("iptables")
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	switch base := filepath.Base(real); {
+	case strings.Contains(base, "nft"):
+		return collectorapi.IPTablesBackendNFTables
+	case strings.Contains(base, "legacy"):
+		return collectorapi.IPTablesBackendLegacy
+	}
+	return ""
 }
 
 // defaultMode runs `iptables -V`: "iptables v1.8.9 (nf_tables)".

@@ -32,8 +32,11 @@ const (
 // IPTablesObservation is everything the iptables reader saw for one Service.
 type IPTablesObservation struct {
 	// DefaultMode is the mode of the node's plain `iptables` command
-	// ("nf_tables" or "legacy", from `iptables -V`), i.e. what an admin
-	// typing iptables sees.
+	// ("nf_tables" or "legacy", from `iptables -V`, or from the name of the
+	// binary it links to), i.e. what an admin typing iptables sees.
+	// DefaultVersion is the version `iptables -V` prints; the kernel readers
+	// leave it empty when the binary's name tells the mode (they run no
+	// command).
 	DefaultMode    string `json:"defaultMode,omitempty"`
 	DefaultVersion string `json:"defaultVersion,omitempty"`
 	// Backends holds one entry per (backend, family) inspected. Both
