@@ -357,8 +357,9 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	}
 	// A cheap probe first: KUBE-MARK-MASQ and the canary are tiny, while
 	// KUBE-SERVICES holds a rule per Service (0.35 s for 10k through
-	// iptables-nft here). KUBE-SERVICES is then listed together with the
-	// Service's own chains.
+	// iptables-nft here). Over netlink the Service's own chains and their
+	// reference counts then usually establish its entry rules
+	// (readByReferences); otherwise KUBE-SERVICES is listed with them.
 	svcKey := chainKey{"nat", chainServices}
 	// The ruleset generation before anything is listed: the reference
 	// counts are conclusive only if it is the same after the last read.
