@@ -436,7 +436,8 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 	}
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
-		for _, b := range s.Data.Backends {
+		live := liveIPTablesBackends(s.Data.Backends)
+		for i, b := range s.Data.Backends {
 			if !b.KubeProxyChains {
 				continue
 			}
@@ -446,7 +447,7 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 				detail := "nat KUBE-MARK-MASQ sets no mark, though " + listNames(users) + " jump to it"
 				nj.EmitNode(report.CodeDPMasqMissing, node, report.Args{"datapath": dp, "detail": detail}, ruleTexts(b.MarkMasq),
 					fieldItems("markMasq", ruleTexts(b.MarkMasq)), fieldItems("jumpedFrom", users))
-			} else if len(users) > 0 && b.Postrouting != nil {
+			} else if len(users) > 0 && b.Postrouting != nil && live[i] {
 				nj.judgeIPTablesPostrouting(node, dp, b, users)
 			}
 			for _, p := range b.Ports {
@@ -486,6 +487,27 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 			}
 		}
 	}
+}
+
+// liveIPTablesBackends marks, per family, the backend kube-proxy writes
+// when both hold its chains: the one capturing the Service the most, as the
+// datapath judge picks it; the other holds leftovers, whose masquerade path
+// nothing goes through.
+func liveIPTablesBackends(bs []collectorapi.IPTablesBackendObservation) map[int]bool {
+	best := map[string]int{}
+	for i, b := range bs {
+		if !b.KubeProxyChains {
+			continue
+		}
+		if j, ok := best[b.Family]; !ok || captureScore(fromIPTables(b)) > captureScore(fromIPTables(bs[j])) {
+			best[b.Family] = i
+		}
+	}
+	live := map[int]bool{}
+	for _, i := range best {
+		live[i] = true
+	}
+	return live
 }
 
 // judgeIPTablesPostrouting follows a packet KUBE-MARK-MASQ marked through
