@@ -125,3 +125,53 @@ func TestEntryProofRulesOnRequest(t *testing.T) {
 	}
 	sameObservation(t, "web", text, kernel, collectorapi.IPTablesReaderNetlink)
 }
+
+// The kernel behaviour the reference counts rest on: NFTA_CHAIN_USE of a
+// chain is its own rules plus every jump and goto to it (nf_tables_api.c:
+// nf_tables_newrule and nft_verdict_init take a reference, and
+// nf_tables_fill_chain_info reports chain->use), and the generation moves
+// with every commit.
+func TestChainUseCountsRulesAndJumps(t *testing.T) {
+	netns.RequireTools(t, "iptables-nft", "nsenter")
+	ns := netns.New(t, "ipt")
+	run := func(args ...string) { ns.MustRun(t, append([]string{"iptables-nft", "-t", "nat"}, args...)...) }
+	for _, c := range []string{"KUBE-SERVICES", "KUBE-SVC-A", "KUBE-EXT-A", "KUBE-MARK-MASQ", "KUBE-EMPTY"} {
+		run("-N", c)
+	}
+	run("-A", "OUTPUT", "-j", "KUBE-SERVICES")
+	run("-A", "KUBE-SERVICES", "-d", "10.0.0.1/32", "-p", "tcp", "--dport", "80", "-j", "KUBE-SVC-A")
+	run("-A", "KUBE-SERVICES", "-d", "10.0.0.2/32", "-p", "tcp", "--dport", "80", "-g", "KUBE-EXT-A")
+	run("-A", "KUBE-EXT-A", "-j", "KUBE-SVC-A")
+	run("-A", "KUBE-SVC-A", "-j", "KUBE-MARK-MASQ")
+	run("-A", "KUBE-SVC-A", "-j", "RETURN")
+	run("-A", "KUBE-SVC-A", "-j", "RETURN")
+	nl, err := openNFNL(ns.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.close()
+	gen, err := nl.generation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chain, want := range map[string]uint32{
+		"KUBE-SERVICES":  2 + 1, // two rules, OUTPUT's jump
+		"KUBE-SVC-A":     3 + 2, // three rules, a jump and a jump through KUBE-EXT-A
+		"KUBE-EXT-A":     1 + 1, // one rule, a goto
+		"KUBE-MARK-MASQ": 0 + 1,
+		"KUBE-EMPTY":     0,
+		"OUTPUT":         1, // a base chain: its rule
+	} {
+		ci, err := nl.chainInfo("IPv4", "nat", chain)
+		if err != nil || !ci.exists || ci.use != want || ci.gen != uint16(gen) {
+			t.Errorf("%s: %+v %v, want use %d in generation %d", chain, ci, err, want, gen)
+		}
+	}
+	if ci, err := nl.chainInfo("IPv4", "nat", "KUBE-NONE"); err != nil || ci.exists {
+		t.Errorf("missing chain: %+v %v", ci, err)
+	}
+	run("-A", "KUBE-EMPTY", "-j", "RETURN")
+	if g, err := nl.generation(); err != nil || g == gen {
+		t.Errorf("generation %d after a commit, was %d (%v)", g, gen, err)
+	}
+}
