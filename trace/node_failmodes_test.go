@@ -641,3 +641,30 @@ func TestOverlayJudgedOnTestbedFlannel(t *testing.T) {
 		})
 	}
 }
+
+// TestMasqueradePathOnlyOnLiveBackend: with kube-proxy's chains in both
+// iptables backends, the masquerade path is judged on the one capturing the
+// Service (kube-proxy writes it); the other's missing KUBE-POSTROUTING is a
+// leftover's, which nothing goes through.
+func TestMasqueradePathOnlyOnLiveBackend(t *testing.T) {
+	healthy := &collectorapi.IPTablesPostrouting{Exists: true,
+		Jumps: []collectorapi.IPTablesRule{{Raw: `-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING`, Jump: "KUBE-POSTROUTING",
+			Options: []collectorapi.IPTablesOption{{Name: "-m", Args: []string{"comment"}}, {Name: "--comment", Args: []string{"kubernetes postrouting rules"}}, {Name: "-j", Args: []string{"KUBE-POSTROUTING"}}}}},
+		Rules: []collectorapi.IPTablesRule{{Raw: "-A KUBE-POSTROUTING -j MASQUERADE --random-fully", Jump: "MASQUERADE",
+			Options: []collectorapi.IPTablesOption{{Name: "-j", Args: []string{"MASQUERADE"}}, {Name: "--random-fully"}}}}}
+	live := iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))
+	live.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
+	live.Postrouting = healthy
+	leftover := iptRules(collectorapi.IPTablesBackendLegacy, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))
+	leftover.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
+	leftover.Ports[0].Entry = nil
+	leftover.Postrouting = &collectorapi.IPTablesPostrouting{}
+	obs := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{live, leftover}}
+	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
+
+	// The same leftover as the only backend holding the Service is judged.
+	obs = &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{leftover}}
+	tr = judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, "KUBE-POSTROUTING does not exist")
+}

@@ -25,6 +25,8 @@ const (
 	CodeDPSourceLost   = "DP048"
 	CodeDPSourceKept   = "DP049"
 	CodeDPMasqExternal = "DP050"
+	CodeDPMasqNoRule   = "DP051"
+	CodeDPMasqNoJump   = "DP052"
 )
 
 var failModeCatalog = []CheckSpec{
@@ -88,4 +90,10 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeDPMasqExternal, Layer: LayerDatapath, Severity: SeverityError, Title: "External traffic not masqueraded",
 		Message:  "externalTrafficPolicy Cluster on {port}, but {datapath}'s external chain {chain} does not mark traffic for masquerade: packets forwarded to Pods on other nodes keep the client's source, the Pod replies directly, and the client drops the reply",
 		NextStep: nodeSvcCmd},
+	{Code: CodeDPMasqNoRule, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade rule missing",
+		Message:  "{datapath}: {detail}, so packets kube-proxy marks for masquerade ({mark}) leave this node with their source unchanged: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPMasqNoJump, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade chain not reached",
+		Message:  "{datapath}: {detail}, so nothing kube-proxy marks for masquerade ({mark}) is masqueraded: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
 }
