@@ -39,6 +39,16 @@ typedef long (*ptrace_fn)(enum __ptrace_request, pid_t, void *, void *);
 static ptrace_fn real_ptrace;
 static size_t host_xstate_size;
 
+/*
+ * UML passes the same buffer size on every call, once per guest context
+ * switch: the mask for it is computed once (CPUID traps to the hypervisor
+ * on a virtual machine, and sixty-two of them a switch made the guest three
+ * times slower), and so is the full-size buffer, whose tail stays zero.
+ */
+static size_t mask_len;
+static uint64_t mask;
+static __thread void *full_buf;
+
 /* The XSTATE_BV offset in the XSAVE header (the legacy area is 512 bytes). */
 enum { xstate_bv_offset = 512 };
 
@@ -67,8 +77,6 @@ long ptrace(enum __ptrace_request req, ...)
 	void *addr, *data;
 	struct iovec *iov, full;
 	uint64_t bv;
-	long rc;
-	int err;
 
 	va_start(ap, req);
 	pid = va_arg(ap, pid_t);
@@ -95,19 +103,23 @@ long ptrace(enum __ptrace_request req, ...)
 	    iov->iov_len < xstate_bv_offset + sizeof(bv))
 		return real_ptrace(req, pid, addr, data);
 
-	full.iov_len = host_xstate_size;
-	full.iov_base = calloc(1, host_xstate_size);
-	if (full.iov_base == NULL) {
-		errno = ENOMEM;
-		return -1;
+	if (full_buf == NULL) {
+		full_buf = calloc(1, host_xstate_size);
+		if (full_buf == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
 	}
+	if (mask_len != iov->iov_len) {
+		mask = components_past(iov->iov_len);
+		mask_len = iov->iov_len;
+	}
+	full.iov_len = host_xstate_size;
+	full.iov_base = full_buf;
 	memcpy(full.iov_base, iov->iov_base, iov->iov_len);
+	memset((char *)full.iov_base + iov->iov_len, 0, host_xstate_size - iov->iov_len);
 	memcpy(&bv, (char *)full.iov_base + xstate_bv_offset, sizeof(bv));
-	bv &= ~components_past(iov->iov_len);
+	bv &= ~mask;
 	memcpy((char *)full.iov_base + xstate_bv_offset, &bv, sizeof(bv));
-	rc = real_ptrace(req, pid, addr, &full);
-	err = errno;
-	free(full.iov_base);
-	errno = err;
-	return rc;
+	return real_ptrace(req, pid, addr, &full);
 }
