@@ -50,11 +50,6 @@ images: ## build the testbed images (pause, echo, coredns, collector) and import
 e2e: deps ## bring the testbed up if needed, then run the end-to-end suite against it
 	bash test/testbed/e2e.sh
 
-.PHONY: e2e-ipvs-kubelet
-e2e-ipvs-kubelet: deps ## (opt-in, not in ci) the IPVS node with a real kubelet in user-mode Linux (minutes to come up, see test/testbed/README.md), then its e2e
-	SVTB_IPVS_KUBELET=1 bash test/testbed/up.sh
-	SVTB_IPVS_KUBELET=1 E2E_RUN='TestIPVSNode' SVTB_E2E_TEARDOWN=0 bash test/testbed/e2e.sh
-
 .PHONY: e2e-cilium
 e2e-cilium: ## (root, opt-in, not in ci) trace on the real Cilium agent in user-mode Linux; cold agent build ~30 min, see test/testbed/cilium/README.md
 	bash test/testbed/cilium/build.sh

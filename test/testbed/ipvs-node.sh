@@ -7,12 +7,12 @@
 # backend) against the testbed API server, and Pod CIDR 10.244.3.0/24.
 # `exec` runs a command inside the node.
 #
-# By default it runs no kubelet: its Pods are two network namespaces with the
-# echo server, and there is no Node object (the e2e makes one). With
-# SVTB_IPVS_KUBELET=1 it also runs a real kubelet v1.37.2 with containerd and
-# the CNI bridge plugin (uml/kubelet-guest.sh): the Node registers itself,
-# Ready, tainted $IPVS_NODE_TAINT so that only Pods that tolerate it run
-# there (collector Pods tolerate every taint).
+# It also runs a real kubelet v1.37.2 with containerd and the CNI bridge plugin
+# (uml/kubelet-guest.sh): the Node registers itself, Ready, tainted
+# $IPVS_NODE_TAINT so that only Pods that tolerate it run there (collector
+# Pods tolerate every taint). SVTB_IPVS_KUBELET=0 runs no kubelet: the node's
+# Pods are then two network namespaces with the echo server, and there is no
+# Node object (the e2e makes one).
 #
 #   ipvs-node.sh up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env
 #
@@ -25,12 +25,9 @@ UML_STATE=$STATE/uml
 
 IPVS_NODE_GW=10.244.3.1/24
 dir=$STATE/nodes/$IPVS_NODE
-# The kubelet is opt-in (SVTB_IPVS_KUBELET=1): in user-mode Linux every system
-# call and page fault is a round trip through the host, and containerd, the
-# image import and the kubelet take minutes to come up there on two loaded
-# cores (test/testbed/README.md). `up` builds the node as asked; status, env,
-# exec and import describe the node that runs (its mode is in $dir/kubelet-mode).
-KUBELET_MODE=${SVTB_IPVS_KUBELET:-0}
+# `up` builds the node as asked (SVTB_IPVS_KUBELET); status, env, exec and
+# import describe the node that runs (its mode is in $dir/kubelet-mode).
+KUBELET_MODE=${SVTB_IPVS_KUBELET:-1}
 if [[ ${1:-} != up && -f $dir/kubelet-mode ]]; then KUBELET_MODE=$(<"$dir/kubelet-mode"); fi
 IPVS_PODS=()
 ((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
@@ -82,8 +79,8 @@ up() {
 		return 0
 	fi
 	local t0 timeout=${SVTB_IPVS_NODE_TIMEOUT:-180}
-	# The kubelet's start in UML takes minutes (see KUBELET_MODE).
-	((KUBELET_MODE)) && timeout=${SVTB_IPVS_NODE_TIMEOUT:-900}
+	# containerd, the image import and the kubelet come after kube-proxy.
+	((KUBELET_MODE)) && timeout=${SVTB_IPVS_NODE_TIMEOUT:-300}
 	t0=$(date +%s.%N)
 	down
 	mkdir -p "$dir/bin" "$dir/spool" "$dir/manifests"
