@@ -124,11 +124,17 @@ func NewPod(node string, requestJSON []byte, o PodSpecOptions) (*corev1.Pod, err
 			Drop: []corev1.Capability{"ALL"},
 			Add:  o.Profile.Capabilities(),
 		},
+		// The runtime's default seccomp filter, whatever the kubelet's
+		// seccompDefault: the collector's system calls are all in it, and
+		// the ones only SYS_ADMIN unlocks there (setns, bpf) come with the
+		// profiles that add SYS_ADMIN.
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	if o.Profile == ProfilePrivileged {
 		sc.Privileged = ptr.To(true)
 		sc.AllowPrivilegeEscalation = ptr.To(true)
 		sc.Capabilities = nil
+		sc.SeccompProfile = nil
 	}
 	volumes := []corev1.Volume{
 		// The legacy iptables tools need a writable lock file and the

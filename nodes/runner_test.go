@@ -346,6 +346,12 @@ func TestNewPodLeastPrivilege(t *testing.T) {
 	if !*pp.Spec.Containers[0].SecurityContext.Privileged {
 		t.Errorf("privileged profile not privileged")
 	}
+	for _, prof := range []Profile{ProfileNetAdmin, ProfileBPF, ProfileNetns} {
+		p, _ := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: prof})
+		if sp := p.Spec.Containers[0].SecurityContext.SeccompProfile; sp == nil || sp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("profile %s: seccomp %+v, want the runtime's default filter", prof, sp)
+		}
+	}
 	for _, prof := range []Profile{ProfileBPF, ProfilePrivileged} {
 		if p, _ := NewPod("n", []byte(`{}`), PodSpecOptions{Namespace: testNS, Image: "i", Profile: prof}); !p.Spec.HostPID {
 			t.Errorf("profile %s without hostPID", prof)

@@ -213,7 +213,27 @@ func (j *judge) selectorChecks() {
 	if len(parts) > 0 {
 		closest = "; closest Pods: " + strings.Join(parts, "; ")
 	}
-	j.Emit(report.CodeSvcSelectorNoPods, report.Args{"closest": closest}, fields...)
+	elsewhere := ""
+	if refs := j.in.SelectedElsewhere; len(refs) > 0 {
+		names := make([]string, len(refs))
+		nss := map[string]bool{}
+		for i, r := range refs {
+			names[i] = r.String()
+			nss[r.Namespace] = true
+		}
+		more := ""
+		if len(refs) == ElsewhereLimit {
+			more = " or more"
+		}
+		where := "another namespace"
+		if len(nss) > 1 {
+			where = strconv.Itoa(len(nss)) + " other namespaces"
+		}
+		elsewhere = fmt.Sprintf("; it matches %d%s Pod(s) in %s (%s), but a Service selects Pods of its own namespace only",
+			len(refs), more, where, listNames(names))
+		fields = append(fields, fieldItems("selectedElsewhere", names))
+	}
+	j.Emit(report.CodeSvcSelectorNoPods, report.Args{"closest": closest, "elsewhere": elsewhere}, fields...)
 }
 
 // trafficPolicyChecks finds, for externalTrafficPolicy or

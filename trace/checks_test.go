@@ -778,3 +778,39 @@ func TestSourceRangesDropInClusterClients(t *testing.T) {
 		t.Errorf("ranges covering the cluster still warned: %s", c.Message)
 	}
 }
+
+// TestSelectorMatchesPodsOnlyElsewhere: a selector that matches no Pod of
+// the Service's namespace but Pods of others says so (a Service selects its
+// own namespace's Pods only); a user who may not list Pods cluster-wide gets
+// the same failure without the hint, and no gap.
+func TestSelectorMatchesPodsOnlyElsewhere(t *testing.T) {
+	inShop := func(p *corev1.Pod) { p.Namespace = "shop" }
+	objs := replace(healthy(), service("web", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "cart"} }),
+		pod("cart-1", "cart", "10.244.1.9", "node-a", inShop), pod("cart-2", "cart", "10.244.2.9", "node-b", inShop))
+	tr, _ := runTrace(t, objs, Options{})
+	c, ok := codes(tr, report.LayerService)[report.CodeSvcSelectorNoPods]
+	if !ok || c.Status != report.StatusFail {
+		t.Fatalf("no failing %s: %+v", report.CodeSvcSelectorNoPods, tr.Layer(report.LayerService).Checks)
+	}
+	for _, want := range []string{"it matches 2 Pod(s) in another namespace (shop/cart-1, shop/cart-2)", "its own namespace only"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q lacks %q", c.Message, want)
+		}
+	}
+
+	client := fake.NewClientset(objs...)
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == metav1.NamespaceAll {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)
+		}
+		return false, nil, nil
+	})
+	tr, err := Run(context.Background(), client, "default", "web", Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok = codes(tr, report.LayerService)[report.CodeSvcSelectorNoPods]
+	if !ok || strings.Contains(c.Message, "another namespace") || len(tr.Layer(report.LayerService).Checks) == 0 {
+		t.Errorf("without a cluster-wide list: want %s without the hint, got %+v", report.CodeSvcSelectorNoPods, tr.Layer(report.LayerService).Checks)
+	}
+}

@@ -58,6 +58,11 @@ type Input struct {
 	// ClosestPods are Pods of the namespace nearest to the selector, only when
 	// the selector matches nothing.
 	ClosestPods []corev1.Pod `json:"closestPods,omitempty"`
+	// SelectedElsewhere are Pods of other namespaces the selector matches
+	// (at most ElsewhereLimit), only when it matches none in the Service's
+	// own: a Service selects Pods of its own namespace only. Empty when the
+	// cluster-wide list is not permitted.
+	SelectedElsewhere []PodRef `json:"selectedElsewhere,omitempty"`
 	// Nodes are the nodes read so far, by name. They are read only when a
 	// check needs them (see ReadNodes): every node (NodesListed) for a
 	// Local traffic policy or --all-nodes, otherwise only the nodes of
@@ -318,6 +323,7 @@ func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Inp
 		} else {
 			in.ClosestPods = closestPods(svc.Spec.Selector, pods, 3)
 		}
+		in.SelectedElsewhere = selectedElsewhere(ctx, client, in.Namespace, svc.Spec.Selector)
 	}
 	if in.hasGap(report.LayerEndpoints, resPods) {
 		return
@@ -474,6 +480,37 @@ func listSlices(ctx context.Context, client kubernetes.Interface, namespace, ser
 }
 
 // listPods lists Pods by selector; max > 0 stops after about max Pods.
+// PodRef names a Pod of any namespace.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
+
+// ElsewhereLimit bounds the Pods of other namespaces a selector that matches
+// none in its own is shown to match.
+const ElsewhereLimit = 10
+
+// selectedElsewhere lists, across namespaces, the Pods the selector matches
+// outside namespace: one request with the selector, at most ElsewhereLimit.
+// It is a hint only: a forbidden cluster-wide list (a user bound to one
+// namespace) or any other error gives none, and the trace says nothing of it.
+func selectedElsewhere(ctx context.Context, client kubernetes.Interface, namespace string, selector map[string]string) []PodRef {
+	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(selector).String(), Limit: ElsewhereLimit + 1})
+	if err != nil {
+		return nil
+	}
+	var out []PodRef
+	for _, p := range list.Items {
+		if p.Namespace != namespace && len(out) < ElsewhereLimit {
+			out = append(out, PodRef{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return out
+}
+
 func listPods(ctx context.Context, client kubernetes.Interface, namespace, selector string, max int) ([]corev1.Pod, error) {
 	var out []corev1.Pod
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}

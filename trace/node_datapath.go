@@ -710,7 +710,7 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 		active = nftPorts
 		for _, b := range iptBackends {
 			lo = append(lo, leftover{active: string(collectorapi.ModeNFTables), other: "iptables (" + b.obs.Backend + ")",
-				evidence: "nat KUBE-SERVICES exists", raw: b.obs.Commands})
+				evidence: "nat KUBE-SERVICES exists", raw: iptReadEvidence(b.obs)})
 		}
 	case collectorapi.ModeIPTables, "":
 		best := -1
@@ -727,7 +727,7 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 			for i, b := range iptBackends {
 				if i != best {
 					lo = append(lo, leftover{active: "iptables (" + iptBackends[best].obs.Backend + ")", other: "iptables (" + b.obs.Backend + ")",
-						evidence: "nat KUBE-SERVICES exists in both backends", raw: b.obs.Commands})
+						evidence: "nat KUBE-SERVICES exists in both backends", raw: iptReadEvidence(b.obs)})
 				}
 			}
 		}
@@ -747,7 +747,7 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 		for _, b := range iptBackends {
 			if captureScore(b.ports) > 0 {
 				lo = append(lo, leftover{active: string(collectorapi.ModeIPVS), other: "iptables (" + b.obs.Backend + ")",
-					evidence: "nat KUBE-SERVICES still jumps to a KUBE-SVC chain for this Service", raw: b.obs.Commands})
+					evidence: "nat KUBE-SERVICES still jumps to a KUBE-SVC chain for this Service", raw: iptReadEvidence(b.obs)})
 			}
 		}
 	}

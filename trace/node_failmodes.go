@@ -44,10 +44,10 @@ func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Obse
 			fieldValue("invalidDelta", u64(d.Invalid)), fieldValue("tcpBeLiberal", orUnknown(ct.TCPBeLiberal)), fieldValue("datapath", orUnknown(string(mode))))
 		problems++
 	}
-	if f := ct.DNSFlows; d.InsertFailed > 0 && f != nil && f.Total > 0 {
+	if f := ct.DNSFlows; d.InsertFailed > 0 && dnsRaceExplains(ct) {
 		a := report.Args{"delta": u64(d.InsertFailed), "interval": interval, "dnsFlows": strconv.Itoa(f.Total), "dnsUnreplied": strconv.Itoa(f.Unreplied)}
-		fields := []report.Field{fieldValue("insertFailedDelta", u64(d.InsertFailed)), fieldValue("dnsFlows", strconv.Itoa(f.Total)),
-			fieldValue("dnsUnreplied", strconv.Itoa(f.Unreplied)), fieldItems("dnsDestinations", f.Destinations)}
+		fields := []report.Field{fieldValue("insertFailedDelta", u64(d.InsertFailed)), fieldValue("clashResolve", clashResolve(ct)),
+			fieldValue("dnsFlows", strconv.Itoa(f.Total)), fieldValue("dnsUnreplied", strconv.Itoa(f.Unreplied)), fieldItems("dnsDestinations", f.Destinations)}
 		code := report.CodeCTDNSRace
 		a["client"] = "clients on this node send, by default (glibc),"
 		if p := nj.clientPod(); p != nil && p.Spec.NodeName == node {
@@ -62,11 +62,27 @@ func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Obse
 			}
 		}
 		nj.EmitNode(code, node, a, nil, fields...)
-		if code == report.CodeCTDNSRace {
-			problems++
-		}
+		// CT011 is not a problem for this client, but the node's
+		// "no insert failures" line would contradict it.
+		problems++
 	}
 	return problems
+}
+
+// dnsRaceExplains says whether the node's insert_failed is judged as the DNS
+// insert race: the node holds UDP flows to the cluster DNS. The counter is
+// node-wide, so one check carries it: CT010 or CT011 here, CT002 otherwise.
+func dnsRaceExplains(ct *collectorapi.ConntrackObservation) bool {
+	return ct.DNSFlows != nil && ct.DNSFlows.Total > 0
+}
+
+// clashResolve is the kernel's clash_resolve delta (clashes conntrack
+// resolved instead of dropping the packet), "n/a" where it was not read.
+func clashResolve(ct *collectorapi.ConntrackObservation) string {
+	if v, ok := ct.ProcStatDelta["clash_resolve"]; ok {
+		return strconv.FormatUint(v, 10)
+	}
+	return "n/a"
 }
 
 // invalidBehaviour is what kube-proxy v1.37 does with INVALID packets: the
@@ -141,7 +157,7 @@ func (nj *nodeJudge) clientPod() *corev1.Pod {
 func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
 	problems := nj.judgeBridgeNF(node, obs, r)
 	problems += nj.judgeNeighbours(node, r.Neighbours)
-	problems += nj.judgeOverlays(node, r.Overlays)
+	problems += nj.judgeOverlays(node, r.Overlays, r.Routes)
 	if p := obs.Sections.Probe; p != nil && p.Data != nil {
 		problems += nj.judgePathMTU(node, p.Data.PathMTU)
 	}
@@ -276,9 +292,10 @@ func (nj *nodeJudge) flannelVTEPs(self string) []remoteVTEP {
 // node's public IP) and the neighbour entry (the node's subnet address →
 // VtepMAC) flannel programs for every other node (pkg/backend/vxlan: AddFDB,
 // AddARP).
-func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayDevice) int {
+func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayDevice, routes []collectorapi.RouteLookup) int {
 	problems := 0
 	vteps := nj.flannelVTEPs(node)
+	epNode := nj.endpointIndex().node
 	for _, o := range overlays {
 		a := report.Args{"device": o.Name, "kind": o.Kind}
 		if !o.AdminUp || o.OperState == "down" {
@@ -302,6 +319,7 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		if o.Kind != "vxlan" {
 			continue
 		}
+		problems += nj.judgeEncap(node, o, routes, epNode)
 		var noFDB, noNeigh, raw []string
 		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
 			noFDB, raw = nj.missingNodeFDB(node, o)
@@ -320,6 +338,21 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 				want := subnetAddr(v.podCIDR)
 				noNeigh = append(noNeigh, fmt.Sprintf("%s (%s → %s)", v.node, orNone(want), v.mac))
 				raw = append(raw, fmt.Sprintf("missing: ip neigh %s lladdr %s dev %s", orNone(want), v.mac, o.Name))
+			}
+		}
+		// The routes to the endpoints that leave through the device name
+		// their tunnel gateway: it needs a neighbour entry, and that
+		// entry's MAC an FDB entry. This holds without the other nodes'
+		// objects (a trace with --node reads only the nodes it inspects).
+		gwFDB, gwNeigh, gwRaw := routeGatewayEntries(o, routes, epNode)
+		for i, g := range gwFDB {
+			if !slices.ContainsFunc(noFDB, func(s string) bool { return strings.HasPrefix(s, strings.SplitN(g, " ", 2)[0]+" ") }) {
+				noFDB, raw = append(noFDB, g), append(raw, gwRaw[i])
+			}
+		}
+		for i, g := range gwNeigh {
+			if !slices.ContainsFunc(noNeigh, func(s string) bool { return strings.HasPrefix(s, strings.SplitN(g, " ", 2)[0]+" ") }) {
+				noNeigh, raw = append(noNeigh, g), append(raw, gwRaw[len(gwFDB)+i])
 			}
 		}
 		if len(noFDB) > 0 || len(noNeigh) > 0 {
@@ -341,6 +374,130 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		}
 	}
 	return problems
+}
+
+// routeGatewayEntries checks, for each route through the overlay device o
+// with a gateway (flannel: "10.244.2.0/24 via 10.244.2.0 dev flannel.1
+// onlink"; Calico's vxlan.calico alike), that o holds a neighbour entry for
+// the gateway and an FDB entry for that entry's MAC. Each missing entry is
+// named by the node of the endpoint the route leads to, else by the gateway;
+// raw holds the FDB lines, then the neighbour lines.
+func routeGatewayEntries(o collectorapi.OverlayDevice, routes []collectorapi.RouteLookup, epNode map[string]string) (noFDB, noNeigh, raw []string) {
+	seen := map[string]bool{}
+	var fdbRaw, neighRaw []string
+	for _, rt := range routes {
+		if rt.Device != o.Name || rt.Gateway == "" || rt.Error != "" || seen[rt.Gateway] {
+			continue
+		}
+		seen[rt.Gateway] = true
+		who := epNode[rt.Destination]
+		if who == "" {
+			who = "gateway " + rt.Gateway
+		}
+		i := slices.IndexFunc(o.Neighbours, func(n collectorapi.NeighbourEntry) bool { return n.IP == rt.Gateway && n.MAC != "" })
+		if i < 0 {
+			noNeigh = append(noNeigh, fmt.Sprintf("%s (%s → ?, the route to %s)", who, rt.Gateway, rt.Destination))
+			neighRaw = append(neighRaw, fmt.Sprintf("missing: ip neigh %s lladdr <VTEP MAC> dev %s (ip route get %s: via %s dev %s)", rt.Gateway, o.Name, rt.Destination, rt.Gateway, o.Name))
+			continue
+		}
+		mac := o.Neighbours[i].MAC
+		if !slices.ContainsFunc(o.FDB, func(f collectorapi.FDBEntry) bool { return strings.EqualFold(f.MAC, mac) && f.Dst != "" }) {
+			noFDB = append(noFDB, fmt.Sprintf("%s (%s → ?, the MAC of %s)", who, mac, rt.Gateway))
+			fdbRaw = append(fdbRaw, fmt.Sprintf("missing: bridge fdb %s dev %s dst <VTEP address> (neighbour %s lladdr %s)", mac, o.Name, rt.Gateway, mac))
+		}
+	}
+	return noFDB, noNeigh, append(fdbRaw, neighRaw...)
+}
+
+// judgeEncap judges the collector's own encapsulated datagram to each
+// remote tunnel endpoint of the device (collectorapi.EncapProbe): the
+// answers are one info line, "port unreachable" for the tunnel port an
+// error, silence a warning (a node that sends no ICMP errors is healthy and
+// silent too).
+// Probes that could not be sent (no neighbour entry for the peer's MAC) are
+// left to the FDB and neighbour check below.
+func (nj *nodeJudge) judgeEncap(node string, o collectorapi.OverlayDevice, routes []collectorapi.RouteLookup, epNode map[string]string) int {
+	names := nj.underlayNodeNames()
+	// Without the peer's Node object (a trace with --node), the route to an
+	// endpoint through the peer's overlay address names its node.
+	byGateway := map[string]string{}
+	for _, rt := range routes {
+		if n := epNode[rt.Destination]; rt.Device == o.Name && rt.Gateway != "" && n != "" {
+			byGateway[rt.Gateway] = n
+		}
+	}
+	peerName := func(p collectorapi.EncapProbe) string {
+		if n := names[p.Peer]; n != "" {
+			return n
+		}
+		if n := byGateway[p.PeerOverlayIP]; n != "" {
+			return n
+		}
+		return p.Peer
+	}
+	var answered, refused, silent, refusedNodes []string
+	var raw []string
+	sent := 0
+	for _, p := range o.Encap {
+		what := fmt.Sprintf("udp %s > %s:33434 in %s VNI %d to %s:%d (inner MAC %s)", p.Source, orNone(p.PeerOverlayIP), o.Kind, o.VNI, p.Peer, p.Port, p.PeerMAC)
+		label := fmt.Sprintf("%s (%s:%d)", peerName(p), p.Peer, p.Port)
+		switch {
+		case p.Error != "":
+			raw = append(raw, what+": not sent: "+p.Error)
+			continue
+		case p.Answered:
+			answered = append(answered, fmt.Sprintf("%s in %.1f ms", label, float64(p.RTTMicros)/1000))
+			raw = append(raw, fmt.Sprintf("%s: port unreachable from %s in %dµs", what, p.PeerOverlayIP, p.RTTMicros))
+		case p.PortUnreachable:
+			refused = append(refused, label)
+			refusedNodes = append(refusedNodes, peerName(p))
+			raw = append(raw, fmt.Sprintf("%s: ICMP port unreachable for %s:%d", what, p.Peer, p.Port))
+		default:
+			if p.Unreachable != "" {
+				label += ": " + p.Unreachable
+			}
+			silent = append(silent, label)
+			raw = append(raw, fmt.Sprintf("%s: no answer to %d datagram(s) %s", what, p.Sent, p.Unreachable))
+		}
+		sent = max(sent, p.Sent)
+	}
+	a := report.Args{"device": o.Name, "kind": o.Kind, "vni": strconv.Itoa(o.VNI), "port": strconv.Itoa(o.Port)}
+	problems := 0
+	if len(refused) > 0 {
+		a["peers"], a["peerNode"] = listNames(refused), refusedNodes[0]
+		nj.EmitNode(report.CodeRTEncapRefused, node, a, raw, fieldItems("refused", refused), fieldItems("answered", answered))
+		problems++
+	}
+	if len(silent) > 0 {
+		a["peers"], a["sent"], a["timeout"] = listNames(silent), strconv.Itoa(sent), strconv.Itoa(o.EncapTimeoutMillis)+" ms"
+		nj.EmitNode(report.CodeRTEncapSilent, node, a, raw, fieldItems("silent", silent), fieldItems("answered", answered))
+		problems++
+	}
+	if problems == 0 && len(answered) > 0 {
+		a["peers"] = listNames(answered)
+		nj.EmitNode(report.CodeRTEncapAnswered, node, a, raw, fieldItems("answered", answered))
+	}
+	return problems
+}
+
+// underlayNodeNames maps the node addresses the API side read (flannel's
+// public-ip annotation, InternalIPs) to node names.
+func (nj *nodeJudge) underlayNodeNames() map[string]string {
+	out := map[string]string{}
+	for name, n := range nj.in.Nodes {
+		if n == nil {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				out[a.Address] = name
+			}
+		}
+		if ip := n.Annotations[flannelPublicIP]; ip != "" {
+			out[ip] = name
+		}
+	}
+	return out
 }
 
 // missingNodeFDB covers VXLAN devices that other CNIs program per node
@@ -395,14 +552,19 @@ func subnetAddr(cidr string) string {
 // judgePathMTU: a small don't-fragment probe answered and a full-size one
 // lost, with no "fragmentation needed" back, is a blackhole.
 func (nj *nodeJudge) judgePathMTU(node string, probes []collectorapi.PathMTUProbe) int {
-	var hit []collectorapi.PathMTUProbe
+	var hit, lowered []collectorapi.PathMTUProbe
 	for _, p := range probes {
-		if p.Error == "" && p.SmallOK && !p.LargeOK && p.FragNeededMTU == 0 {
+		switch {
+		case p.Error != "" || !p.SmallOK || p.LargeOK:
+		case p.FragNeededMTU == 0:
 			hit = append(hit, p)
+		case p.FragNeededMTU < p.RouteMTU:
+			lowered = append(lowered, p)
 		}
 	}
+	problems := nj.judgePathMTULowered(node, lowered)
 	if len(hit) == 0 {
-		return 0
+		return problems
 	}
 	var targets, raw []string
 	for _, p := range hit {
@@ -414,6 +576,26 @@ func (nj *nodeJudge) judgePathMTU(node string, probes []collectorapi.PathMTUProb
 		"large": strconv.Itoa(f.LargeSize), "mtu": strconv.Itoa(f.RouteMTU), "device": orNone(f.Device),
 		"payload": strconv.Itoa(f.LargeSize - icmpEchoHeaders)}, raw,
 		fieldItems("targets", targets), fieldValue("smallSize", strconv.Itoa(f.SmallSize)), fieldValue("largeSize", strconv.Itoa(f.LargeSize)))
+	return problems + 1
+}
+
+// judgePathMTULowered: the large probe came back as "fragmentation needed"
+// with an MTU below the route's. Within one Pod network every hop should
+// carry the route's MTU, so a lower one is a mismatch; it is a warning, as
+// this node's own packets adapt and only the way back may drop silently.
+func (nj *nodeJudge) judgePathMTULowered(node string, probes []collectorapi.PathMTUProbe) int {
+	if len(probes) == 0 {
+		return 0
+	}
+	var targets, raw []string
+	for _, p := range probes {
+		targets = append(targets, p.Address)
+		raw = append(raw, fmt.Sprintf("%s dev %s: %d bytes answered, %d bytes: fragmentation needed, path MTU %d (%s)", p.Address, orNone(p.Device), p.SmallSize, p.LargeSize, p.FragNeededMTU, orNone(p.LargeError)))
+	}
+	f := probes[0]
+	nj.EmitNode(report.CodeRTPathMTULowered, node, report.Args{"targets": listNames(targets), "large": strconv.Itoa(f.LargeSize),
+		"mtu": strconv.Itoa(f.RouteMTU), "device": orNone(f.Device), "pmtu": strconv.Itoa(f.FragNeededMTU)}, raw,
+		fieldItems("targets", targets), fieldValue("routeMTU", strconv.Itoa(f.RouteMTU)), fieldValue("pathMTU", strconv.Itoa(f.FragNeededMTU)))
 	return 1
 }
 
@@ -436,15 +618,19 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 	}
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
-		for _, b := range s.Data.Backends {
+		live := liveIPTablesBackends(s.Data.Backends)
+		for i, b := range s.Data.Backends {
 			if !b.KubeProxyChains {
 				continue
 			}
 			dp := fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family)
-			if users := markMasqUsers(b); len(users) > 0 && !slices.ContainsFunc(b.MarkMasq, func(r collectorapi.IPTablesRule) bool { return r.Mark != "" }) {
+			users := markMasqUsers(b)
+			if len(users) > 0 && !slices.ContainsFunc(b.MarkMasq, func(r collectorapi.IPTablesRule) bool { return r.Mark != "" }) {
 				detail := "nat KUBE-MARK-MASQ sets no mark, though " + listNames(users) + " jump to it"
 				nj.EmitNode(report.CodeDPMasqMissing, node, report.Args{"datapath": dp, "detail": detail}, ruleTexts(b.MarkMasq),
 					fieldItems("markMasq", ruleTexts(b.MarkMasq)), fieldItems("jumpedFrom", users))
+			} else if len(users) > 0 && b.Postrouting != nil && live[i] {
+				nj.judgeIPTablesPostrouting(node, dp, b, users)
 			}
 			for _, p := range b.Ports {
 				if p.External == nil || !p.External.Exists {
@@ -465,6 +651,9 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 	if s := obs.Sections.NFTables; s != nil && s.Data != nil {
 		for _, t := range s.Data.Tables {
 			dp := "nftables (" + t.Family + ")"
+			if t.Present {
+				nj.judgeNFTablesMasquerading(node, dp, t)
+			}
 			for _, p := range t.Ports {
 				if p.External == nil || !p.External.Exists {
 					continue
@@ -480,6 +669,225 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 			}
 		}
 	}
+}
+
+// liveIPTablesBackends marks, per family, the backend kube-proxy writes
+// when both hold its chains: the one capturing the Service the most, as the
+// datapath judge picks it; the other holds leftovers, whose masquerade path
+// nothing goes through.
+func liveIPTablesBackends(bs []collectorapi.IPTablesBackendObservation) map[int]bool {
+	best := map[string]int{}
+	for i, b := range bs {
+		if !b.KubeProxyChains {
+			continue
+		}
+		if j, ok := best[b.Family]; !ok || captureScore(fromIPTables(b)) > captureScore(fromIPTables(bs[j])) {
+			best[b.Family] = i
+		}
+	}
+	live := map[int]bool{}
+	for _, i := range best {
+		live[i] = true
+	}
+	return live
+}
+
+// judgeIPTablesPostrouting follows a packet KUBE-MARK-MASQ marked through
+// nat POSTROUTING's jump and KUBE-POSTROUTING (pkg/proxy/iptables/
+// proxier.go v1.37.2: "-m mark ! --mark M/M -j RETURN", "-j MARK
+// --xor-mark M", "-j MASQUERADE --random-fully"): the chain must be reached
+// and masquerade it before anything returns it. Rules that match on more
+// than the mark may not apply to every such packet and are passed over.
+func (nj *nodeJudge) judgeIPTablesPostrouting(node, dp string, b collectorapi.IPTablesBackendObservation, users []string) {
+	mark, ok := markValue(b.MasqMark)
+	if !ok {
+		return
+	}
+	pr := b.Postrouting
+	a := report.Args{"datapath": dp, "mark": b.MasqMark}
+	evidence := append(ruleTexts(pr.Jumps), ruleTexts(pr.Rules)...)
+	fields := []report.Field{fieldItems("postrouting", ruleTexts(pr.Jumps)), fieldItems("kubePostrouting", ruleTexts(pr.Rules)), fieldItems("markedBy", users)}
+	if detail := postroutingGap(pr.Exists, pr.Rules, mark); detail != "" {
+		a["detail"] = detail
+		nj.EmitNode(report.CodeDPMasqNoRule, node, a, evidence, fields...)
+		return
+	}
+	if len(pr.Jumps) == 0 {
+		a["detail"] = "nat POSTROUTING does not jump to KUBE-POSTROUTING"
+		nj.EmitNode(report.CodeDPMasqNoJump, node, a, evidence, fields...)
+	}
+}
+
+// postroutingGap walks KUBE-POSTROUTING with a packet whose mark is mark
+// and says why it is not masqueraded, "" when it is.
+func postroutingGap(exists bool, rules []collectorapi.IPTablesRule, mark uint32) string {
+	if !exists {
+		return "nat KUBE-POSTROUTING does not exist"
+	}
+	pm := mark
+	for _, r := range rules {
+		matched, decided := iptMarkConditions(r, pm)
+		if !decided || !matched {
+			continue
+		}
+		switch r.Target() {
+		case "MASQUERADE", "SNAT":
+			return ""
+		case "RETURN", "ACCEPT", "DROP":
+			return fmt.Sprintf("nat KUBE-POSTROUTING ends marked packets with %q before any MASQUERADE rule", r.Raw)
+		case "MARK":
+			if v, m, ok := markPair(optionArg(r, "--set-xmark")); ok {
+				pm = (pm &^ m) ^ v
+			}
+		}
+	}
+	return fmt.Sprintf("nat KUBE-POSTROUTING has no MASQUERADE rule for packets marked 0x%x", mark)
+}
+
+// iptMarkConditions evaluates a rule's matches for a packet whose mark is
+// pm: decided is false when the rule matches on anything but the mark
+// (comments aside).
+func iptMarkConditions(r collectorapi.IPTablesRule, pm uint32) (matched, decided bool) {
+	matched = true
+	for _, o := range r.Options {
+		switch o.Name {
+		case "-j", "-g":
+			return matched, true
+		case "-m", "--comment":
+		case "--mark":
+			v, m, ok := markPair(firstArg(o.Args))
+			if !ok {
+				return false, false
+			}
+			if (pm&m == v) == o.Negated {
+				matched = false
+			}
+		default:
+			return false, false
+		}
+	}
+	return matched, true
+}
+
+// markValue is the mark KUBE-MARK-MASQ's "MARK --set-xmark V/M" gives a
+// packet whose mark was 0: (0 & ^M) ^ V, that is V.
+func markValue(s string) (uint32, bool) {
+	v, _, ok := markPair(s)
+	return v, ok
+}
+
+// markPair parses "0x4000/0x4000" or "0x4000" (mask all ones).
+func markPair(s string) (value, mask uint32, ok bool) {
+	vs, ms, hasMask := strings.Cut(s, "/")
+	v, err := strconv.ParseUint(vs, 0, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	mask = 0xffffffff
+	if hasMask {
+		m, err := strconv.ParseUint(ms, 0, 32)
+		if err != nil {
+			return 0, 0, false
+		}
+		mask = uint32(m)
+	}
+	return uint32(v), mask, true
+}
+
+func optionArg(r collectorapi.IPTablesRule, name string) string {
+	for _, o := range r.Options {
+		if o.Name == name {
+			return firstArg(o.Args)
+		}
+	}
+	return ""
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// judgeNFTablesMasquerading follows a marked packet through kube-proxy's
+// nftables masquerade path (pkg/proxy/nftables/proxier.go v1.37.2: chain
+// masquerading, "meta mark & M != 0 meta mark set meta mark ^ M masquerade
+// fully-random", jumped to from the nat-postrouting base chain). Every
+// Service depends on it: the shared services chain marks cluster IP
+// traffic from outside the cluster, external chains mark what they send
+// elsewhere. The mark is the one the Service's own rules set, else the one
+// chain masquerading tests, else kube-proxy's default (--masquerade-bit 14).
+func (nj *nodeJudge) judgeNFTablesMasquerading(node, dp string, t collectorapi.NFTablesTableObservation) {
+	if t.Masquerading == nil || t.NATPostrouting == nil || len(t.Ports) == 0 {
+		return // not collected
+	}
+	mark, from := uint32(0), ""
+	var markedBy []string
+	for _, p := range t.Ports {
+		for _, c := range append(append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, p.Other...), p.Endpoints...) {
+			if c == nil {
+				continue
+			}
+			for _, r := range c.Rules {
+				if v, err := strconv.ParseUint(r.Mark, 0, 32); err == nil && v != 0 {
+					mark, from = uint32(v), "set by "+c.Name
+					markedBy = append(markedBy, c.Name)
+				}
+			}
+		}
+	}
+	for _, r := range t.Masquerading.Rules {
+		if m := r.MarkMatch; mark == 0 && m != nil && m.Op == "!=" && m.Value == 0 && m.Mask != 0 {
+			mark, from = m.Mask, "tested by chain masquerading"
+		}
+	}
+	if mark == 0 {
+		mark, from = 0x4000, "kube-proxy's default"
+	}
+	a := report.Args{"datapath": dp, "mark": fmt.Sprintf("0x%x, %s", mark, from)}
+	var evidence []string
+	for _, r := range append(append([]collectorapi.NFTablesRule{}, t.NATPostrouting.Rules...), t.Masquerading.Rules...) {
+		evidence = append(evidence, r.Text)
+	}
+	fields := []report.Field{fieldItems("markedBy", slices.Compact(markedBy))}
+	if detail := masqueradingGap(t.Masquerading, mark); detail != "" {
+		a["detail"] = detail
+		nj.EmitNode(report.CodeDPMasqNoRule, node, a, evidence, fields...)
+		return
+	}
+	if !slices.ContainsFunc(t.NATPostrouting.Rules, func(r collectorapi.NFTablesRule) bool { return r.Target == "masquerading" }) {
+		a["detail"] = "chain nat-postrouting does not jump to chain masquerading"
+		if !t.NATPostrouting.Exists {
+			a["detail"] = "base chain nat-postrouting does not exist"
+		}
+		nj.EmitNode(report.CodeDPMasqNoJump, node, a, evidence, fields...)
+	}
+}
+
+// masqueradingGap walks chain masquerading with a packet whose mark is mark
+// and says why it is not masqueraded, "" when it is.
+func masqueradingGap(c *collectorapi.NFTablesChain, mark uint32) string {
+	if !c.Exists {
+		return "chain masquerading does not exist"
+	}
+	for _, r := range c.Rules {
+		matched := r.Conditions == 0
+		if r.Conditions == 1 && r.MarkMatch != nil {
+			m := r.MarkMatch
+			matched = (mark&m.Mask == m.Value) == (m.Op == "==")
+		}
+		if !matched {
+			continue
+		}
+		switch {
+		case r.Masquerade:
+			return ""
+		case r.Verdict == "return" || r.Verdict == "accept" || r.Verdict == "drop":
+			return fmt.Sprintf("chain masquerading ends marked packets with %q before any masquerade rule", r.Text)
+		}
+	}
+	return fmt.Sprintf("chain masquerading has no masquerade rule for packets marked 0x%x", mark)
 }
 
 // markMasqUsers are the Service's chains that jump to KUBE-MARK-MASQ.

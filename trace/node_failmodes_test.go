@@ -3,6 +3,7 @@ package trace
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +139,19 @@ func TestDNSInsertRaceJudged(t *testing.T) {
 			if tt.want == report.CodeCTDNSRaceMitigated {
 				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace)
 			}
+			// One counter, one finding: where the node's DNS flows explain
+			// insert_failed, the node-wide CT002 warning is not repeated
+			// beside CT010, nor beside CT011 for a client its resolver
+			// options protect. Its clash_resolve evidence moves with it.
+			if tt.want == report.CodeCTDNSRace || tt.want == report.CodeCTDNSRaceMitigated {
+				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInsertFailed)
+				if evidence(c, "insertFailedDelta") != "5" || evidence(c, "clashResolve") == "" {
+					t.Errorf("%s evidence %+v", tt.want, c.Evidence)
+				}
+			}
+			if st := tr.Layer(report.LayerConntrack).Status; tt.want == report.CodeCTDNSRaceMitigated && st != report.StatusPass {
+				t.Errorf("a protected client's conntrack layer is %s, want pass: %v", st, keysOf(nodeCodes(tr, report.LayerConntrack, "n1")))
+			}
 		})
 	}
 }
@@ -164,11 +178,20 @@ func recordedRoute(t *testing.T) *collectorapi.RouteObservation {
 // flannelNodes are the nodes of the recorded fixture with the annotations
 // flannel's kube subnet manager writes.
 func flannelNodes(in *Input) {
-	for name, v := range map[string]struct{ ip, mac, cidr string }{
+	addFlannelNodes(in, map[string]flannelVTEP{
 		"n1": {"192.168.77.11", "0a:58:0a:f4:00:00", "10.244.0.0/24"},
 		"n2": {"192.168.77.12", "0a:58:0a:f4:01:00", "10.244.1.0/24"},
 		"n3": {"192.168.77.13", "0a:58:0a:f4:02:00", "10.244.2.0/24"},
-	} {
+	})
+}
+
+// flannelVTEP is what flannel's kube subnet manager writes on a Node: its
+// public IP, VtepMAC and the podCIDR it leased.
+type flannelVTEP struct{ ip, mac, cidr string }
+
+// addFlannelNodes adds Ready nodes annotated as flanneld annotates them.
+func addFlannelNodes(in *Input, nodes map[string]flannelVTEP) {
+	for name, v := range nodes {
 		n := node(name, true)
 		n.Spec.PodCIDR = v.cidr
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v.ip}}
@@ -320,14 +343,19 @@ func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
 // 1500 → 1400 veth with frag-needed dropped, and a router answering with
 // "fragmentation needed".
 func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
+	return readFixture[map[string]collectorapi.PathMTUProbe](t, "../collectors/testdata/probe/real-pathmtu-netns.json")
+}
+
+// readFixture decodes a recorded JSON fixture.
+func readFixture[T any](t *testing.T, path string) T {
 	t.Helper()
-	b, err := os.ReadFile("../collectors/testdata/probe/real-pathmtu-netns.json")
+	var out T
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out map[string]collectorapi.PathMTUProbe
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return out
 }
@@ -335,19 +363,29 @@ func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
 func TestPathMTUBlackholeJudged(t *testing.T) {
 	rec := recordedPathMTU(t)
 	for _, tt := range []struct {
-		name  string
-		probe collectorapi.PathMTUProbe
-		want  bool
+		name    string
+		probe   collectorapi.PathMTUProbe
+		want    bool
+		lowered bool // RT025: the way there reported a lower MTU
 	}{
-		{"both answered", rec["healthy"], false},
-		{"fragmentation needed came back", rec["fragNeeded"], false},
-		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false},
-		{"large lost silently", rec["blackhole"], true},
+		{"both answered", rec["healthy"], false, false},
+		{"fragmentation needed came back", rec["fragNeeded"], false, true},
+		{"nothing answers (filtered, not an MTU fault)", collectorapi.PathMTUProbe{Address: "10.244.2.7", RouteMTU: 1500, SmallSize: 576, LargeSize: 1500, Error: "small probe: no echo reply to 576 bytes within 1s"}, false, false},
+		{"large lost silently", rec["blackhole"], true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{PathMTU: []collectorapi.PathMTUProbe{tt.probe}})
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			if tt.lowered {
+				c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPathMTULowered, tt.probe.Address, "MTU 1500 via", "MTU 1400", "fragmentation needed")
+				if c.Status != report.StatusWarn || evidence(c, "pathMTU") != "1400" {
+					t.Errorf("%s %s, evidence %+v", c.Code, c.Status, c.Evidence)
+				}
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			} else {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPathMTULowered)
+			}
 			if !tt.want {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPMTUBlackhole)
 				return
@@ -470,4 +508,163 @@ func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
 	delete(in.Nodes, "n4")
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP)
+}
+
+// recordedEncap is node a's flannel.1 read on the real kernel in each case of
+// collectors/route TestEncapProbeOnRealVXLAN (-record): a two-node flannel
+// overlay in test namespaces, node a 192.168.78.11, node b 192.168.78.12.
+func recordedEncap(t *testing.T) map[string]collectorapi.OverlayDevice {
+	return readFixture[map[string]collectorapi.OverlayDevice](t, "../collectors/testdata/route/real-vxlan-encap-netns.json")
+}
+
+func TestEncapJudgedOnRecordedProbes(t *testing.T) {
+	devices := recordedEncap(t)
+	for _, tt := range []struct {
+		recorded string
+		want     string
+		status   report.Status
+		parts    []string
+	}{
+		{recorded: "healthy", want: report.CodeRTEncapAnswered, status: report.StatusPass, parts: []string{"flannel.1 (vxlan VNI 1)", "UDP 8472", "from n2 (192.168.78.12:8472) in 0."}},
+		{recorded: "no VXLAN socket on the peer", want: report.CodeRTEncapRefused, status: report.StatusFail, parts: []string{"n2 (192.168.78.12:8472) answered", "port unreachable for UDP 8472"}},
+		{recorded: "peer drops UDP 8472", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"no answer from n2 (192.168.78.12:8472)", "3 datagram(s) each in 900 ms"}},
+		{recorded: "peer lost its FDB entry for this node", want: report.CodeRTEncapSilent, status: report.StatusWarn, parts: []string{"the way back"}},
+	} {
+		t.Run(tt.recorded, func(t *testing.T) {
+			o, ok := devices[tt.recorded]
+			if !ok {
+				t.Fatalf("no recorded device %q", tt.recorded)
+			}
+			in := nodeInput()
+			addFlannelNodes(in, map[string]flannelVTEP{
+				"n1": {"192.168.78.11", "0a:58:0a:f5:01:00", "10.245.1.0/24"},
+				"n2": {"192.168.78.12", "0a:58:0a:f5:02:00", "10.245.2.0/24"},
+			})
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			r := recordedRoute(t)
+			// The recorded routes lead through another recording's
+			// flannel.1 (gateway 10.244.1.0): keep only the local one.
+			r.Overlays = []collectorapi.OverlayDevice{o}
+			r.Routes = slices.DeleteFunc(r.Routes, func(rt collectorapi.RouteLookup) bool { return rt.Device == "flannel.1" })
+			obs.Sections.Route.Data = r
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.parts...)
+			if c.Status != tt.status {
+				t.Errorf("%s is %s, want %s", tt.want, c.Status, tt.status)
+			}
+			if c.Evidence == nil || len(c.Evidence.Raw) != 1 || !strings.Contains(c.Evidence.Raw[0], "udp 10.245.1.0 > 10.245.2.0:33434 in vxlan VNI 1 to 192.168.78.12:8472") {
+				t.Errorf("raw evidence %+v", c.Evidence)
+			}
+			// The FDB and neighbour entries of this node are as flannel
+			// programs them in every case: the probe is the only finding.
+			assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown)
+			others := []string{report.CodeRTEncapAnswered, report.CodeRTEncapRefused, report.CodeRTEncapSilent}
+			others = slices.DeleteFunc(others, func(c string) bool { return c == tt.want })
+			assertNoCode(t, tr, report.LayerRoute, "n1", others...)
+			if tt.want == report.CodeRTEncapAnswered {
+				wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			} else {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTHealthy)
+			}
+			if tt.want == report.CodeRTEncapRefused && !strings.Contains(c.NextStep, "node/n2") {
+				t.Errorf("next step %q does not name the peer's node", c.NextStep)
+			}
+		})
+	}
+}
+
+// testbedFlannel is one recording of collectors/testdata/route/testbed-flannel.sh:
+// the route sections the real collector read on the testbed's flannel
+// overlay and the Nodes flanneld annotated.
+type testbedFlannel struct {
+	Nodes map[string]*corev1.Node                   `json:"nodes"`
+	Route map[string]*collectorapi.RouteObservation `json:"route"`
+}
+
+func recordedTestbedFlannel(t *testing.T, name string) testbedFlannel {
+	t.Helper()
+	r := readFixture[testbedFlannel](t, "../collectors/testdata/route/testbed-flannel-"+name+".json")
+	if len(r.Nodes) != 2 || len(r.Route) != 2 {
+		t.Fatalf("recording %s: %d nodes, %d route sections", name, len(r.Nodes), len(r.Route))
+	}
+	return r
+}
+
+func TestOverlayJudgedOnTestbedFlannel(t *testing.T) {
+	overlayCodes := []string{report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown, report.CodeRTPMTUBlackhole,
+		report.CodeRTEncapAnswered, report.CodeRTEncapRefused, report.CodeRTEncapSilent}
+	for _, tt := range []struct {
+		name     string
+		recorded string
+		// apiNodes are the Nodes the API side read: all (--all-nodes, or
+		// endpoints on both nodes) or the inspected one only (--node).
+		apiNodes []string
+		want     map[string]string // node → the one overlay code it gets
+		parts    map[string][]string
+	}{
+		{name: "healthy", recorded: "healthy", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTEncapAnswered, "svtb-node2": report.CodeRTEncapAnswered},
+			parts: map[string][]string{"svtb-node1": {"from svtb-node2 (10.0.0.12:8472)"}, "svtb-node2": {"from svtb-node1 (10.0.0.11:8472)"}}},
+		{name: "healthy, --node", recorded: "healthy", apiNodes: []string{"svtb-node1"},
+			want: map[string]string{"svtb-node1": report.CodeRTEncapAnswered}},
+		{name: "FDB entry missing on node1", recorded: "fdb-missing", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTOverlayVTEP, "svtb-node2": report.CodeRTEncapSilent},
+			parts: map[string][]string{"svtb-node1": {"forwarding-database entry", "svtb-node2 ("}, "svtb-node2": {"no answer from svtb-node1 (10.0.0.11:8472)"}}},
+		// Without node2's object the entry is still found missing, from
+		// the route to the endpoint on node2 and the gateway's neighbour entry.
+		{name: "FDB entry missing on node1, --node", recorded: "fdb-missing", apiNodes: []string{"svtb-node1"},
+			want:  map[string]string{"svtb-node1": report.CodeRTOverlayVTEP},
+			parts: map[string][]string{"svtb-node1": {"forwarding-database entry", "the MAC of 10.244.2.0"}}},
+		{name: "UDP 8472 dropped at node2", recorded: "encap-blocked", apiNodes: []string{"svtb-node1", "svtb-node2"},
+			want:  map[string]string{"svtb-node1": report.CodeRTEncapSilent, "svtb-node2": report.CodeRTEncapSilent},
+			parts: map[string][]string{"svtb-node1": {"no answer from svtb-node2 (10.0.0.12:8472)", "3 datagram(s) each in 1000 ms"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := recordedTestbedFlannel(t, tt.recorded)
+			in := nodeInput()
+			in.Nodes = map[string]*corev1.Node{}
+			for _, n := range tt.apiNodes {
+				in.Nodes[n] = rec.Nodes[n]
+			}
+			var views []NodeView
+			for node := range tt.want {
+				obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+				obs.Sections.Route.Data = rec.Route[node]
+				views = append(views, NodeView{Node: node, Observation: obs})
+			}
+			tr := judgeViews(t, in, views...)
+			for node, code := range tt.want {
+				wantCode(t, tr, report.LayerRoute, node, code, tt.parts[node]...)
+				others := slices.DeleteFunc(slices.Clone(overlayCodes), func(c string) bool { return c == code })
+				assertNoCode(t, tr, report.LayerRoute, node, others...)
+			}
+		})
+	}
+}
+
+// TestMasqueradePathOnlyOnLiveBackend: with kube-proxy's chains in both
+// iptables backends, the masquerade path is judged on the one capturing the
+// Service (kube-proxy writes it); the other's missing KUBE-POSTROUTING is a
+// leftover's, which nothing goes through.
+func TestMasqueradePathOnlyOnLiveBackend(t *testing.T) {
+	healthy := &collectorapi.IPTablesPostrouting{Exists: true,
+		Jumps: []collectorapi.IPTablesRule{{Raw: `-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING`, Jump: "KUBE-POSTROUTING",
+			Options: []collectorapi.IPTablesOption{{Name: "-m", Args: []string{"comment"}}, {Name: "--comment", Args: []string{"kubernetes postrouting rules"}}, {Name: "-j", Args: []string{"KUBE-POSTROUTING"}}}}},
+		Rules: []collectorapi.IPTablesRule{{Raw: "-A KUBE-POSTROUTING -j MASQUERADE --random-fully", Jump: "MASQUERADE",
+			Options: []collectorapi.IPTablesOption{{Name: "-j", Args: []string{"MASQUERADE"}}, {Name: "--random-fully"}}}}}
+	live := iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))
+	live.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
+	live.Postrouting = healthy
+	leftover := iptRules(collectorapi.IPTablesBackendLegacy, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))
+	leftover.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
+	leftover.Ports[0].Entry = nil
+	leftover.Postrouting = &collectorapi.IPTablesPostrouting{}
+	obs := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{live, leftover}}
+	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
+
+	// The same leftover as the only backend holding the Service is judged.
+	obs = &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{leftover}}
+	tr = judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, "KUBE-POSTROUTING does not exist")
 }

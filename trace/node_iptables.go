@@ -20,6 +20,7 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 			Family:   familyOf(b.Family),
 			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
 			NodePortFound: len(p.NodePorts) > 0,
+			Evidence:      iptReaderLine(b),
 		}
 		var internal *collectorapi.IPTablesChain
 		for _, e := range p.Entry {
@@ -34,6 +35,21 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 					pp.Captured = true
 					pp.InternalLocal = c == p.Local
 				}
+			}
+		}
+		for _, e := range p.EntryReferences {
+			pp.Evidence = append(pp.Evidence, referenceEvidence(e, p.References))
+			switch e.Kind {
+			case "clusterIP":
+				for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local} {
+					if c != nil && c.Name == e.Target && c.Exists {
+						internal = c
+						pp.Captured = true
+						pp.InternalLocal = c == p.Local
+					}
+				}
+			case "nodePort":
+				pp.NodePortFound = true
 			}
 		}
 		for _, r := range p.NodePorts {
@@ -119,4 +135,42 @@ func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []progr
 		out = append(out, programmedEndpoint{Endpoint: ep, Share: s.Share})
 	}
 	return out
+}
+
+// referenceEvidence tells an entry rule established by reference counts,
+// with the counts of its target chain.
+func referenceEvidence(e collectorapi.IPTablesEntryReference, refs []collectorapi.IPTablesChainReferences) string {
+	s := fmt.Sprintf("%s -> %s (%s): %d jump(s), not read: established by the kernel's reference count", e.From, e.Target, e.Kind, e.Count)
+	for _, r := range refs {
+		if r.Chain == e.Target {
+			s += fmt.Sprintf(" (NFTA_CHAIN_USE %d = %d rule(s) + %d jump(s) from the chains read + %d from chains not read)", r.Use, r.Rules, r.FromRead, r.Unread)
+		}
+	}
+	return s
+}
+
+// iptReadEvidence says how an iptables backend was read: the reader, how
+// its entry rules were established, and the commands it ran (the kernel
+// readers run none).
+func iptReadEvidence(b collectorapi.IPTablesBackendObservation) []string {
+	return append(iptReaderLine(b), b.Commands...)
+}
+
+// iptReaderLine is the reader and entry proof of a backend, nil for an
+// observation that does not record them.
+func iptReaderLine(b collectorapi.IPTablesBackendObservation) []string {
+	if b.Reader == "" && b.EntryProof == "" {
+		return nil
+	}
+	s := fmt.Sprintf("read by the %s reader (%s)", orUnknown(b.Reader), orUnknown(b.Method))
+	switch b.EntryProof {
+	case collectorapi.IPTablesEntryProofReferences:
+		s += fmt.Sprintf("; entry rules established by reference counts in ruleset generation %d", b.Generation)
+	case collectorapi.IPTablesEntryProofRules:
+		s += "; entry rules read from nat KUBE-SERVICES"
+		if b.EntryProofFallback != "" {
+			s += " because the reference counts were not conclusive: " + b.EntryProofFallback
+		}
+	}
+	return []string{s}
 }

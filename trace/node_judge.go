@@ -176,11 +176,10 @@ func (nj *nodeJudge) judgeConntrack(node string, obs *collectorapi.Observation) 
 		problems++
 	}
 	if d := ct.StatsDelta; d != nil {
-		if d.InsertFailed > 0 {
-			clash := "n/a"
-			if v, ok := ct.ProcStatDelta["clash_resolve"]; ok {
-				clash = strconv.FormatUint(v, 10)
-			}
+		// Where the node's DNS flows explain insert_failed, the DNS race
+		// checks (CT010/CT011) carry the counter alone.
+		if d.InsertFailed > 0 && !dnsRaceExplains(ct) {
+			clash := clashResolve(ct)
 			total := uint64(0)
 			if ct.Stats != nil {
 				total = ct.Stats.InsertFailed
@@ -458,6 +457,14 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	var okOrder []string
 	failedByQuery := map[string]bool{}
 	askers := 0
+	// ExternalName: per node, the A/AAAA answers that came back whole
+	// (NOERROR) and the addresses they held for the CNAME's target.
+	type targetAnswers struct {
+		q       collectorapi.DNSQuery
+		queries []string
+		addrs   int
+	}
+	target := map[string]*targetAnswers{}
 	for _, v := range views {
 		if v.Observation == nil || v.Observation.Sections.DNS == nil || v.Observation.Sections.DNS.Data == nil {
 			continue
@@ -493,6 +500,15 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					want = expectAAAA
 				}
 				got := answerData(q.Answers, q.Type, cname != "")
+				if cname != "" && q.Error == "" && q.Rcode == "NOERROR" && (q.Type == "A" || q.Type == "AAAA") {
+					ta := target[v.Node]
+					if ta == nil {
+						ta = &targetAnswers{q: q}
+						target[v.Node] = ta
+					}
+					ta.addrs += len(answerData(q.Answers, q.Type, false))
+					ta.queries = append(ta.queries, fmt.Sprintf("%s over %s: %s", q.Type, tr, listOrNone(got)))
+				}
 				switch {
 				case q.Error != "":
 					code = report.CodeDNSLiveFailed
@@ -548,6 +564,17 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				}
 			}
 		}
+	}
+	// CoreDNS keeps an ExternalName's CNAME in the answer when the lookup of
+	// its target returns no address (plugin/backend_lookup.go, A and AAAA),
+	// so a CNAME alone is not an answer a client can connect with.
+	for _, node := range sortedKeys(boolKeys(target)) {
+		ta := target[node]
+		if ta.addrs > 0 || !containsFold(answerData(ta.q.Answers, ta.q.Type, true), cname) {
+			continue
+		}
+		nj.emitDNS(report.CodeDNSExternalUnresolved, node, report.Args{"server": ta.q.Server, "name": ta.q.Name,
+			"target": strings.TrimSuffix(cname, "."), "queries": strings.Join(ta.queries, "; ")}, ta.q)
 	}
 	// A name answered correctly is reported once, with the nodes it was
 	// answered from: "every inspected node" only when no node's query for it

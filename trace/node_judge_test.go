@@ -892,3 +892,53 @@ func TestLeftoversAcrossIPVS(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeExternalNameTarget: CoreDNS answers an ExternalName's A and AAAA
+// queries with its CNAME even when the target has no address
+// (plugin/backend_lookup.go); that CNAME alone is DNS016 on the node, an
+// error, while a CNAME followed by the target's address passes.
+func TestJudgeExternalNameTarget(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
+	})
+	in.Slices = nil
+	mk := func(a, aaaa []string) *collectorapi.Observation {
+		o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		var qs []collectorapi.DNSQuery
+		for _, tr := range []string{"udp", "tcp"} {
+			qs = append(qs,
+				collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: "NOERROR", Answers: a, LatencyMillis: 2},
+				collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "AAAA", Rcode: "NOERROR", Answers: aaaa, LatencyMillis: 2})
+		}
+		o.Sections.DNS = &collectorapi.Section[collectorapi.DNSObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.DNSObservation{
+			Servers: []string{"10.96.0.10"}, Queries: qs}}
+		return o
+	}
+	cname := "CNAME db.example.com."
+	for _, tt := range []struct {
+		name    string
+		a, aaaa []string
+		want    bool
+	}{
+		{"CNAME only", []string{cname}, []string{cname}, true},
+		{"target has an IPv4 address", []string{cname, "A 192.0.2.7"}, []string{cname}, false},
+		{"target has an IPv6 address only", []string{cname}, []string{cname, "AAAA 2001:db8::7"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: mk(tt.a, tt.aaaa)})
+			c, ok := nodeCodes(tr, report.LayerDNS, "n1")[report.CodeDNSExternalUnresolved]
+			if ok != tt.want {
+				t.Fatalf("%s present %v, want %v: %v", report.CodeDNSExternalUnresolved, ok, tt.want, keysOf(nodeCodes(tr, report.LayerDNS, "")))
+			}
+			if !ok {
+				return
+			}
+			if c.Status != report.StatusFail || !strings.Contains(c.Message, "CNAME to db.example.com but with no address for db.example.com") {
+				t.Errorf("%s %s: %q", c.Code, c.Status, c.Message)
+			}
+			if tr.Layer(report.LayerDNS).Status != report.StatusFail {
+				t.Errorf("DNS layer %s", tr.Layer(report.LayerDNS).Status)
+			}
+		})
+	}
+}

@@ -72,6 +72,7 @@ func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *coll
 	}
 	go func() { others.Wait(); close(othersDone) }()
 	wg.Wait()
+	rereadIPTablesEntries(ctx, req, opts, obs)
 
 	obs.DurationMillis = collectors.Millis(time.Since(start))
 	obs.Collector = collectorapi.CollectorInfo{
@@ -121,4 +122,49 @@ func sections(req *collectorapi.Request, opts Options, out *collectorapi.Section
 		}, opts.ProbeConcurrency),
 		newSection(collectorapi.SectionSockets, &out.Sockets, sockets.Read, req),
 	}
+}
+
+// rereadIPTablesEntries reads the iptables section again with nat
+// KUBE-SERVICES read rule by rule when a probe of one of the Service's
+// frontends failed on this node and the nf_tables reader had established
+// the entry rules from reference counts only: those prove which chains are
+// jumped to, not the match of the rules that jump, and a failing frontend is
+// where the match matters. The probes run concurrently with the read, so this
+// is decided after both.
+func rereadIPTablesEntries(ctx context.Context, req *collectorapi.Request, opts Options, obs *collectorapi.Observation) {
+	ipt, pr := obs.Sections.IPTables, obs.Sections.Probe
+	if ipt == nil || ipt.Data == nil || pr == nil || pr.Data == nil {
+		return
+	}
+	byReferences := false
+	for _, b := range ipt.Data.Backends {
+		byReferences = byReferences || b.EntryProof == collectorapi.IPTablesEntryProofReferences
+	}
+	failed := failedFrontend(pr.Data)
+	if !byReferences || failed == "" {
+		return
+	}
+	q := iptables.Query{Service: req.Service, Endpoints: req.Endpoints, Reader: opts.IPTablesReader, EntryProof: collectorapi.IPTablesEntryProofRules}
+	again := collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPTablesObservation, error) { return iptables.Read(ctx, q) })
+	if again.Data == nil {
+		return
+	}
+	for i := range again.Data.Backends {
+		if b := &again.Data.Backends[i]; b.KubeProxyChains && b.EntryProofFallback == "" {
+			b.EntryProofFallback = "the probe of " + failed + " failed"
+		}
+	}
+	again.DurationMillis += ipt.DurationMillis
+	obs.Sections.IPTables = again
+}
+
+// failedFrontend names the first probe of a Service frontend (cluster IP,
+// external or load-balancer IP, node port) that failed, "" when none did.
+func failedFrontend(p *collectorapi.ProbeObservation) string {
+	for _, pr := range p.Probes {
+		if pr.Target != "endpoint" && pr.Outcome == probe.OutcomeFailed {
+			return pr.Target + " " + pr.Address
+		}
+	}
+	return ""
 }

@@ -121,8 +121,47 @@ func TestCollectorAgainstRealKubeProxy(t *testing.T) {
 			if !found || !strings.Contains(data, s.PodIP) {
 				t.Errorf("stopped kube-proxy: fingerprint found=%v, %s rules still listed=%v", found, mode, strings.Contains(data, s.PodIP))
 			}
+			if mode == "iptables" {
+				// The rules kube-proxy left are intact: the nf_tables reader
+				// establishes the entry rule from reference counts. Then the
+				// cluster IP is rejected in the node's filter OUTPUT: the
+				// failed probe makes the collector read KUBE-SERVICES.
+				if b := nftBackend(obs); b != nil && b.EntryProof != collectorapi.IPTablesEntryProofReferences {
+					t.Errorf("nf_tables entry proof %q (fallback %q), want references", b.EntryProof, b.EntryProofFallback)
+				}
+				// (filter OUTPUT sees the DNATed packet: match its original
+				// destination).
+				s.Node.MustRun(t, "iptables", "-I", "OUTPUT", "-p", "tcp", "-m", "conntrack", "--ctorigdst", s.ClusterIP, "--ctorigdstport", fmt.Sprint(s.ServicePort),
+					"-j", "REJECT", "--reject-with", "tcp-reset")
+				obs = runIn(t, s.Node, bin, req)
+				if connected(obs, cluster) {
+					t.Fatalf("cluster IP still answers behind the REJECT rule")
+				}
+				b := nftBackend(obs)
+				if b == nil {
+					t.Skip("kube-proxy wrote through the legacy backend: no reference counts to fall back from")
+				}
+				if b.EntryProof != collectorapi.IPTablesEntryProofRules || !strings.Contains(b.EntryProofFallback, "the probe of clusterIP "+cluster+" failed") ||
+					len(b.Ports) != 1 || len(b.Ports[0].Entry) != 1 {
+					t.Errorf("after a failed cluster IP probe: proof %q, fallback %q, ports %+v", b.EntryProof, b.EntryProofFallback, b.Ports)
+				}
+			}
 		})
 	}
+}
+
+// nftBackend is the iptables section's nf_tables backend holding
+// kube-proxy's chains, nil when there is none.
+func nftBackend(obs *collectorapi.Observation) *collectorapi.IPTablesBackendObservation {
+	if obs.Sections.IPTables == nil || obs.Sections.IPTables.Data == nil {
+		return nil
+	}
+	for i, b := range obs.Sections.IPTables.Data.Backends {
+		if b.Backend == collectorapi.IPTablesBackendNFTables && b.KubeProxyChains {
+			return &obs.Sections.IPTables.Data.Backends[i]
+		}
+	}
+	return nil
 }
 
 // datapathSectionJSON is the nftables or iptables section (by kube-proxy
@@ -245,8 +284,15 @@ func testKubeProxyIPv6(t *testing.T, kp, bin, self, backend string) {
 			entry = true
 		}
 	}
+	// nf_tables: established by the kernel's reference counts, without
+	// reading KUBE-SERVICES.
+	for _, e := range port.EntryReferences {
+		if b.EntryProof == collectorapi.IPTablesEntryProofReferences && e.Kind == "clusterIP" && e.Target == svcChain && e.Count == 1 {
+			entry = true
+		}
+	}
 	if !entry {
-		t.Errorf("no ClusterIP entry rule for %s in KUBE-SERVICES: %+v", clusterIP, port.Entry)
+		t.Errorf("no ClusterIP entry rule for %s in KUBE-SERVICES: %+v %+v (proof %q, fallback %q)", clusterIP, port.Entry, port.EntryReferences, b.EntryProof, b.EntryProofFallback)
 	}
 	wantEP := fmt.Sprintf("[%s]:%d", podIP, s.BackendPort)
 	if len(port.Endpoints) != 1 {

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -47,12 +49,105 @@ const (
 	verdictReturn = -5
 )
 
-// blobTable is one decoded table: chain name → the byte range of its rules.
+// blobTable is one indexed table. At 10k Services the nat table holds
+// ~60,000 user chains, so the index is kept compact: one fixed-size record
+// per chain in blob order (found by a jump's offset with a binary search)
+// and one hash per chain (found by name), with the names left in the blob.
 type blobTable struct {
-	ipv6    bool
-	blob    []byte
-	chains  map[string][2]int // [first rule, end) offsets
-	byStart map[int]string    // first-entry offset of a user chain → its name
+	ipv6 bool
+	blob []byte
+	// builtin are the built-in chains' [first rule, policy) offsets.
+	builtin map[string][2]int
+	// user are the user chains in blob order; byName their indexes sorted
+	// by the hash of the name.
+	user   []blobChain
+	byName []blobName
+}
+
+// blobChain is one user chain: its first rule, the end of its rules (its
+// implicit RETURN), and the offset of the ERROR entry naming it.
+type blobChain struct{ start, end, nameAt uint32 }
+
+type blobName struct {
+	hash  uint64
+	index uint32
+}
+
+func nameHash(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// userName is the name of user chain i, from its ERROR entry.
+func (t *blobTable) userName(i int) []byte {
+	e, err := t.entryAt(int(t.user[i].nameAt))
+	if err != nil {
+		return nil
+	}
+	_, _, data, err := t.target(e)
+	if err != nil {
+		return nil
+	}
+	if j := indexNUL(data); j >= 0 {
+		data = data[:j]
+	}
+	return data
+}
+
+// chainRange is the [first rule, end) of a chain, ok false when the table
+// has no such chain.
+func (t *blobTable) chainRange(chain string) ([2]int, bool) {
+	if r, ok := t.builtin[chain]; ok {
+		return r, true
+	}
+	h := nameHash([]byte(chain))
+	i, _ := slices.BinarySearchFunc(t.byName, h, func(n blobName, h uint64) int {
+		switch {
+		case n.hash < h:
+			return -1
+		case n.hash > h:
+			return 1
+		}
+		return 0
+	})
+	for ; i < len(t.byName) && t.byName[i].hash == h; i++ {
+		u := t.byName[i].index
+		if string(t.userName(int(u))) == chain {
+			c := t.user[u]
+			return [2]int{int(c.start), int(c.end)}, true
+		}
+	}
+	return [2]int{}, false
+}
+
+// chainAt names the user chain whose first rule is at off.
+func (t *blobTable) chainAt(off int) (string, bool) {
+	i, found := slices.BinarySearchFunc(t.user, uint32(off), func(c blobChain, off uint32) int {
+		switch {
+		case c.start < off:
+			return -1
+		case c.start > off:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return "", false
+	}
+	return string(t.userName(i)), true
+}
+
+// chainNames lists every chain of the table.
+func (t *blobTable) chainNames() []string {
+	var out []string
+	for n := range t.builtin {
+		out = append(out, n)
+	}
+	for i := range t.user {
+		out = append(out, string(t.userName(i)))
+	}
+	return out
 }
 
 // entry is one rule's fixed part.
@@ -98,7 +193,7 @@ func (t *blobTable) target(e blobEntry) (name string, rev uint8, data []byte, er
 // built-in chains' first and policy entries (from IPT_SO_GET_INFO), by hook
 // number; validHooks says which are set.
 func parseBlob(blob []byte, ipv6 bool, validHooks uint32, hookEntry, underflow [5]uint32) (*blobTable, error) {
-	t := &blobTable{ipv6: ipv6, blob: blob, chains: map[string][2]int{}, byStart: map[int]string{}}
+	t := &blobTable{ipv6: ipv6, blob: blob, builtin: map[string][2]int{}}
 	hookNames := [5]string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
 	for h := 0; h < 5; h++ {
 		if validHooks&(1<<h) == 0 {
@@ -107,48 +202,70 @@ func parseBlob(blob []byte, ipv6 bool, validHooks uint32, hookEntry, underflow [
 		if int(hookEntry[h]) > len(blob) || int(underflow[h]) > len(blob) || hookEntry[h] > underflow[h] {
 			return nil, errors.New("blob: bad hook offsets")
 		}
-		t.chains[hookNames[h]] = [2]int{int(hookEntry[h]), int(underflow[h])}
+		t.builtin[hookNames[h]] = [2]int{int(hookEntry[h]), int(underflow[h])}
 	}
 	// User chains: from the entry after "ERROR <name>" to the entry before
-	// the next ERROR (that last one is the chain's implicit RETURN).
-	cur, curStart, prev := "", 0, -1
+	// the next ERROR (that last one is the chain's implicit RETURN). The
+	// target's name is compared in place: nothing is copied per entry.
+	errorName := []byte("ERROR")
+	cur, curAt, curStart, prev := false, 0, 0, -1
 	for off := 0; off < len(blob); {
 		e, err := t.entryAt(off)
 		if err != nil {
 			return nil, err
 		}
-		name, _, data, err := t.target(e)
-		if err != nil {
-			return nil, err
+		tb := t.blob[e.off+e.targetOff : e.off+e.nextOff]
+		if binary.NativeEndian.Uint16(tb) < xtEntryHeader {
+			return nil, errors.New("blob: bad target size")
 		}
-		if name == "ERROR" {
-			if cur != "" && prev >= curStart {
-				t.chains[cur] = [2]int{curStart, prev}
+		if n := tb[2:31]; bytes.HasPrefix(n, errorName) && (len(n) == len(errorName) || n[len(errorName)] == 0) {
+			_, _, data, err := t.target(e)
+			if err != nil {
+				return nil, err
 			}
-			cur = cString(data)
-			curStart = off + e.nextOff
-			if cur == "ERROR" { // the table's final entry
-				cur = ""
-			} else {
-				t.byStart[curStart] = cur
+			if cur && prev >= curStart {
+				t.user = append(t.user, blobChain{start: uint32(curStart), end: uint32(prev), nameAt: uint32(curAt)})
 			}
+			name := data
+			if j := indexNUL(name); j >= 0 {
+				name = name[:j]
+			}
+			cur, curAt, curStart = string(name) != "ERROR", off, off+e.nextOff // "ERROR": the table's final entry
 		}
 		prev = off
 		off += e.nextOff
+	}
+	t.byName = make([]blobName, len(t.user))
+	for i := range t.user {
+		t.byName[i] = blobName{hash: nameHash(t.userName(i)), index: uint32(i)}
+	}
+	slices.SortFunc(t.byName, func(a, b blobName) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return int(a.index) - int(b.index)
+	})
+	for i := 1; i < len(t.byName); i++ {
+		if a, b := t.byName[i-1], t.byName[i]; a.hash == b.hash && bytes.Equal(t.userName(int(a.index)), t.userName(int(b.index))) {
+			return nil, fmt.Errorf("blob: chain %q twice", t.userName(int(a.index)))
+		}
 	}
 	return t, nil
 }
 
 // has reports whether the table holds the chain.
 func (t *blobTable) has(chain string) bool {
-	_, ok := t.chains[chain]
+	_, ok := t.chainRange(chain)
 	return ok
 }
 
 // rules renders the rules of one chain; keep, when set, sees the jump
 // target and the comment of each rule first and says whether to render it.
 func (t *blobTable) rules(chain string, keep func(target string, comment []byte) bool) ([]string, error) {
-	r, ok := t.chains[chain]
+	r, ok := t.chainRange(chain)
 	if !ok {
 		return nil, nil
 	}
@@ -195,7 +312,7 @@ func (t *blobTable) jumpTarget(e blobEntry, verdict int32) (string, error) {
 	if int(verdict) == e.off+e.nextOff {
 		return "", nil
 	}
-	if name, ok := t.byStart[int(verdict)]; ok {
+	if name, ok := t.chainAt(int(verdict)); ok {
 		return name, nil
 	}
 	return "", errors.New("blob: jump to an offset that starts no chain")

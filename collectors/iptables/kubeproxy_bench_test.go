@@ -91,6 +91,9 @@ func TestKernelReadersMatchTextOnRealKubeProxy(t *testing.T) {
 								}
 							}
 							sameObservation(t, fmt.Sprintf("%s svc-%d endpoints=%v", be, i, withEndpoints), text, kernel, wantReader)
+							if be == collectorapi.IPTablesBackendNFTables {
+								requireReferences(t, fmt.Sprintf("svc-%d", i), kernel)
+							}
 						}
 					}
 				}

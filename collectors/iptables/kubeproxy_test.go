@@ -30,6 +30,9 @@ func checkOverall(t *testing.T, name string, b collectorapi.IPTablesBackendObser
 	for _, e := range p.Entry {
 		kinds[e.Kind] = e.Target()
 	}
+	for _, e := range p.EntryReferences {
+		kinds[e.Kind] = e.Target
+	}
 	switch name {
 	case "svc2": // ETP=Local, no local endpoints
 		if kinds["clusterIP"] != p.Service.Name || kinds["externalIP"] != p.External.Name || kinds["loadBalancerIP"] != p.External.Name {

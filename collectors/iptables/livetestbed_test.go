@@ -29,7 +29,7 @@ func TestReadLiveTestbed(t *testing.T) {
 		}
 		chains = true
 		p := b.Ports[0]
-		if p.Service.Name == "KUBE-SVC-NPX46M4PTMTKRN6Y" && p.Service.Exists && len(p.Entry) == 1 && len(p.Endpoints) > 0 && p.Endpoints[0].DNAT != "" {
+		if p.Service.Name == "KUBE-SVC-NPX46M4PTMTKRN6Y" && p.Service.Exists && entryCounts(p)["clusterIP KUBE-SERVICES→KUBE-SVC-NPX46M4PTMTKRN6Y"] == 1 && len(p.Endpoints) > 0 && p.Endpoints[0].DNAT != "" {
 			programmed = true
 		}
 	}

@@ -39,6 +39,11 @@ type Query struct {
 	// instead of the kernel readers; empty picks the kernel readers when the
 	// rules are read for real (Runner unset).
 	Reader string `json:"reader,omitempty"`
+	// EntryProof, set to collectorapi.IPTablesEntryProofRules, makes the
+	// nf_tables netlink reader read nat KUBE-SERVICES and KUBE-NODEPORTS
+	// instead of establishing the entry rules from reference counts (the
+	// collector asks for it when a probe of a frontend failed).
+	EntryProof string `json:"entryProof,omitempty"`
 	// Parallel bounds concurrent per-chain listings on nf_tables (default 4).
 	Parallel int `json:"parallel,omitempty"`
 }

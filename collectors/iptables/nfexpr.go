@@ -186,6 +186,28 @@ func parseRuleMsg(b []byte) (nfRule, error) {
 	return r, err
 }
 
+// nftaChainUse is NFTA_CHAIN_USE (linux/netfilter/nf_tables.h).
+const nftaChainUse = 6
+
+// parseChainUse reads NFTA_CHAIN_USE out of an NFT_MSG_NEWCHAIN payload
+// (after the nfgenmsg header); a chain reply without it is an error.
+func parseChainUse(b []byte) (uint32, error) {
+	var use uint32
+	found := false
+	err := nlAttrs(b, func(typ uint16, d []byte) error {
+		if typ != nftaChainUse {
+			return nil
+		}
+		v, err := be32(d)
+		use, found = v, err == nil
+		return err
+	})
+	if err == nil && !found {
+		err = errors.New("netlink: chain reply without NFTA_CHAIN_USE")
+	}
+	return use, err
+}
+
 // xtCall is a compat match or target.
 type xtCall struct {
 	name string
@@ -832,6 +854,19 @@ func renderMatch(x xtCall, ipv6 bool) (string, error) {
 		return addrtypeText(x)
 	case "tcp", "udp":
 		return tcpudpText(x)
+	case "nfacct":
+		// struct xt_nfacct_match_info { char name[NFACCT_NAME_MAX=32];
+		// struct nf_acct *nfacct; } (revision 1 aligns the pointer to 8).
+		// libxt_nfacct prints " --nfacct-name " and then the saved string
+		// with its own leading space.
+		if x.rev > 1 || len(info) < 32 {
+			return "", errUnsupported
+		}
+		name := cString(info[:32])
+		if name == "" || !iptablesWord(name) {
+			return "", errUnsupported
+		}
+		return " --nfacct-name " + saveString(name), nil
 	case "mark":
 		// struct xt_mark_mtinfo1 { __u32 mark, mask; __u8 invert; }
 		if x.rev != 1 || len(info) < 9 {

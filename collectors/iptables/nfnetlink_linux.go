@@ -93,6 +93,17 @@ func (c *nfnlConn) close() { unix.Close(c.fd) }
 // request, the first reply. An NLMSG_ERROR with a non-zero code is returned
 // as that errno.
 func (c *nfnlConn) request(msgType uint16, flags uint16, family uint8, attrs []byte, fn func([]byte) error) error {
+	return c.requestGen(msgType, flags, family, attrs, func(_ uint16, b []byte) error { return fn(b) })
+}
+
+// errDumpInterrupted is a dump during which the ruleset changed
+// (NLM_F_DUMP_INTR): what it returned mixes two generations.
+var errDumpInterrupted = errors.New("netlink: the ruleset changed during the dump")
+
+// requestGen is request handing fn each reply's generation (the low 16 bits
+// of the ruleset generation, nfgenmsg.res_id) with its payload. A dump the
+// kernel marks interrupted fails with errDumpInterrupted.
+func (c *nfnlConn) requestGen(msgType uint16, flags uint16, family uint8, attrs []byte, fn func(gen uint16, payload []byte) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -122,6 +133,7 @@ func (c *nfnlConn) request(msgType uint16, flags uint16, family uint8, attrs []b
 		for len(b) >= unix.NLMSG_HDRLEN {
 			l := int(binary.NativeEndian.Uint32(b))
 			typ := binary.NativeEndian.Uint16(b[4:])
+			mflags := binary.NativeEndian.Uint16(b[6:])
 			mseq := binary.NativeEndian.Uint32(b[8:])
 			if l < unix.NLMSG_HDRLEN || l > len(b) {
 				return errors.New("netlink: truncated message")
@@ -147,8 +159,11 @@ func (c *nfnlConn) request(msgType uint16, flags uint16, family uint8, attrs []b
 				}
 				return cbErr
 			}
+			if mflags&unix.NLM_F_DUMP_INTR != 0 && cbErr == nil {
+				cbErr = errDumpInterrupted
+			}
 			if len(body) >= 4 && cbErr == nil {
-				cbErr = fn(body[4:])
+				cbErr = fn(binary.BigEndian.Uint16(body[2:]), body[4:])
 			}
 			if !dump {
 				return cbErr
@@ -219,4 +234,52 @@ func (c *nfnlConn) dumpChainMsgs(family, table, chain string, fn func([]byte) er
 		return false, nil
 	}
 	return exists, err
+}
+
+// nfChainInfo is what NFT_MSG_GETCHAIN says of one chain.
+type nfChainInfo struct {
+	exists bool
+	// use is the kernel's reference count of the chain (NFTA_CHAIN_USE):
+	// one per rule in the chain plus one per jump or goto to it.
+	use uint32
+	// gen is the low 16 bits of the ruleset generation the reply was taken
+	// from (nfgenmsg.res_id).
+	gen uint16
+}
+
+// chainInfo asks the kernel for one chain of iptables-nft's table.
+func (c *nfnlConn) chainInfo(family, table, chain string) (nfChainInfo, error) {
+	var ci nfChainInfo
+	attrs := append(nlAttr(unix.NFTA_CHAIN_TABLE, table), nlAttr(unix.NFTA_CHAIN_NAME, chain)...)
+	err := c.requestGen(unix.NFT_MSG_GETCHAIN, 0, nftFamily(family), attrs, func(gen uint16, b []byte) error {
+		use, err := parseChainUse(b)
+		ci.exists, ci.gen, ci.use = true, gen, use
+		return err
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return nfChainInfo{}, nil
+	}
+	return ci, err
+}
+
+// generation is the ruleset generation (NFTA_GEN_ID): it changes with
+// every committed transaction, so equal values before and after a series
+// of requests mean they all saw the same ruleset.
+func (c *nfnlConn) generation() (uint32, error) {
+	var gen uint32
+	found := false
+	err := c.request(unix.NFT_MSG_GETGEN, 0, unix.AF_UNSPEC, nil, func(b []byte) error {
+		return nlAttrs(b, func(typ uint16, d []byte) error {
+			if typ == unix.NFTA_GEN_ID {
+				v, err := be32(d)
+				gen, found = v, true
+				return err
+			}
+			return nil
+		})
+	})
+	if err == nil && !found {
+		err = errors.New("netlink: no generation in NFT_MSG_NEWGEN")
+	}
+	return gen, err
 }

@@ -14,8 +14,8 @@ func (c *nfnlConn) dumpChain(family, table, chain string, visit func(nfRule) err
 	return false, errors.New("netlink: not on Linux")
 }
 
-func readBlob(netns, family, table string) (*blobTable, error) {
-	return nil, errors.New("legacy tables: not on Linux")
+func readBlob(netns, family, table string) (*blobTable, func(), error) {
+	return nil, nil, errors.New("legacy tables: not on Linux")
 }
 
 func (c *nfnlConn) dumpChainRaw(family, table, chain string, fn func([]byte)) (bool, error) {

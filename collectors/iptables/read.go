@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,6 +27,8 @@ const (
 	chainProxyFirewall    = "KUBE-PROXY-FIREWALL"
 	chainMarkMasq         = "KUBE-MARK-MASQ"
 	chainCanary           = "KUBE-PROXY-CANARY"
+	chainKubePostrouting  = "KUBE-POSTROUTING"
+	chainPostrouting      = "POSTROUTING"
 )
 
 // Read reads the kube-proxy iptables state of q.Service on the node (or in
@@ -65,6 +68,12 @@ func Read(ctx context.Context, q Query) (*collectorapi.IPTablesObservation, erro
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		if q.Runner == nil && q.Reader != ReaderText {
+			if mode := linkedMode(); mode != "" {
+				obs.DefaultMode = mode
+				return
+			}
+		}
 		obs.DefaultVersion, obs.DefaultMode = defaultMode(ctx, r)
 	}()
 	for i, j := range jobs {
@@ -81,6 +90,29 @@ func Read(ctx context.Context, q Query) (*collectorapi.IPTablesObservation, erro
 	wg.Wait()
 	obs.Backends = results
 	return obs, nil
+}
+
+// linkedMode is the mode of the `iptables` command named by the binary it
+// links to (Debian's alternatives: iptables-nft or iptables-legacy, each a
+// link to xtables-nft-multi or xtables-legacy-multi), "" when the name does
+// not say (a wrapper script that picks the mode when first run). The
+// kernel readers run no command, so they do not start one only for this.
+func linkedMode() string {
+	p, err := exec.LookPath("iptables")
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	switch base := filepath.Base(real); {
+	case strings.Contains(base, "nft"):
+		return collectorapi.IPTablesBackendNFTables
+	case strings.Contains(base, "legacy"):
+		return collectorapi.IPTablesBackendLegacy
+	}
+	return ""
 }
 
 // defaultMode runs `iptables -V`: "iptables v1.8.9 (nf_tables)".
@@ -160,6 +192,13 @@ type chainListing struct {
 	rules  []collectorapi.IPTablesRule
 	exists bool
 	err    error
+	// counted is true when the listing came from the kernel rule by rule
+	// (netlink): then count is the number of rules in the chain and jumps
+	// the number of its rules jumping (or going) to each chain, both taken
+	// before any rule was filtered out.
+	counted bool
+	count   int
+	jumps   map[string]int
 }
 
 // store holds chain listings; nf_tables fills it on demand (per chain),
@@ -267,9 +306,9 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		}
 	}
 	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
-		shared := sharedChains[k.chain] && k.chain != chainMarkMasq
+		keep := pre.ruleFilter(k)
 		if nl != nil {
-			l, err := listChainNetlink(nl, family, k, shared, pre)
+			l, err := listChainNetlink(nl, family, k, keep)
 			if err == nil {
 				return l
 			}
@@ -293,11 +332,14 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 				if !strings.HasPrefix(line, "-A ") {
 					continue
 				}
-				if shared && !pre.mayConcern(sc.Bytes()) {
+				if keep != nil && !pre.lineMayPass(k, sc.Bytes()) {
 					continue
 				}
 				rule, err := ParseRule(line)
 				if err != nil {
+					continue
+				}
+				if keep != nil && !keep(rule.Target(), []byte(rule.Comment)) {
 					continue
 				}
 				l.rules = append(l.rules, rule)
@@ -315,9 +357,18 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	}
 	// A cheap probe first: KUBE-MARK-MASQ and the canary are tiny, while
 	// KUBE-SERVICES holds a rule per Service (0.35 s for 10k through
-	// iptables-nft here). KUBE-SERVICES is then listed together with the
-	// Service's own chains.
+	// iptables-nft here). Over netlink the Service's own chains and their
+	// reference counts then usually establish its entry rules
+	// (readByReferences); otherwise KUBE-SERVICES is listed with them.
 	svcKey := chainKey{"nat", chainServices}
+	// The ruleset generation before anything is listed: the reference
+	// counts are conclusive only if it is the same after the last read.
+	var gen0 uint32
+	byReferences := nl != nil && q.EntryProof != collectorapi.IPTablesEntryProofRules
+	if byReferences {
+		g, err := nl.generation()
+		gen0, byReferences = g, err == nil
+	}
 	st.ensure(ctx, append(policyEnforcerKeys(), chainKey{"nat", chainMarkMasq}, chainKey{"nat", chainCanary})...)
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
@@ -332,32 +383,47 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		// neither, this backend holds no kube-proxy rules worth listing.
 		return bo
 	}
-	assemble(ctx, st, q, family, &bo)
+	bo.EntryProof = collectorapi.IPTablesEntryProofRules
+	if byReferences {
+		if why := readByReferences(ctx, st, nl, q, family, gen0, &bo); why == "" {
+			bo.EntryProof = collectorapi.IPTablesEntryProofReferences
+		} else {
+			bo.EntryProofFallback = why
+			bo.Generation = 0
+		}
+	}
+	if bo.EntryProof == collectorapi.IPTablesEntryProofRules {
+		assemble(ctx, st, q, family, &bo, true)
+		bo.KubeProxyChains = st.get(svcKey).exists
+	}
 	if err := st.firstErr(); err != nil {
 		bo.Error = err.Error()
 	}
-	bo.KubeProxyChains = st.get(svcKey).exists
 	if !bo.KubeProxyChains {
 		bo.Ports = nil
-		bo.MarkMasq, bo.MasqMark = nil, ""
+		bo.MarkMasq, bo.MasqMark, bo.Postrouting = nil, "", nil
+		bo.EntryProof, bo.EntryProofFallback = "", ""
 	}
 	sort.Strings(bo.Commands)
 	return bo
 }
 
-// listChainNetlink lists one chain over netlink. Shared chains keep only the
-// rules that can be about the Service (its comment, a jump to one of its
-// chains, the KUBE-NODEPORTS tail), decided before a rule is rendered. A rule
-// the decoder does not render fails the whole chain with errUnsupported, for
-// the caller to list it with iptables instead.
-func listChainNetlink(nl *nfnlConn, family string, k chainKey, shared bool, pre *saveFilter) (*chainListing, error) {
-	l := &chainListing{}
+// listChainNetlink lists one chain over netlink. keep, when set, sees each
+// rule's jump target and comment before it is rendered and says whether to
+// keep it (shared chains keep only what can be about the Service). Every
+// rule is counted, with its jump target, whether kept or not. A rule the
+// decoder does not render fails the whole chain with errUnsupported, for the
+// caller to list it with iptables instead.
+func listChainNetlink(nl *nfnlConn, family string, k chainKey, keep func(target string, comment []byte) bool) (*chainListing, error) {
+	l := &chainListing{counted: true, jumps: map[string]int{}}
 	exists, err := nl.dumpChain(family, k.table, k.chain, func(r nfRule) error {
-		if shared {
-			target, comment := ruleSummary(r)
-			if target != chainNodePorts && !pre.wanted[target] && !pre.namesSpn(comment) {
-				return nil
-			}
+		target, comment := ruleSummary(r)
+		l.count++
+		if target != "" {
+			l.jumps[target]++
+		}
+		if keep != nil && !keep(target, comment) {
+			return nil
 		}
 		line, err := renderRule(r, family == "IPv6")
 		if err != nil {
@@ -407,10 +473,11 @@ func readLegacy(ctx context.Context, r Runner, q Query, family string) collector
 	if q.Runner == nil && q.Reader != ReaderText {
 		kb := bo
 		kb.Reader, kb.Method = collectorapi.IPTablesReaderKernelBlob, "blob"
-		st, err := legacyBlobStore(q.NetNS, family, tables, plans)
+		st, release, err := legacyBlobStore(q.NetNS, family, tables, plans)
 		if err == nil {
 			readLegacyStore(ctx, st, q, family, &kb)
 			err = st.firstErr()
+			release()
 		}
 		if err == nil {
 			return kb
@@ -466,36 +533,39 @@ func readLegacyStore(ctx context.Context, st *store, q Query, family string, bo 
 	if !st.get(chainKey{"nat", chainServices}).exists {
 		return
 	}
-	assemble(ctx, st, q, family, bo)
+	assemble(ctx, st, q, family, bo, true)
 }
 
 // legacyBlobStore reads the given legacy tables from the kernel (one
 // IPT_SO_GET_ENTRIES each) and renders chains from them on demand. Shared
 // chains keep only the rules that can be about the Service, decided before a
-// rule is rendered.
-func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*store, error) {
+// rule is rendered. release frees the tables: the store must not be asked
+// for a chain it has not listed after that.
+func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (st *store, release func(), err error) {
 	blobs := map[string]*blobTable{}
-	for _, t := range tables {
-		b, err := readBlob(netns, family, t)
-		if err != nil {
-			return nil, err
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
 		}
-		blobs[t] = b
+		clear(blobs)
+	}
+	for _, t := range tables {
+		b, rel, err := readBlob(netns, family, t)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		blobs[t], releases = b, append(releases, rel)
 	}
 	pre := newSaveFilter(plans)
-	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	st = &store{listings: map[chainKey]*chainListing{}, parallel: 1}
 	st.fetch = func(_ context.Context, k chainKey) *chainListing {
 		b := blobs[k.table]
 		if b == nil || !b.has(k.chain) {
 			return &chainListing{}
 		}
-		var keep func(string, []byte) bool
-		if sharedChains[k.chain] && k.chain != chainMarkMasq {
-			keep = func(target string, comment []byte) bool {
-				return target == chainNodePorts || pre.wanted[target] || pre.namesSpn(comment)
-			}
-		}
-		lines, err := b.rules(k.chain, keep)
+		lines, err := b.rules(k.chain, pre.ruleFilter(k))
 		if err != nil {
 			return &chainListing{err: err}
 		}
@@ -507,19 +577,30 @@ func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (*
 		}
 		return l
 	}
-	return st, nil
+	return st, release, nil
 }
 
-// assemble builds the per-port observation from a store.
-func assemble(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation) {
+// assemble builds the per-port observation from a store. With entries
+// false it leaves nat KUBE-SERVICES and KUBE-NODEPORTS unread (the
+// reference counts establish the entry rules instead), and Entry,
+// NodePortsTail and NodePorts empty, unless KUBE-NODEPORTS is already in the
+// store.
+func assemble(ctx context.Context, st *store, q Query, family string, bo *collectorapi.IPTablesBackendObservation, entries bool) {
 	bo.KubeProxyChains = true
+	if entries {
+		bo.EntryProof = collectorapi.IPTablesEntryProofRules
+	}
+	bo.Ports, bo.NodePortsTail, bo.MarkMasq, bo.MasqMark = nil, nil, nil, ""
 	plans := plan(q, family)
 
 	// Phase 1: the shared chains and every chain named by a hash.
 	keys := []chainKey{
-		{"nat", chainServices}, {"nat", chainNodePorts}, {"nat", chainMarkMasq},
+		{"nat", chainMarkMasq}, {"nat", chainKubePostrouting}, {"nat", chainPostrouting},
 		{"filter", chainServices}, {"filter", chainExternalServices},
 		{"filter", chainNodePorts}, {"filter", chainProxyFirewall},
+	}
+	if entries {
+		keys = append(keys, chainKey{"nat", chainServices}, chainKey{"nat", chainNodePorts})
 	}
 	for _, p := range plans {
 		keys = append(keys, chainKey{"nat", p.chains.Service}, chainKey{"nat", p.chains.Local},
@@ -537,7 +618,17 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 			bo.MasqMark = r.Mark
 		}
 	}
-	services := st.get(chainKey{"nat", chainServices}).rules
+	kp := st.get(chainKey{"nat", chainKubePostrouting})
+	bo.Postrouting = &collectorapi.IPTablesPostrouting{Exists: kp.exists, Rules: kp.rules}
+	for _, r := range st.get(chainKey{"nat", chainPostrouting}).rules {
+		if r.Target() == chainKubePostrouting {
+			bo.Postrouting.Jumps = append(bo.Postrouting.Jumps, r)
+		}
+	}
+	var services []collectorapi.IPTablesRule
+	if entries {
+		services = st.get(chainKey{"nat", chainServices}).rules
+	}
 	for _, r := range services {
 		if r.Target() == chainNodePorts {
 			bo.NodePortsTail = append(bo.NodePortsTail, r)
@@ -564,14 +655,9 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 				otherNames = append(otherNames, r.Target())
 			}
 		}
-		for _, r := range st.get(chainKey{"nat", chainNodePorts}).rules {
-			if hashChains[r.Target()] || commentIsAbout(r.Comment, p.spn) {
-				po.NodePorts = append(po.NodePorts, r)
-				if !hashChains[r.Target()] && strings.HasPrefix(r.Target(), "KUBE-") {
-					otherNames = append(otherNames, r.Target())
-				}
-			}
-		}
+		nodePorts, others := nodePortRules(st, p.spn, hashChains)
+		po.NodePorts = nodePorts
+		otherNames = append(otherNames, others...)
 		for _, fc := range []string{chainServices, chainExternalServices, chainNodePorts, chainProxyFirewall} {
 			for _, r := range st.get(chainKey{"filter", fc}).rules {
 				if commentIsAbout(r.Comment, p.spn) {
@@ -665,6 +751,21 @@ func assemble(ctx context.Context, st *store, q Query, family string, bo *collec
 		}
 		bo.Ports = append(bo.Ports, po)
 	}
+}
+
+// nodePortRules are the nat KUBE-NODEPORTS rules about one port (a jump to
+// one of its hash chains, or its comment), and the KUBE- chains those found
+// by comment jump to instead.
+func nodePortRules(st *store, spn string, hashChains map[string]bool) (rules []collectorapi.IPTablesRule, others []string) {
+	for _, r := range st.get(chainKey{"nat", chainNodePorts}).rules {
+		if hashChains[r.Target()] || commentIsAbout(r.Comment, spn) {
+			rules = append(rules, r)
+			if !hashChains[r.Target()] && strings.HasPrefix(r.Target(), "KUBE-") {
+				others = append(others, r.Target())
+			}
+		}
+	}
+	return rules, others
 }
 
 func entryKind(r collectorapi.IPTablesRule, spn string) string {

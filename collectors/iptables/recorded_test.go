@@ -2,11 +2,13 @@ package iptables
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,6 +176,11 @@ func FuzzRenderRule(f *testing.F) {
 	for _, m := range msgs {
 		f.Add(m, false)
 	}
+	// The testbed node's KUBE-NODEPORTS with kube-proxy's nfacct matches,
+	// as the kernel dumps it, when a namespace can be made here.
+	for _, m := range liveNodePortsRules(f) {
+		f.Add(m, false)
+	}
 	f.Fuzz(func(t *testing.T, msg []byte, ipv6 bool) {
 		r, err := parseRuleMsg(msg)
 		if err != nil {
@@ -202,7 +209,7 @@ func FuzzParseBlob(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for chain := range bt.chains {
+		for _, chain := range bt.chainNames() {
 			lines, err := bt.rules(chain, nil)
 			if err != nil {
 				continue
@@ -212,6 +219,50 @@ func FuzzParseBlob(f *testing.F) {
 					t.Fatalf("rendered %q for %s: %v", l, chain, err)
 				}
 			}
+		}
+	})
+}
+
+// liveNodePortsRules dumps nat KUBE-NODEPORTS of the real testbed node's
+// rules (nfacct matches kept) from a namespace, nil when none can be made.
+func liveNodePortsRules(f *testing.F) [][]byte {
+	for _, tool := range []string{"iptables-nft-restore", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil || os.Geteuid() != 0 {
+			return nil
+		}
+	}
+	ns := restoredWithNFAcct(f, "testbed-node1.save", "iptables-nft-restore")
+	nl, err := openNFNL(ns.Path())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer nl.close()
+	var msgs [][]byte
+	if _, err := nl.dumpChainRaw("IPv4", "nat", chainNodePorts, func(b []byte) { msgs = append(msgs, append([]byte(nil), b...)) }); err != nil {
+		f.Fatal(err)
+	}
+	return msgs
+}
+
+// FuzzChainUse: any chain reply either fails cleanly or yields the
+// NFTA_CHAIN_USE it holds.
+func FuzzChainUse(f *testing.F) {
+	f.Add(append(nlAttr(1, "nat"), append(nlAttr(3, "KUBE-SVC-X"), 8, 0, nftaChainUse, 0, 0, 0, 0, 5)...))
+	f.Add([]byte{8, 0, nftaChainUse, 0x80, 0, 0, 1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		use, err := parseChainUse(b)
+		if err != nil {
+			return
+		}
+		found := false
+		_ = nlAttrs(b, func(typ uint16, d []byte) error {
+			if typ == nftaChainUse && len(d) == 4 && binary.BigEndian.Uint32(d) == use {
+				found = true
+			}
+			return nil
+		})
+		if !found {
+			t.Fatalf("use %d not in %x", use, b)
 		}
 	})
 }

@@ -81,7 +81,10 @@ var (
 	commentFlag   = []byte("--comment")
 	ruleStart     = []byte("-A ")
 	jumpNodePorts = []byte("-j " + chainNodePorts)
-	sepPrefix     = []byte("KUBE-SEP-")
+	// jumpKubePostrouting ends POSTROUTING's jump ("-j KUBE-POSTROUTING"),
+	// not KUBE-POSTROUTING's own rules.
+	jumpKubePostrouting = []byte("-j " + chainKubePostrouting)
+	sepPrefix           = []byte("KUBE-SEP-")
 )
 
 // consume reads one iptables-save stream (any number of tables).
@@ -137,6 +140,12 @@ func (f *saveFilter) consume(rd io.Reader) error {
 				break
 			}
 		}
+		if f.table == "nat" && (string(chainB) == chainKubePostrouting ||
+			string(chainB) == chainPostrouting && bytes.Contains(line, jumpKubePostrouting)) {
+			// The masquerade path: KUBE-POSTROUTING whole, and the jump to it.
+			f.keep(chainKey{f.table, string(chainB)}, line)
+			continue
+		}
 		if isSharedChain(chainB) {
 			if string(chainB) == chainMarkMasq || namesSpn || bytes.Contains(line, jumpNodePorts) || f.jumpsToWanted(line) {
 				f.keepIf(chainKey{f.table, string(chainB)}, line, true)
@@ -148,6 +157,31 @@ func (f *saveFilter) consume(rd io.Reader) error {
 		}
 	}
 	return sc.Err()
+}
+
+// ruleFilter says which rules of a chain the readers keep, from a rule's
+// jump target and comment: nil keeps them all. Shared kube-proxy chains keep
+// what can be about the Service (its comment, a jump to one of its chains,
+// the KUBE-NODEPORTS tail); the nat table's built-in POSTROUTING, which other
+// programs share, only its jumps to KUBE-POSTROUTING.
+func (f *saveFilter) ruleFilter(k chainKey) func(target string, comment []byte) bool {
+	switch {
+	case k.table == "nat" && k.chain == chainPostrouting:
+		return func(target string, _ []byte) bool { return target == chainKubePostrouting }
+	case sharedChains[k.chain] && k.chain != chainMarkMasq:
+		return func(target string, comment []byte) bool {
+			return target == chainNodePorts || f.wanted[target] || f.namesSpn(comment)
+		}
+	}
+	return nil
+}
+
+// lineMayPass is ruleFilter's cheap prefilter on a rule's text.
+func (f *saveFilter) lineMayPass(k chainKey, line []byte) bool {
+	if k.chain == chainPostrouting {
+		return bytes.Contains(line, []byte(chainKubePostrouting))
+	}
+	return f.mayConcern(line)
 }
 
 // mayConcern is the cheap test for a shared-chain line: it names one of

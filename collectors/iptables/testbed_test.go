@@ -35,6 +35,12 @@ func TestReadTestbedNode1(t *testing.T) {
 				if !b.KubeProxyChains || b.MasqMark != "0x4000/0x4000" {
 					t.Fatalf("%s: backend %+v", name, b)
 				}
+				// The masquerade path: POSTROUTING's jump, then RETURN for
+				// unmarked packets, the mark cleared, MASQUERADE.
+				if pr := b.Postrouting; pr == nil || !pr.Exists || len(pr.Jumps) != 1 || len(pr.Rules) != 3 ||
+					pr.Rules[0].Jump != "RETURN" || pr.Rules[0].Mark != "0x4000/0x4000" || pr.Rules[1].Jump != "MARK" || pr.Rules[2].Jump != "MASQUERADE" {
+					t.Fatalf("%s: postrouting %+v", name, b.Postrouting)
+				}
 				return b.Ports[0]
 			}
 			web := get("web")

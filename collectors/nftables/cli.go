@@ -310,7 +310,15 @@ func decodeJSONRule(exprs []json.RawMessage) collectorapi.NFTablesRule {
 					Left  json.RawMessage `json:"left"`
 					Right json.RawMessage `json:"right"`
 				}
-				if json.Unmarshal(v, &mt) != nil || !isSaddr(mt.Left) {
+				if json.Unmarshal(v, &mt) != nil {
+					continue
+				}
+				r.Conditions++
+				if mm := jsonMarkMatch(mt.Op, mt.Left, mt.Right); mm != nil {
+					r.MarkMatch = mm
+					continue
+				}
+				if !isSaddr(mt.Left) {
 					continue
 				}
 				var s string
@@ -335,20 +343,57 @@ func decodeJSONRule(exprs []json.RawMessage) collectorapi.NFTablesRule {
 				var mg struct {
 					Key   json.RawMessage `json:"key"`
 					Value struct {
-						Or []json.RawMessage `json:"|"`
+						Or  []json.RawMessage `json:"|"`
+						Xor []json.RawMessage `json:"^"`
 					} `json:"value"`
 				}
-				if json.Unmarshal(v, &mg) == nil && len(mg.Value.Or) == 2 {
-					var n uint64
-					if json.Unmarshal(mg.Value.Or[1], &n) == nil {
-						r.Mark = "0x" + strconv.FormatUint(n, 16)
+				if json.Unmarshal(v, &mg) == nil {
+					for _, op := range [][]json.RawMessage{mg.Value.Or, mg.Value.Xor} {
+						var n uint64
+						if len(op) == 2 && json.Unmarshal(op[1], &n) == nil {
+							r.Mark = "0x" + strconv.FormatUint(n, 16)
+						}
 					}
 				}
+			case "masquerade":
+				r.Masquerade = true
 			}
 		}
 	}
 	r.Text = "[" + strings.Join(texts, ",") + "]"
 	return r
+}
+
+// jsonMarkMatch reads "meta mark [& mask] ==|!= value" (nft's JSON: left
+// {"meta": {"key": "mark"}} or {"&": [{"meta": …}, mask]}), nil for any
+// other match.
+func jsonMarkMatch(op string, left, right json.RawMessage) *collectorapi.NFTablesMarkMatch {
+	if op != "==" && op != "!=" {
+		return nil
+	}
+	var value uint32
+	if json.Unmarshal(right, &value) != nil {
+		return nil
+	}
+	isMark := func(raw json.RawMessage) bool {
+		var m struct {
+			Meta struct {
+				Key string `json:"key"`
+			} `json:"meta"`
+		}
+		return json.Unmarshal(raw, &m) == nil && m.Meta.Key == "mark"
+	}
+	mm := &collectorapi.NFTablesMarkMatch{Mask: 0xffffffff, Op: op, Value: value}
+	if isMark(left) {
+		return mm
+	}
+	var and struct {
+		And []json.RawMessage `json:"&"`
+	}
+	if json.Unmarshal(left, &and) != nil || len(and.And) != 2 || !isMark(and.And[0]) || json.Unmarshal(and.And[1], &mm.Mask) != nil {
+		return nil
+	}
+	return mm
 }
 
 func isSaddr(raw json.RawMessage) bool {

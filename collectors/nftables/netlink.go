@@ -345,6 +345,10 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (collectorapi.NF
 				continue
 			}
 			txt := src.text
+			if src.kind == "meta-mark" && allBytes(e.Xor, 0) && len(e.Mask) == 4 {
+				regs[e.DestRegister] = operand{text: txt + " & 0x" + hexBytes(e.Mask), kind: src.kind, markMask: e.Mask}
+				continue
+			}
 			if !allBytes(e.Mask, 0xff) {
 				txt += " & 0x" + hexBytes(e.Mask)
 			}
@@ -370,12 +374,24 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (collectorapi.NF
 			}
 			w := lhs.text + " " + op + val
 			words = append(words, w)
+			out.Conditions++
+			if lhs.kind == "meta-mark" && len(e.Data) == 4 && (e.Op == expr.CmpOpEq || e.Op == expr.CmpOpNeq) {
+				mm := &collectorapi.NFTablesMarkMatch{Mask: 0xffffffff, Op: "==", Value: binary.NativeEndian.Uint32(e.Data)}
+				if lhs.markMask != nil {
+					mm.Mask = binary.NativeEndian.Uint32(lhs.markMask)
+				}
+				if e.Op == expr.CmpOpNeq {
+					mm.Op = "!="
+				}
+				out.MarkMatch = mm
+			}
 			if lhs.kind == "saddr" {
 				out.SourceMatch = strings.TrimPrefix(w, lhs.text+" ")
 			}
 		case *expr.Range:
 			lhs := regs[e.Register]
 			words = append(words, fmt.Sprintf("%s %s-%s", lhs.text, renderValue(lhs.kind, e.FromData), renderValue(lhs.kind, e.ToData)))
+			out.Conditions++
 		case *expr.Numgen:
 			kind := "inc"
 			if e.Type == unix.NFT_NG_RANDOM {
@@ -401,12 +417,17 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (collectorapi.NF
 			case e.IsDestRegSet:
 				regs[e.DestRegister] = operand{text: src.text + " map " + setRef, kind: "map", set: e.SetName, modulus: src.modulus, numgen: src.kind == "numgen"}
 			default:
+				out.Conditions++
 				op := ""
 				if e.Invert {
 					op = "!= "
 				}
 				words = append(words, src.text+" "+op+setRef)
-				if src.kind == "saddr" && !anon && !e.Invert {
+				// A lookup keyed by a concatenation starting with saddr
+				// (the hairpin-connections set) loads saddr into the same
+				// first register: only affinity-… sets are keyed by saddr
+				// alone.
+				if src.kind == "saddr" && !anon && !e.Invert && strings.HasPrefix(e.SetName, "affinity-") {
 					out.AffinityMatch = e.SetName
 				}
 				if src.kind == "saddr" && e.Invert {
@@ -455,6 +476,7 @@ func (s *netlinkSource) decodeRule(t *gnft.Table, r *gnft.Rule) (collectorapi.NF
 			words = append(words, v)
 		case *expr.Masq:
 			words = append(words, "masquerade")
+			out.Masquerade = true
 		case *expr.Reject:
 			words = append(words, "reject")
 			out.Verdict = "reject"
@@ -477,6 +499,7 @@ type operand struct {
 	prefix     int
 	width      int // full address width when a prefix match loads fewer bytes
 	mark       string
+	markMask   []byte // "meta mark & mask" (host byte order)
 }
 
 // prefixLen reports whether mask is a network prefix mask, and its length.

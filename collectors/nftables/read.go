@@ -265,6 +265,13 @@ func readTable(src source, q Query, f string) collectorapi.NFTablesTableObservat
 		}
 		to.Ports = append(to.Ports, po)
 	}
+	// The masquerade path, shared by every Service.
+	if to.Masquerading, err = src.chain(f, "masquerading"); err != nil {
+		return fail(err)
+	}
+	if to.NATPostrouting, err = src.chain(f, "nat-postrouting"); err != nil {
+		return fail(err)
+	}
 	return to
 }
 

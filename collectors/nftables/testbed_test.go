@@ -31,6 +31,18 @@ func checkTestbedNode2(t *testing.T, read func(Query) *collectorapi.NFTablesObse
 		return o.Tables[0].Ports[0]
 	}
 	web := port("web")
+	// The masquerade path (pkg/proxy/nftables/proxier.go v1.37.2): marked
+	// packets lose the mark and are masqueraded, then the hairpin
+	// connections; nat-postrouting jumps there.
+	tbl := read(apiQuery(t, "web")).Tables[0]
+	if m := tbl.Masquerading; m == nil || !m.Exists || len(m.Rules) != 2 || !m.Rules[0].Masquerade || m.Rules[0].Conditions != 1 ||
+		m.Rules[0].MarkMatch == nil || *m.Rules[0].MarkMatch != (collectorapi.NFTablesMarkMatch{Mask: 0x4000, Op: "!=", Value: 0}) ||
+		m.Rules[0].Mark != "0x4000" || !m.Rules[1].Masquerade || m.Rules[1].Conditions != 2 || m.Rules[1].MarkMatch != nil {
+		t.Errorf("masquerading: %+v", m)
+	}
+	if p := tbl.NATPostrouting; p == nil || !p.Exists || len(p.Rules) != 1 || p.Rules[0].Verdict != "jump masquerading" || p.Rules[0].Conditions != 0 {
+		t.Errorf("nat-postrouting: %+v", p)
+	}
 	ng := web.Service.Rules[0].Numgen
 	if !web.ServiceIPs[0].Found || ng == nil || ng.Modulus != 3 || ng.Entries[2].Address != "10.244.2.9:8080" {
 		t.Errorf("web: %+v %+v", web.ServiceIPs, ng)

@@ -184,6 +184,13 @@ func overlay(h *netlink.Handle, l netlink.Link, byIndex map[int]netlink.Link) (*
 			o.FDB = append(o.FDB, e)
 		}
 	}
+	addrs, err := h.AddrList(l, unix.AF_UNSPEC)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s addresses: %w", a.Name, err))
+	}
+	for _, ad := range addrs {
+		o.Addresses = append(o.Addresses, ad.IPNet.String())
+	}
 	for _, af := range []int{unix.AF_INET, unix.AF_INET6} {
 		ns, err := h.NeighList(a.Index, af)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -26,6 +27,9 @@ type Reader struct {
 	Handle   *netlink.Handle
 	ProcRoot string
 	SysRoot  string
+	// EncapTimeout bounds the encapsulation probes of each VXLAN device
+	// (0: DefaultEncapTimeout; negative: no probes).
+	EncapTimeout time.Duration
 }
 
 // Read looks up every Pod IP of the request.
@@ -69,6 +73,21 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 		}
 		seen[ip] = true
 		obs.Routes = append(obs.Routes, r.lookup(h, ip, links))
+	}
+	if r.EncapTimeout >= 0 && ctx.Err() == nil {
+		timeout := r.EncapTimeout
+		if timeout == 0 {
+			timeout = DefaultEncapTimeout
+		}
+		gateways := map[string]bool{}
+		for _, rt := range obs.Routes {
+			if rt.Gateway != "" {
+				gateways[rt.Gateway] = true
+			}
+		}
+		for i := range obs.Overlays {
+			probeEncap(&obs.Overlays[i], gateways, timeout)
+		}
 	}
 	return obs, ctx.Err()
 }

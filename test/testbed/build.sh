@@ -4,6 +4,7 @@
 #   $SVCTRACE_CACHE/etcd-v3.7.0/bin/etcd
 #   $SVCTRACE_CACHE/coredns-v1.15.0/bin/coredns
 #   $SVCTRACE_CACHE/kube-router-v2.1.0/bin/kube-router
+#   $SVCTRACE_CACHE/flannel-v0.28.10/bin/flanneld
 # Reused when present. Build times are appended to $SVCTRACE_CACHE/build-times.txt.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -47,7 +48,7 @@ timed() { # timed LABEL cmd...
 # Cold build times measured on the 2-core machine with empty Go caches; shared
 # packages are compiled once, so the first binary of a group takes the longest.
 declare -A ESTIMATE=([kube-apiserver]=300 [kube-controller-manager]=60 [kube-scheduler]=20 [kube-proxy]=15
-	[kubelet]=25 [kubectl]=20 [etcd]=10 [coredns]=120 [kube-router]=130)
+	[kubelet]=25 [kubectl]=20 [etcd]=10 [coredns]=120 [kube-router]=130 [flanneld]=120)
 todo=() total=0
 for b in kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl; do
 	[[ -x $K8S_BIN/$b ]] || { todo+=("$b"); total=$((total + ESTIMATE[$b])); }
@@ -55,6 +56,7 @@ done
 [[ -x $ETCD_BIN/etcd ]] || { todo+=(etcd); total=$((total + ESTIMATE[etcd])); }
 [[ -x $COREDNS_BIN/coredns ]] || { todo+=(coredns); total=$((total + ESTIMATE[coredns])); }
 [[ -x $KUBE_ROUTER_BIN/kube-router ]] || { todo+=(kube-router); total=$((total + ESTIMATE[kube-router])); }
+[[ -x $FLANNEL_BIN/flanneld ]] || { todo+=(flanneld); total=$((total + ESTIMATE[flanneld])); }
 if ((${#todo[@]})); then
 	log "building ${#todo[@]} pinned binaries from the Go module proxy: ${todo[*]}"
 	log "  roughly $((total / 60 + 1)) min on an idle 2-core machine with empty Go caches (more when loaded); cached in $SVCTRACE_CACHE afterwards"
@@ -103,6 +105,18 @@ if [[ ! -x $KUBE_ROUTER_BIN/kube-router ]]; then
 	timed kube-router env -u GOFLAGS GOFLAGS= GOBIN="$tmp" go install -v -trimpath -ldflags "-s -w" \
 		"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
 	mkdir -p "$KUBE_ROUTER_BIN"; mv "$tmp/kube-router" "$KUBE_ROUTER_BIN/kube-router"; rmdir "$tmp"
+fi
+
+if [[ ! -x $FLANNEL_BIN/flanneld ]]; then
+	tmp=$(mktemp -d "$SVCTRACE_CACHE/.tmp.XXXX")
+	n_done=$((n_done + 1))
+	log "[$n_done/${#todo[@]}] building flanneld $FLANNEL_VERSION (~${ESTIMATE[flanneld]}s cold) ..."
+	# Through the wrapper module flannel/ (its go.mod says why `go install
+	# pkg@version` cannot build it). cgo as upstream builds it: the udp
+	# backend's proxy is C. The version is stamped as upstream's Makefile does.
+	timed flanneld bash -c 'cd "$1" && CGO_ENABLED=1 go build -v -trimpath -ldflags "$2" -o "$3/flanneld" github.com/flannel-io/flannel' _ \
+		"$TESTBED_DIR/flannel" "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" "$tmp"
+	mkdir -p "$FLANNEL_BIN"; mv "$tmp/flanneld" "$FLANNEL_BIN/flanneld"; rmdir "$tmp"
 fi
 
 "$K8S_BIN/kubectl" version --client 2>/dev/null | head -n1 >&2 || true

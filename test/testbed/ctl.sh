@@ -13,6 +13,18 @@
 #   ctl.sh ip-forward NODE 0|1
 #   ctl.sh route-del NODE CIDR | route-add NODE CIDR
 #                                                delete / restore NODE's route to another node's Pod CIDR
+#                                                (with SVTB_CNI=flannel: flannel's route via flannel.1)
+#   ctl.sh fdb-del NODE OTHER | fdb-add NODE OTHER
+#                                                delete / restore the flannel.1 FDB entry on NODE for OTHER's VTEP
+#   ctl.sh neigh-del NODE OTHER | neigh-add NODE OTHER
+#                                                delete / restore the flannel.1 neighbour entry on NODE for OTHER's VTEP
+#   ctl.sh encap-block NODE | encap-unblock NODE drop / stop dropping UDP to the VXLAN port arriving at NODE
+#   ctl.sh pod-veth NODE POD_IP                  print the node side of a Pod's veth (bridge port on cni0)
+#   ctl.sh link-mtu NODE DEV MTU                 set a link's MTU in the node's namespace
+#   ctl.sh pod-offload NODE POD_IP on|off        TCP segmentation offload (tso, gso) of the Pod's eth0: off
+#                                                makes the Pod send wire-sized packets, as a real NIC's link would carry
+#   ctl.sh netpol-stop NODE | netpol-start NODE  stop kube-router's policy controller on NODE and remove what it
+#                                                programmed there (an unenforced node) / start it again
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -25,6 +37,14 @@ other_node_for_cidr() {
 	local cidr=$1 m
 	for m in "${NODES[@]}"; do [[ ${NODE_CIDR[$m]} == "$cidr" ]] && { echo "$m"; return; }; done
 	die "no testbed node owns Pod CIDR $cidr"
+}
+
+# running_cni: the Pod network the running testbed was brought up with.
+running_cni() { cat "$STATE/cni-mode" 2>/dev/null || echo ptp; }
+# vtep_mac NODE: the VtepMAC flannel annotated NODE with.
+vtep_mac() {
+	KUBECTL get node "$1" -o jsonpath='{.metadata.annotations.flannel\.alpha\.coreos\.com/backend-data}' |
+		sed -n 's/.*"VtepMAC":"\([^"]*\)".*/\1/p'
 }
 
 cmd=${1:-}; shift || true
@@ -42,6 +62,8 @@ info)
 		echo "${k}_ZONE=${NODE_ZONE[$n]}"
 		echo "${k}_PROXY_MODE=$(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null || echo "${NODE_PROXY_MODE[$n]}")"
 	done
+	echo "CNI=$(cat "$STATE/cni-mode" 2>/dev/null || echo ptp)"
+	echo "FLANNEL_PORT=$FLANNEL_PORT"
 	echo "SERVICE_CIDR=$SERVICE_CIDR"
 	echo "KUBE_DNS_IP=$KUBE_DNS_IP"
 	echo "KUBECTL=$K8S_BIN/kubectl"
@@ -109,9 +131,102 @@ ip-forward)
 	;;
 route-del | route-add)
 	n=$(node_arg "${1:-}"); cidr=${2:?CIDR}
-	via=${NODE_IP[$(other_node_for_cidr "$cidr")]}
-	if [[ $cmd == route-del ]]; then in_ns "$n" ip route del "$cidr" via "$via"; else in_ns "$n" ip route replace "$cidr" via "$via"; fi
-	log "$cmd $cidr via $via on $n"
+	via=(via "${NODE_IP[$(other_node_for_cidr "$cidr")]}")
+	# flannel's route: the remote flannel.1's address (the CIDR's first address) on flannel.1.
+	[[ $(running_cni) == flannel ]] && via=(via "${cidr%/*}" dev flannel.1 onlink)
+	if [[ $cmd == route-del ]]; then in_ns "$n" ip route del "$cidr" "${via[@]}"; else in_ns "$n" ip route replace "$cidr" "${via[@]}"; fi
+	log "$cmd $cidr ${via[*]} on $n"
+	;;
+fdb-del | fdb-add | neigh-del | neigh-add)
+	n=$(node_arg "${1:-}"); o=$(node_arg "${2:-}")
+	[[ $(running_cni) == flannel ]] || die "$cmd: the testbed does not run flannel"
+	mac=$(vtep_mac "$o")
+	[[ -n $mac ]] || die "node $o has no flannel VtepMAC annotation"
+	case $cmd in
+	fdb-del) in_ns "$n" bridge fdb del "$mac" dev flannel.1 dst "${NODE_IP[$o]}" self ;;
+	fdb-add) in_ns "$n" bridge fdb replace "$mac" dev flannel.1 dst "${NODE_IP[$o]}" self permanent ;;
+	neigh-del) in_ns "$n" ip neigh del "${NODE_CIDR[$o]%/*}" dev flannel.1 ;;
+	neigh-add) in_ns "$n" ip neigh replace "${NODE_CIDR[$o]%/*}" lladdr "$mac" dev flannel.1 nud permanent ;;
+	esac
+	log "$cmd on $n for $o ($mac)"
+	;;
+encap-block)
+	n=$(node_arg "${1:-}")
+	in_ns "$n" nft -f - <<NFT
+table inet svtb-encap-fault {
+	chain input {
+		type filter hook input priority -300; policy accept;
+		udp dport $FLANNEL_PORT counter drop
+	}
+}
+NFT
+	log "UDP $FLANNEL_PORT arriving at $n is dropped"
+	;;
+encap-unblock)
+	n=$(node_arg "${1:-}")
+	in_ns "$n" nft delete table inet svtb-encap-fault 2>/dev/null || true
+	log "UDP $FLANNEL_PORT arriving at $n passes again"
+	;;
+pod-veth)
+	n=$(node_arg "${1:-}"); ip=${2:?POD_IP}
+	mac=$(in_ns "$n" ip neigh show "$ip" dev cni0 | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+	[[ -n $mac ]] || die "no neighbour entry for $ip on cni0 of $n"
+	dev=$(in_ns "$n" bridge fdb show br cni0 | awk -v m="$mac" '$1 == m && $2 == "dev" && !/self/ {print $3; exit}')
+	[[ -n $dev ]] || die "no cni0 port has learnt $mac ($ip) on $n"
+	echo "$dev"
+	;;
+pod-offload)
+	n=$(node_arg "${1:-}"); ip=${2:?POD_IP}; v=${3:?on|off}
+	found=""
+	for f in "$(node_run "$n")"/containerd-state/io.containerd.grpc.v1.cri/netns/cni-*; do
+		if nsenter --net="$f" ip -o -4 addr show dev eth0 2>/dev/null | grep -q " $ip/"; then found=$f; break; fi
+	done
+	[[ -n $found ]] || die "no Pod network namespace on $n holds $ip"
+	nsenter --net="$found" ethtool -K eth0 tso "$v" gso "$v"
+	log "tso/gso $v on eth0 of the Pod $ip on $n"
+	;;
+link-mtu)
+	n=$(node_arg "${1:-}"); dev=${2:?DEV}; mtu=${3:?MTU}
+	in_ns "$n" ip link set dev "$dev" mtu "$mtu"
+	log "$dev on $n: MTU $mtu"
+	;;
+netpol-stop)
+	n=$(node_arg "${1:-}")
+	stop_daemon "kube-router-$n" 10
+	# What kube-router's policy controller leaves when it stops: its jumps from
+	# the built-in chains, its own chains (KUBE-ROUTER-*, KUBE-NWPLCY-*,
+	# KUBE-POD-FW-*) and ipsets. Removed in one iptables-restore so quoted
+	# comments need no re-parsing here.
+	for v in 4 6; do
+		save=iptables-save restore=iptables-restore
+		[[ $v == 6 ]] && save=ip6tables-save restore=ip6tables-restore
+		dump=$(in_ns "$n" "$save" -t filter)
+		chains=$(awk '/^:(KUBE-ROUTER-|KUBE-NWPLCY-|KUBE-POD-FW-)/{print substr($1, 2)}' <<<"$dump")
+		[[ -n $chains ]] || continue
+		{
+			echo '*filter'
+			awk '/^-A (INPUT|FORWARD|OUTPUT) .*-j (KUBE-ROUTER-|KUBE-NWPLCY-|KUBE-POD-FW-)/{sub(/^-A/, "-D"); print}' <<<"$dump"
+			for c in $chains; do echo "-F $c"; done
+			for c in $chains; do echo "-X $c"; done
+			echo COMMIT
+		} | in_ns "$n" "$restore" --noflush
+	done
+	for set in $(in_ns "$n" ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-(SRC|DST)-'); do
+		in_ns "$n" ipset destroy "$set" 2>/dev/null || true
+	done
+	log "kube-router's policy controller on $n stopped and its chains and ipsets removed"
+	;;
+netpol-start)
+	n=$(node_arg "${1:-}")
+	[[ ${NODE_NETPOL[$n]} == kube-router ]] || die "$n runs no policy enforcer (SVTB_NETPOL)"
+	if pid_alive "kube-router-$n"; then log "kube-router on $n already running"; exit 0; fi
+	start_kube_router "$n"
+	for i in $(seq 1 300); do
+		in_ns "$n" iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1 && break
+		pid_alive "kube-router-$n" || die "kube-router on $n exited (see $LOGS/kube-router-$n.log)"
+		sleep 0.1
+	done
+	log "kube-router on $n started"
 	;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2

@@ -8,6 +8,9 @@ pkgs+=(chromium fonts-dejavu-core)
 # The IPVS node and benchmark: a user-mode Linux kernel (this host's kernel has
 # no IPVS), its module loader, and the tools kube-proxy's IPVS mode calls.
 pkgs+=(user-mode-linux kmod ipvsadm ipset)
+# uml/xstate-preload.c, which lets that kernel run on CPUs with AMX, is built
+# with the C compiler.
+pkgs+=(gcc libc6-dev)
 # make test-ebpf cross-checks svctrace's decoding of Cilium's maps with bpftool.
 pkgs+=(bpftool)
 # The collector image's packages are unpacked from the host's .debs by

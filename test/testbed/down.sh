@@ -16,7 +16,7 @@ t0=$(date +%s)
 "$TESTBED_DIR/ipvs-node.sh" down --quiet || say "IPVS node: down failed (continuing)"
 
 # 1. Daemons we recorded, node side first. kube-apiserver may need a second TERM (stop_daemon does it).
-for n in "${NODES[@]}"; do stop_daemon "kube-router-$n" 5; stop_daemon "kube-proxy-$n" 5; stop_daemon "kubelet-$n" 5; done
+for n in "${NODES[@]}"; do stop_daemon "flanneld-$n" 5; stop_daemon "kube-router-$n" 5; stop_daemon "kube-proxy-$n" 5; stop_daemon "kubelet-$n" 5; done
 
 # Our processes are recognised by binary name AND a path of ours on the command line,
 # so nothing else on the machine is ever signalled (pid files may be gone after a crash).
@@ -26,7 +26,7 @@ our_pids() {
 		[[ $p == "$$" ]] && continue
 		exe=${cmd%% *}; exe=${exe##*/}
 		case $exe in
-		etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kube-router | containerd | containerd-shim-runc-v2 | socat) ;;
+		etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kube-router | flanneld | containerd | containerd-shim-runc-v2 | socat) ;;
 		*) continue ;;
 		esac
 		if [[ $cmd == *"$STATE"* || $cmd == *"$RUN"* ]]; then echo "$p"; fi

@@ -4,14 +4,15 @@
 # namespace svtb-node3, whose vector/tap device tap0 is bridged with the
 # namespace's eth0 (a veth on the testbed bridge). Inside it: eth0 =
 # 10.0.0.13, the real kube-proxy v1.37.2 in ipvs mode (iptables on the legacy
-# backend), and a real kubelet v1.37.2 with containerd and the CNI bridge
-# plugin (Pods in 10.244.3.0/24, uml/kubelet-guest.sh), both against the
-# testbed API server: the Node registers itself, Ready, tainted
-# $IPVS_NODE_TAINT so that only Pods that tolerate it run there (collector
-# Pods tolerate every taint). `exec` runs a command inside the node.
+# backend) against the testbed API server, and Pod CIDR 10.244.3.0/24.
+# `exec` runs a command inside the node.
 #
-# SVTB_IPVS_KUBELET=0 runs no kubelet: the node then has two Pod network
-# namespaces with the echo server instead of Pods, and no Node object.
+# It also runs a real kubelet v1.37.2 with containerd and the CNI bridge plugin
+# (uml/kubelet-guest.sh): the Node registers itself, Ready, tainted
+# $IPVS_NODE_TAINT so that only Pods that tolerate it run there (collector
+# Pods tolerate every taint). SVTB_IPVS_KUBELET=0 runs no kubelet: the node's
+# Pods are then two network namespaces with the echo server, and there is no
+# Node object (the e2e makes one).
 #
 #   ipvs-node.sh up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env
 #
@@ -23,10 +24,13 @@ source "$TESTBED_DIR/uml/lib.sh"
 UML_STATE=$STATE/uml
 
 IPVS_NODE_GW=10.244.3.1/24
+dir=$STATE/nodes/$IPVS_NODE
+# `up` builds the node as asked (SVTB_IPVS_KUBELET); status, env, exec and
+# import describe the node that runs (its mode is in $dir/kubelet-mode).
 KUBELET_MODE=${SVTB_IPVS_KUBELET:-1}
+if [[ ${1:-} != up && -f $dir/kubelet-mode ]]; then KUBELET_MODE=$(<"$dir/kubelet-mode"); fi
 IPVS_PODS=()
 ((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
-dir=$STATE/nodes/$IPVS_NODE
 hv=h-node3
 
 # The Node object is Ready and its kubelet is the one running now (its
@@ -38,6 +42,7 @@ node_ready() {
 }
 
 healthy() {
+	[[ $(cat "$dir/kubelet-mode" 2>/dev/null) == "$KUBELET_MODE" ]] || return 1
 	uml_alive "$IPVS_NODE" && [[ -e $dir/ready ]] &&
 		in_ns "$CP_NS" curl -fsS -m 3 "http://$IPVS_NODE_IP:10256/livez" >/dev/null 2>&1 || return 1
 	((KUBELET_MODE)) || return 0
@@ -59,8 +64,9 @@ down() {
 	fi
 	[[ -e /var/run/netns/$HUB_NS ]] && in_ns "$HUB_NS" ip link del "$hv" 2>/dev/null || true
 	[[ -e /var/run/netns/$CP_NS ]] && routes del
-	# The kubelet registered the Node: without it the Node would stay, NotReady.
-	if ((KUBELET_MODE)) && [[ -f $STATE/pki/admin.kubeconfig ]]; then
+	# The kubelet (or, without one, the e2e) registered the Node: without the
+	# node it would stay, NotReady.
+	if [[ -f $STATE/pki/admin.kubeconfig ]]; then
 		KUBECTL delete node "$IPVS_NODE" --ignore-not-found --wait=false --request-timeout=5s >/dev/null 2>&1 || true
 	fi
 	rm -rf "$dir" "$UML_STATE/$IPVS_NODE"
@@ -72,10 +78,13 @@ up() {
 		log "$IPVS_NODE already up"
 		return 0
 	fi
-	local t0
+	local t0 timeout=${SVTB_IPVS_NODE_TIMEOUT:-180}
+	# containerd, the image import and the kubelet come after kube-proxy.
+	((KUBELET_MODE)) && timeout=${SVTB_IPVS_NODE_TIMEOUT:-300}
 	t0=$(date +%s.%N)
 	down
 	mkdir -p "$dir/bin" "$dir/spool" "$dir/manifests"
+	echo "$KUBELET_MODE" >"$dir/kubelet-mode"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$dir/bin/echo" ./test/testbed/cmd/echo)
 	# A testbed made before the node had a kubelet has no certificate for it.
 	[[ -f $STATE/pki/kubelet-$IPVS_NODE.kubeconfig ]] || "$TESTBED_DIR/pki.sh" node "$IPVS_NODE"
@@ -148,11 +157,11 @@ KP
 	# uml_boot_until boots once more then, and only then.
 	local rc=0
 	UML_NETNS=$IPVS_NODE UML_NET="vec0:transport=tap,ifname=tap0" UML_WAIT=stop UML_MEM=${SVTB_IPVS_NODE_MEM:-1G} \
-		UML_MODULES=$UML_IPVS_MODULES$( ((KUBELET_MODE)) && echo ,overlay) uml_boot_until "$IPVS_NODE" "${SVTB_IPVS_NODE_TIMEOUT:-180}" healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
+		UML_MODULES=$UML_IPVS_MODULES$( ((KUBELET_MODE)) && echo ,overlay) uml_boot_until "$IPVS_NODE" "$timeout" healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
 	if ((rc != 0)); then
 		tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true
 		((KUBELET_MODE)) && tail -n 20 "$dir/status" "$dir/kubelet.log" >&2 2>/dev/null
-		((rc == 2)) && die "$IPVS_NODE: kube-proxy$( ((KUBELET_MODE)) && echo ' or the kubelet') not healthy after ${SVTB_IPVS_NODE_TIMEOUT:-180}s"
+		((rc == 2)) && die "$IPVS_NODE: kube-proxy$( ((KUBELET_MODE)) && echo ' or the kubelet') not healthy after ${timeout}s"
 		die "$IPVS_NODE: the UML kernel exited"
 	fi
 	local what="kubelet, Node Ready"

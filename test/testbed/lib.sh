@@ -8,6 +8,7 @@ K8S_STAGING_VERSION=v0.37.2
 ETCD_VERSION=v3.7.0
 COREDNS_VERSION=v1.15.0
 KUBE_ROUTER_VERSION=v2.1.0
+FLANNEL_VERSION=v0.28.10
 
 TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$TESTBED_DIR/../.." && pwd)
@@ -17,6 +18,7 @@ K8S_BIN=$SVCTRACE_CACHE/k8s-$K8S_VERSION/bin
 ETCD_BIN=$SVCTRACE_CACHE/etcd-$ETCD_VERSION/bin
 COREDNS_BIN=$SVCTRACE_CACHE/coredns-$COREDNS_VERSION/bin
 KUBE_ROUTER_BIN=$SVCTRACE_CACHE/kube-router-$KUBE_ROUTER_VERSION/bin
+FLANNEL_BIN=$SVCTRACE_CACHE/flannel-$FLANNEL_VERSION/bin
 
 STATE=/var/lib/svctrace-testbed      # certs, etcd data, kubelet/containerd roots, configs
 RUN=/run/svctrace-testbed            # pid files, sockets
@@ -59,6 +61,15 @@ declare -A NODE_NETPOL=()
 for _i in "${!NODES[@]}"; do NODE_NETPOL[${NODES[$_i]}]=${NETPOL_MODES[$_i]:-kube-router}; done
 unset _i
 
+# Pod networking between the two kubelet nodes: flannel (the real flanneld,
+# VXLAN backend, kube subnet manager; Pods on flannel's bridge cni0) or ptp
+# (a veth per Pod and static routes between the nodes' Pod CIDRs). The IPVS
+# node is on static routes either way.
+CNI_MODE=${SVTB_CNI:-flannel}
+case $CNI_MODE in flannel | ptp) ;; *) echo "SVTB_CNI=$CNI_MODE: want flannel or ptp" >&2; exit 1 ;; esac
+FLANNEL_VNI=1
+FLANNEL_PORT=8472
+
 KUBECONFIG_DIR=$REPO_ROOT/.testbed
 
 log() { printf '[testbed %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -72,9 +83,9 @@ start_daemon() {
 	local name=$1 ns=$2; shift 2
 	mkdir -p "$RUN" "$LOGS"
 	if [[ -n $ns ]]; then
-		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+		setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	else
-		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	fi
 	echo $! >"$RUN/$name.pid"
 	# Remember the exact command line so `down` only ever signals what we started.
@@ -159,6 +170,71 @@ start_kube_router() {
 		--run-firewall=true --run-router=false --run-service-proxy=false \
 		--service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --metrics-port=0 \
 		--iptables-sync-period=1m -v=1
+}
+
+# start_flanneld NODE: the real flanneld in the node's netns with the kube
+# subnet manager, as user system:flannel: it leases the Node's spec.podCIDR,
+# creates flannel.1 (VXLAN VNI $FLANNEL_VNI, UDP $FLANNEL_PORT, on eth0),
+# annotates the Node with its VTEP (public-ip, backend-data) and, for every
+# other flannel node, programs the route, FDB and neighbour entries. --ip-masq
+# and the FORWARD accept rules as the upstream manifest (kube-flannel.yml) has them.
+start_flanneld() {
+	local n=$1 r
+	r=$(node_run "$n")
+	mkdir -p "$r/flannel"
+	NODE_NAME=$n start_daemon "flanneld-$n" "$n" "$FLANNEL_BIN/flanneld" \
+		--kube-subnet-mgr --kubeconfig-file="$STATE/pki/flannel.kubeconfig" --iface=eth0 --ip-masq \
+		--net-config-path="$STATE/flannel-net-conf.json" --subnet-file="$r/flannel/subnet.env" \
+		--healthz-port=0 --v=1
+}
+
+# flannel_subnet_env NODE KEY: a value of the subnet file flanneld wrote.
+flannel_subnet_env() {
+	sed -n "s/^$2=//p" "$(node_run "$1")/flannel/subnet.env" 2>/dev/null
+}
+
+# write_flannel_conflist NODE: what flannel's CNI plugin hands to the bridge
+# plugin (its delegate with kube-flannel.yml's hairpinMode and
+# isDefaultGateway), written from the subnet file flanneld wrote: Pods on the
+# bridge cni0 with flannel's MTU, gateway the bridge. flannel's CNI plugin
+# itself (github.com/flannel-io/cni-plugin) is not on the module proxy, so the
+# conflist names its delegate, Debian's bridge plugin, directly.
+write_flannel_conflist() {
+	local n=$1 d mtu subnet network
+	d=$(node_dir "$n")
+	mtu=$(flannel_subnet_env "$n" FLANNEL_MTU)
+	subnet=$(flannel_subnet_env "$n" FLANNEL_SUBNET)
+	network=$(flannel_subnet_env "$n" FLANNEL_NETWORK)
+	[[ -n $mtu && -n $subnet && -n $network ]] || die "flanneld's subnet file on $n is incomplete"
+	# FLANNEL_SUBNET is the bridge's address in the lease (10.244.1.1/24);
+	# host-local wants the network, the Node's podCIDR flanneld leased.
+	[[ ${subnet%.*} == "${NODE_CIDR[$n]%.*}" && ${subnet#*/} == "${NODE_CIDR[$n]#*/}" ]] ||
+		die "flanneld on $n leased $subnet, not the Node's podCIDR ${NODE_CIDR[$n]}"
+	subnet=${NODE_CIDR[$n]}
+	cat >"$d/cni/net.d/10-$n.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "$n",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "mtu": $mtu,
+      "ipMasq": false,
+      "isGateway": true,
+      "isDefaultGateway": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$d/cni-ipam",
+        "ranges": [[{"subnet": "$subnet"}]],
+        "routes": [{"dst": "$network"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
+  ]
+}
+CNI
 }
 
 # stop_daemon NAME [timeout-seconds]: SIGTERM the recorded PID (only if it is still

@@ -78,6 +78,7 @@ cert controller-manager "/CN=system:kube-controller-manager"
 cert scheduler "/CN=system:kube-scheduler"
 cert kube-proxy "/CN=system:kube-proxy"
 cert kube-router "/CN=system:kube-router"
+cert flannel "/CN=system:flannel"
 cert svctrace-user "/CN=svctrace-user"
 for n in "${NODES[@]}" "$IPVS_NODE"; do cert "kubelet-$n" "/O=system:nodes/CN=system:node:$n"; done
 openssl genrsa -out sa.key 2048 2>/dev/null
@@ -90,4 +91,5 @@ kubeconfig controller-manager.kubeconfig "$in_cluster" controller-manager
 kubeconfig scheduler.kubeconfig "$in_cluster" scheduler
 kubeconfig kube-proxy.kubeconfig "$in_cluster" kube-proxy
 kubeconfig kube-router.kubeconfig "$in_cluster" kube-router
+kubeconfig flannel.kubeconfig "$in_cluster" flannel
 for n in "${NODES[@]}" "$IPVS_NODE"; do kubeconfig "kubelet-$n.kubeconfig" "$in_cluster" "kubelet-$n"; done

@@ -10,6 +10,7 @@ names=(etcd kube-apiserver kube-controller-manager kube-scheduler fwd-cp fwd-roo
 for n in "${NODES[@]}"; do
 	names+=("containerd-$n" "kubelet-$n" "kube-proxy-$n")
 	[[ ${NODE_NETPOL[$n]} == kube-router ]] && names+=("kube-router-$n")
+	[[ $(cat "$STATE/cni-mode" 2>/dev/null) == flannel ]] && names+=("flanneld-$n")
 done
 for name in "${names[@]}"; do
 	if pid_alive "$name"; then out "  running  $name (pid $(<"$RUN/$name.pid"))"; else out "  DOWN     $name"; ok=0; fi

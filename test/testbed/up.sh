@@ -11,15 +11,16 @@ source "$(dirname "$0")/lib.sh"
 testbed_lock
 
 t_start=$(date +%s)
-modes_match() { # the running kube-proxies use the requested modes, the enforcers the requested ones
+modes_match() { # the running kube-proxies, enforcers and Pod network are the requested ones
 	local n
+	[[ $(cat "$STATE/cni-mode" 2>/dev/null) == "$CNI_MODE" ]] || return 1
 	for n in "${NODES[@]}"; do
 		[[ $(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null) == "${NODE_PROXY_MODE[$n]}" ]] || return 1
 		[[ ${NODE_NETPOL[$n]} == kube-router ]] || ! pid_alive "kube-router-$n" || return 1
 	done
 }
 if "$TESTBED_DIR/status.sh" --quiet && ! modes_match; then
-	log "testbed is up with other kube-proxy modes than SVTB_PROXY_MODES=${PROXY_MODES[*]}: recreating it"
+	log "testbed is up with other modes than SVTB_PROXY_MODES=${PROXY_MODES[*]} SVTB_NETPOL=${NETPOL_MODES[*]} SVTB_CNI=$CNI_MODE: recreating it"
 elif "$TESTBED_DIR/status.sh" --quiet; then
 	mkdir -p "$KUBECONFIG_DIR"
 	install -m 600 "$STATE/pki/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
@@ -81,6 +82,10 @@ for n in "${NODES[@]}"; do
 	# Without a default route ClusterIP traffic from the node fails before NAT.
 	in_ns "$n" ip route add default via "$CP_IP"
 	in_ns "$CP_NS" ip route add "${NODE_CIDR[$n]}" via "${NODE_IP[$n]}"
+	# With flannel, the routes between the kubelet nodes' Pod CIDRs are
+	# flanneld's (via flannel.1); the control plane and the IPVS node stay on
+	# these static routes.
+	[[ $CNI_MODE == flannel ]] && continue
 	for m in "${NODES[@]}"; do
 		[[ $m == "$n" ]] || in_ns "$n" ip route add "${NODE_CIDR[$m]}" via "${NODE_IP[$m]}"
 	done
@@ -187,7 +192,9 @@ state = "$r/containerd-state"
 [plugins."io.containerd.internal.v1.opt"]
   path = "$d/opt"
 TOML
-	cat >"$d/cni/net.d/10-$n.conflist" <<CNI
+	# flannel: the conflist comes once flanneld has written its subnet file
+	# (write_flannel_conflist); the kubelet reports NotReady until then.
+	[[ $CNI_MODE == flannel ]] || cat >"$d/cni/net.d/10-$n.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
   "name": "$n",
@@ -264,6 +271,34 @@ KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-kube-router.yaml" >/dev/null
 for n in "${NODES[@]}"; do start_kube_router "$n"; done
 
+if [[ $CNI_MODE == flannel ]]; then
+	KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-flannel.yaml" >/dev/null
+	cat >"$STATE/flannel-net-conf.json" <<NETCONF
+{"Network": "$CLUSTER_CIDR", "Backend": {"Type": "vxlan", "VNI": $FLANNEL_VNI, "Port": $FLANNEL_PORT}}
+NETCONF
+	# flanneld leases the Node's spec.podCIDR, which nothing sets here
+	# (--allocate-node-cidrs=false keeps each node on its fixed CIDR): set it
+	# once the kubelet has registered the Node, before flanneld starts.
+	for n in "${NODES[@]}"; do
+		for i in $(seq 1 300); do
+			KUBECTL get node "$n" >/dev/null 2>&1 && break
+			((i == 300)) && die "node $n not registered after 30s (see $LOGS/kubelet-$n.log)"
+			sleep 0.1
+		done
+		KUBECTL patch node "$n" --type=merge -p "{\"spec\":{\"podCIDR\":\"${NODE_CIDR[$n]}\",\"podCIDRs\":[\"${NODE_CIDR[$n]}\"]}}" >/dev/null
+		start_flanneld "$n"
+	done
+	for n in "${NODES[@]}"; do
+		for i in $(seq 1 600); do
+			[[ -n $(flannel_subnet_env "$n" FLANNEL_MTU) ]] && break
+			pid_alive "flanneld-$n" || die "flanneld on $n exited (see $LOGS/flanneld-$n.log)"
+			((i == 600)) && die "flanneld on $n wrote no subnet file after 60s (see $LOGS/flanneld-$n.log)"
+			sleep 0.1
+		done
+		write_flannel_conflist "$n"
+	done
+fi
+
 log "waiting for nodes Ready"
 for i in $(seq 1 1200); do
 	(($(nodes_ready "${NODES[@]}") == ${#NODES[@]})) && break
@@ -290,6 +325,7 @@ install -m 600 "$P/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
 install -m 600 "$P/restricted.kubeconfig" "$KUBECONFIG_DIR/kubeconfig-restricted"
 echo "$KUBECONFIG_DIR" >>"$STATE/kubeconfig-dirs"
 echo "bringup_seconds=$((t_ready - t_up))" >"$STATE/bringup.txt"
+echo "$CNI_MODE" >"$STATE/cni-mode"
 ipvs_line="  ipvs node     : off (SVTB_IPVS_NODE=0)"
 if [[ -n $ipvs_pid ]]; then
 	if ! wait "$ipvs_pid"; then
@@ -309,7 +345,7 @@ t_done=$(date +%s)
 cat <<MSG
 svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_done - t_start))s total)
   control plane : netns $CP_NS ($CP_IP): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
-$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}, policies: ${NODE_NETPOL[$n]}"; done)
+$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}, policies: ${NODE_NETPOL[$n]}, CNI: $CNI_MODE$([[ $CNI_MODE == flannel ]] && echo " (VXLAN VNI $FLANNEL_VNI, MTU $(flannel_subnet_env "$n" FLANNEL_MTU))")"; done)
 $ipvs_line
   forwarder     : 127.0.0.1:$FWD_PORT -> $CP_IP:$API_PORT
   kubeconfig    : $KUBECONFIG_DIR/kubeconfig   (restricted: $KUBECONFIG_DIR/kubeconfig-restricted)

@@ -128,7 +128,7 @@ var apiSideCatalog = []CheckSpec{
 		Message:  "the Service has no selector: no controller creates its EndpointSlices, they must be managed by hand or by another controller ({slices} found)",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service}"},
 	{Code: CodeSvcSelectorNoPods, Layer: LayerService, Severity: SeverityError, Title: "Selector matches no Pods",
-		Message:  "selector {selector} matches no Pods in namespace {namespace}{closest}",
+		Message:  "selector {selector} matches no Pods in namespace {namespace}{closest}{elsewhere}",
 		NextStep: "kubectl get pods -n {namespace} --show-labels"},
 	{Code: CodeSvcProxyName, Layer: LayerService, Severity: SeverityWarning, Title: "Ignored by kube-proxy",
 		Message:  "label service.kubernetes.io/service-proxy-name={proxyName}: kube-proxy ignores a Service with this label, whatever its value{owner}",
@@ -362,6 +362,9 @@ const (
 	CodeDNSLiveFailed   = "DNS013"
 	CodeDNSLiveTCPDiff  = "DNS014"
 	CodeDNSLiveSlow     = "DNS015"
+	// CodeDNSExternalUnresolved: an ExternalName's CNAME comes back with no
+	// address for its target.
+	CodeDNSExternalUnresolved = "DNS016"
 )
 
 // nodeSvcCmd is the next step that re-runs svctrace on one node with the
@@ -595,6 +598,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDNSLiveFailed, Layer: LayerDNS, Severity: SeverityError, Title: "DNS query failed",
 		Message:  "the {transport} query for {name} {type} to {server} failed: {error}",
 		NextStep: "kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide"},
+	{Code: CodeDNSExternalUnresolved, Layer: LayerDNS, Severity: SeverityError, Title: "ExternalName target does not resolve",
+		Message:  "{server} answers {name} with a CNAME to {target} but with no address for {target} ({queries}): a client resolving {name} gets nothing to connect to",
+		NextStep: "kubectl -n kube-system get configmap coredns -o yaml  # names outside the cluster are resolved through its forward plugin"},
 	{Code: CodeDNSLiveTCPDiff, Layer: LayerDNS, Severity: SeverityWarning, Title: "DNS differs over UDP and TCP",
 		Message:  "{server} answers {name} {type} differently over UDP ({udp}) and TCP ({tcp})",
 		NextStep: "kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide"},

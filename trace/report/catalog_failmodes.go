@@ -16,11 +16,17 @@ const (
 	CodeRTOverlayMTU       = "RT015"
 	CodeRTPMTUBlackhole    = "RT016"
 	CodeRTOverlayDown      = "RT017"
+	CodeRTEncapAnswered    = "RT018"
+	CodeRTEncapRefused     = "RT019"
+	CodeRTEncapSilent      = "RT024"
+	CodeRTPathMTULowered   = "RT025"
 
 	CodeDPMasqMissing  = "DP047"
 	CodeDPSourceLost   = "DP048"
 	CodeDPSourceKept   = "DP049"
 	CodeDPMasqExternal = "DP050"
+	CodeDPMasqNoRule   = "DP051"
+	CodeDPMasqNoJump   = "DP052"
 )
 
 var failModeCatalog = []CheckSpec{
@@ -55,9 +61,22 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeRTPMTUBlackhole, Layer: LayerRoute, Severity: SeverityError, Title: "Path MTU blackhole",
 		Message:  "{targets}: a {small}-byte don't-fragment probe is answered and a {large}-byte one (the route's MTU {mtu} via {device}) is not, and no \"fragmentation needed\" comes back: connections open, then hang as soon as a full-size packet is sent",
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ping -M do -s {payload} -c 2 <endpoint IP>"},
+	{Code: CodeRTPathMTULowered, Layer: LayerRoute, Severity: SeverityWarning, Title: "Path MTU below the route's",
+		Message:  "{targets}: a {large}-byte don't-fragment probe (the route's MTU {mtu} via {device}) was answered with \"fragmentation needed\", MTU {pmtu}: a hop between this node and the endpoint carries less than the Pod network's MTU. This node's packets adapt; the endpoint's own packets larger than {pmtu} bytes meet the same hop on their way back, and where that hop is a veth or bridge port next to the endpoint they are dropped without an ICMP error, so connections open and small answers pass while large answers hang",
+		NextStep: "kubectl debug node/<the endpoint's node> -it --image=busybox -- ip link  # the MTU of every veth, bridge and tunnel device on the way"},
 	{Code: CodeRTOverlayDown, Layer: LayerRoute, Severity: SeverityError, Title: "Overlay device down",
 		Message:  "{device} ({kind}) is {state}: Pod traffic to other nodes through it is lost",
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ip -d link show {device}"},
+
+	{Code: CodeRTEncapAnswered, Layer: LayerRoute, Severity: SeverityInfo, Title: "Tunnel answers",
+		Message:  "{device} ({kind} VNI {vni}): a datagram the collector encapsulated itself (no local forwarding-database or neighbour entry used) to a closed port of each remote endpoint's overlay address over UDP {port} was answered through the tunnel with \"port unreachable\" from {peers}: UDP {port} passes both ways and the remote devices carry VNI {vni}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTEncapRefused, Layer: LayerRoute, Severity: SeverityError, Title: "Tunnel endpoint not listening",
+		Message:  "{device} ({kind} VNI {vni}): {peers} answered a datagram encapsulated to UDP {port} with ICMP port unreachable for UDP {port} itself: nothing listens on UDP {port} there (no {kind} device on that port, or the CNI agent that makes it is not running), so Pod traffic this node tunnels to them is dropped",
+		NextStep: "kubectl debug node/{peerNode} -it --image=busybox -- ip -d link show type {kind}"},
+	{Code: CodeRTEncapSilent, Layer: LayerRoute, Severity: SeverityWarning, Title: "Tunnel silent",
+		Message:  "{device} ({kind} VNI {vni}): no answer from {peers} to a datagram encapsulated to UDP {port} ({sent} datagram(s) each in {timeout}): UDP {port} is filtered between the nodes (a firewall or security group), the remote device does not carry VNI {vni}, the remote lost its own entries for this node (the way back), or it sends no ICMP errors; the remote node's own trace (--all-nodes) shows its side",
+		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with tcpdump> -- tcpdump -ni any udp port {port}"},
 
 	{Code: CodeDPMasqMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade mark chain missing",
 		Message:  "{datapath}: {detail}, so Service traffic that must be masqueraded keeps its source, and replies from Pods on other nodes bypass this node and are dropped by the client",
@@ -71,4 +90,10 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeDPMasqExternal, Layer: LayerDatapath, Severity: SeverityError, Title: "External traffic not masqueraded",
 		Message:  "externalTrafficPolicy Cluster on {port}, but {datapath}'s external chain {chain} does not mark traffic for masquerade: packets forwarded to Pods on other nodes keep the client's source, the Pod replies directly, and the client drops the reply",
 		NextStep: nodeSvcCmd},
+	{Code: CodeDPMasqNoRule, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade rule missing",
+		Message:  "{datapath}: {detail}, so packets kube-proxy marks for masquerade ({mark}) leave this node with their source unchanged: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeDPMasqNoJump, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade chain not reached",
+		Message:  "{datapath}: {detail}, so nothing kube-proxy marks for masquerade ({mark}) is masqueraded: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
+		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
 }

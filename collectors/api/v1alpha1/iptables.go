@@ -18,11 +18,25 @@ const (
 	IPTablesReaderText        = "text"
 )
 
+// IPTablesBackendObservation.EntryProof values.
+const (
+	// IPTablesEntryProofRules: nat KUBE-SERVICES and KUBE-NODEPORTS were
+	// read rule by rule (what an observation without EntryProof means).
+	IPTablesEntryProofRules = "rules"
+	// IPTablesEntryProofReferences: they were not read; the kernel's
+	// reference counts of the Service's own chains accounted for exactly
+	// the jumps kube-proxy writes into them (nf_tables only).
+	IPTablesEntryProofReferences = "references"
+)
+
 // IPTablesObservation is everything the iptables reader saw for one Service.
 type IPTablesObservation struct {
 	// DefaultMode is the mode of the node's plain `iptables` command
-	// ("nf_tables" or "legacy", from `iptables -V`), i.e. what an admin
-	// typing iptables sees.
+	// ("nf_tables" or "legacy", from `iptables -V`, or from the name of the
+	// binary it links to), i.e. what an admin typing iptables sees.
+	// DefaultVersion is the version `iptables -V` prints; the kernel readers
+	// leave it empty when the binary's name tells the mode (they run no
+	// command).
 	DefaultMode    string `json:"defaultMode,omitempty"`
 	DefaultVersion string `json:"defaultVersion,omitempty"`
 	// Backends holds one entry per (backend, family) inspected. Both
@@ -48,6 +62,20 @@ type IPTablesBackendObservation struct {
 	Reader string `json:"reader,omitempty"`
 	// Commands are the commands that were run, in order of issue.
 	Commands []string `json:"commands,omitempty"`
+	// EntryProof says how the entry rules were established:
+	// IPTablesEntryProofRules (Entry, NodePorts, NodePortsTail hold the
+	// rules read) or IPTablesEntryProofReferences (each port's References and
+	// EntryReferences hold the counts instead). Empty in observations older
+	// than this field: rules.
+	EntryProof string `json:"entryProof,omitempty"`
+	// EntryProofFallback says why the reference counts were not conclusive,
+	// so that KUBE-SERVICES was read after all (e.g. a count that does not
+	// match what kube-proxy writes, a chain read with iptables, a ruleset
+	// that changed while it was read, a probe of a frontend that failed).
+	EntryProofFallback string `json:"entryProofFallback,omitempty"`
+	// Generation is the nf_tables ruleset generation every netlink read saw
+	// (NFTA_GEN_ID, the same before and after them).
+	Generation uint32 `json:"generation,omitempty"`
 	// LegacyTables are the legacy tables that exist (from
 	// /proc/net/ip_tables_names); only those were saved.
 	LegacyTables []string `json:"legacyTables,omitempty"`
@@ -63,6 +91,10 @@ type IPTablesBackendObservation struct {
 	// NodePortsTail is the KUBE-SERVICES rule(s) jumping to KUBE-NODEPORTS.
 	NodePortsTail []IPTablesRule `json:"nodePortsTail,omitempty"`
 
+	// Postrouting is kube-proxy's masquerade path; nil when it was not
+	// collected (observations older than this field).
+	Postrouting *IPTablesPostrouting `json:"postrouting,omitempty"`
+
 	// PolicyEnforcer names the NetworkPolicy enforcer whose filter chains
 	// exist in this backend (PolicyEnforcerKubeRouter), empty when none;
 	// PolicyEnforcerChains are the chains seen.
@@ -71,6 +103,21 @@ type IPTablesBackendObservation struct {
 
 	Ports []IPTablesPortObservation `json:"ports,omitempty"`
 	Error string                    `json:"error,omitempty"`
+}
+
+// IPTablesPostrouting is where kube-proxy masquerades what KUBE-MARK-MASQ
+// marked: the nat table's built-in POSTROUTING jumps to KUBE-POSTROUTING
+// ("kubernetes postrouting rules"), which returns unmarked packets, clears
+// the mark (MARK --xor-mark) and masquerades the rest ("kubernetes service
+// traffic requiring SNAT", MASQUERADE --random-fully): pkg/proxy/iptables/
+// proxier.go v1.37.2.
+type IPTablesPostrouting struct {
+	// Jumps are the nat POSTROUTING rules that jump to KUBE-POSTROUTING.
+	Jumps []IPTablesRule `json:"jumps,omitempty"`
+	// Exists is true when nat KUBE-POSTROUTING exists; Rules are all its
+	// rules, in order.
+	Exists bool           `json:"exists"`
+	Rules  []IPTablesRule `json:"rules,omitempty"`
 }
 
 // PolicyEnforcerKubeRouter is kube-router's network-policy controller
@@ -103,6 +150,13 @@ type IPTablesPortObservation struct {
 	// or named by the hash of an endpoint in the query.
 	Endpoints []IPTablesEndpointChain `json:"endpoints,omitempty"`
 
+	// References are the kernel's reference counts of this port's chains
+	// and EntryReferences the entry rules they establish, when the backend's
+	// EntryProof is IPTablesEntryProofReferences (then Entry and, unless
+	// KUBE-NODEPORTS had to be read, NodePorts are empty).
+	References      []IPTablesChainReferences `json:"references,omitempty"`
+	EntryReferences []IPTablesEntryReference  `json:"entryReferences,omitempty"`
+
 	// Filter are the filter-table rules about this port: REJECT "has no
 	// endpoints", DROP "has no local endpoints", health check ACCEPT,
 	// firewall DROP.
@@ -114,6 +168,35 @@ type IPTablesEntryRule struct {
 	// Kind: clusterIP, externalIP, loadBalancerIP, or other.
 	Kind string `json:"kind"`
 	IPTablesRule
+}
+
+// IPTablesChainReferences is one chain's reference count as nf_tables keeps
+// it: NFTA_CHAIN_USE counts the chain's own rules plus every jump or goto to
+// it, so Use - Rules - FromRead is the number of jumps from chains that were
+// not read.
+type IPTablesChainReferences struct {
+	Chain  string `json:"chain"`
+	Exists bool   `json:"exists"`
+	Use    uint32 `json:"use"`
+	// Rules is the number of rules in the chain.
+	Rules int `json:"rules"`
+	// FromRead counts the jumps to the chain from the chains that were read.
+	FromRead int `json:"fromRead"`
+	// Unread is Use - Rules - FromRead.
+	Unread int `json:"unread"`
+}
+
+// IPTablesEntryReference is an entry rule established from reference counts:
+// Count jumps of this kind from From to Target. kube-proxy writes each kind
+// into a fixed chain (cluster IP: KUBE-SERVICES to KUBE-SVC/SVL; external IP
+// and load-balancer IP: KUBE-SERVICES to KUBE-EXT or KUBE-FW; node port:
+// KUBE-NODEPORTS to KUBE-EXT), so a count that equals what kube-proxy writes
+// names them; the kernel proves the count per target, not the rules' match.
+type IPTablesEntryReference struct {
+	Kind   string `json:"kind"` // clusterIP, externalIP, loadBalancerIP, nodePort
+	From   string `json:"from"`
+	Target string `json:"target"`
+	Count  int    `json:"count"`
 }
 
 // IPTablesChain is one per-Service chain.

@@ -28,7 +28,14 @@ type NFTablesTableObservation struct {
 	// whether it is in the cluster-ips set.
 	ClusterIPs []NFTablesMembership      `json:"clusterIPs,omitempty"`
 	Ports      []NFTablesPortObservation `json:"ports,omitempty"`
-	Error      string                    `json:"error,omitempty"`
+	// Masquerading is kube-proxy's "masquerading" chain (masquerade what its
+	// "mark set mark or" rules marked, and the hairpin connections) and
+	// NATPostrouting its "nat-postrouting" base chain, which jumps there
+	// (pkg/proxy/nftables/proxier.go v1.37.2); nil when not collected
+	// (observations older than these fields).
+	Masquerading   *NFTablesChain `json:"masquerading,omitempty"`
+	NATPostrouting *NFTablesChain `json:"natPostrouting,omitempty"`
+	Error          string         `json:"error,omitempty"`
 }
 
 // NFTablesMembership is one key looked up in a set.
@@ -112,6 +119,22 @@ type NFTablesRule struct {
 	// SourceMatch is an "ip saddr [!=] X" match (pod CIDR short-circuit,
 	// firewall source ranges), as text.
 	SourceMatch string `json:"sourceMatch,omitempty"`
+	// MarkMatch is a "meta mark [& mask] ==|!= value" match.
+	MarkMatch *NFTablesMarkMatch `json:"markMatch,omitempty"`
+	// Conditions counts the rule's matches (comparisons, ranges, set
+	// lookups), MarkMatch included: a rule with none applies to every packet
+	// that reaches it.
+	Conditions int `json:"conditions,omitempty"`
+	// Masquerade is true for a rule with a masquerade statement.
+	Masquerade bool `json:"masquerade,omitempty"`
+}
+
+// NFTablesMarkMatch is "meta mark & Mask <Op> Value" (Mask 0xffffffff when
+// the rule masks nothing).
+type NFTablesMarkMatch struct {
+	Mask  uint32 `json:"mask"`
+	Op    string `json:"op"` // == or !=
+	Value uint32 `json:"value"`
 }
 
 // NFTablesNumgenMap is kube-proxy's random endpoint choice.

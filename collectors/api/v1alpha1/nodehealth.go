@@ -43,6 +43,47 @@ type OverlayDevice struct {
 	MAC        string           `json:"mac,omitempty"`
 	FDB        []FDBEntry       `json:"fdb,omitempty"`
 	Neighbours []NeighbourEntry `json:"neighbours,omitempty"`
+	// Addresses are the device's own IP addresses (flannel: the first
+	// address of the node's subnet, /32).
+	Addresses []string `json:"addresses,omitempty"`
+	// Encap is one echo through the tunnel to each remote endpoint the
+	// device's FDB holds (VXLAN only); EncapSkipped says why there is none.
+	Encap        []EncapProbe `json:"encap,omitempty"`
+	EncapSkipped string       `json:"encapSkipped,omitempty"`
+	// EncapPeers counts the remote endpoints in the FDB; more than Encap
+	// holds when the probes were capped.
+	EncapPeers int `json:"encapPeers,omitempty"`
+	// EncapTimeoutMillis is how long the probes waited for answers.
+	EncapTimeoutMillis int `json:"encapTimeoutMillis,omitempty"`
+}
+
+// EncapProbe is a UDP datagram to a closed port (33434) of a remote tunnel
+// endpoint's own overlay address, encapsulated by the collector itself
+// (VXLAN header, inner Ethernet frame to the endpoint's MAC, inner IPv4 from
+// this device's address) and sent as a UDP datagram to Peer:Port. It does
+// not pass this node's FDB or neighbour entries; the remote kernel
+// decapsulates it and answers "port unreachable" through its own tunnel,
+// which this node's device decapsulates. Answered proves UDP Port reaches
+// Peer's tunnel socket, the remote device carries the VNI, and the way back
+// (the remote's entries for this node, and Port inbound here) works.
+// PortUnreachable is the remote's ICMP "port unreachable" for Port itself:
+// nothing listens on it there. Silence is a tunnel broken in either
+// direction (UDP Port filtered, a wrong VNI, the remote's entries for this
+// node missing) or a remote that sends no ICMP errors.
+type EncapProbe struct {
+	Peer          string `json:"peer"` // the FDB entry's underlay address
+	Port          int    `json:"port"`
+	PeerMAC       string `json:"peerMAC"`
+	PeerOverlayIP string `json:"peerOverlayIP,omitempty"` // the neighbour entry with PeerMAC
+	Source        string `json:"source,omitempty"`        // this device's address, the inner source
+	Answered      bool   `json:"answered"`
+	RTTMicros     int64  `json:"rttMicros,omitempty"`
+	Sent          int    `json:"sent"`
+	// PortUnreachable and Unreachable are ICMP errors the connected UDP
+	// socket received (ECONNREFUSED; EHOSTUNREACH and the like).
+	PortUnreachable bool   `json:"portUnreachable,omitempty"`
+	Unreachable     string `json:"unreachable,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 // FDBEntry is one forwarding-database entry of an overlay device: frames

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,18 @@ func (tb *Testbed) StopKubeProxy(t testing.TB, node string) Undo {
 	tb.ctl(t, "proxy-stop", node)
 	return tb.fault(t, func(ctx context.Context) error {
 		_, err := tb.Ctl(ctx, "proxy-start", node)
+		return err
+	})
+}
+
+// StopPolicyEnforcer stops kube-router's policy controller on a node and
+// removes what it programmed there: the node no longer enforces
+// NetworkPolicies. Undo starts it again.
+func (tb *Testbed) StopPolicyEnforcer(t testing.TB, node string) Undo {
+	t.Helper()
+	tb.ctl(t, "netpol-stop", node)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, "netpol-start", node)
 		return err
 	})
 }
@@ -265,4 +278,52 @@ func (tb *Testbed) HoldConnections(t testing.TB, node, addr string, n int) ([]ne
 		}
 	}
 	return conns, tb.fault(t, closeAll)
+}
+
+// DeleteVTEPEntry deletes, on node, flannel.1's forwarding-database entry
+// ("fdb") or neighbour entry ("neigh") for other's tunnel endpoint; flannel
+// programs them only when a Node lease changes, so the fault lasts.
+func (tb *Testbed) DeleteVTEPEntry(t testing.TB, kind, node, other string) Undo {
+	t.Helper()
+	return tb.ctlFault(t, []string{kind + "-del", node, other}, []string{kind + "-add", node, other})
+}
+
+// ctlFault runs the ctl.sh command do and registers the command undo as its Undo.
+func (tb *Testbed) ctlFault(t testing.TB, do, undo []string) Undo {
+	t.Helper()
+	tb.ctl(t, do...)
+	return tb.fault(t, func(ctx context.Context) error {
+		_, err := tb.Ctl(ctx, undo...)
+		return err
+	})
+}
+
+// BlockEncap drops UDP to the VXLAN port arriving at node (a firewall
+// between the nodes, seen from the other side).
+func (tb *Testbed) BlockEncap(t testing.TB, node string) Undo {
+	t.Helper()
+	return tb.ctlFault(t, []string{"encap-block", node}, []string{"encap-unblock", node})
+}
+
+// SetPodVethMTU sets the MTU of the node side of a Pod's veth (its port on
+// the bridge cni0) and returns the device's name. Frames larger than a
+// device's MTU are dropped where they enter it, without an ICMP error; the
+// Pod's own segmentation offload is turned off, since a veth passes the
+// Pod's TCP super-packets whatever their size where a real link would not.
+func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (string, Undo) {
+	t.Helper()
+	tb.ctlFault(t, []string{"pod-offload", node, podIP, "off"}, []string{"pod-offload", node, podIP, "on"})
+	out, err := tb.Ctl(Context(t, time.Minute), "pod-veth", node, podIP)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	dev := strings.TrimSpace(out)
+	link, err := tb.ExecInNode(Context(t, time.Minute), node, "ip", "-o", "link", "show", "dev", dev)
+	f := strings.Fields(link)
+	i := slices.Index(f, "mtu")
+	if err != nil || i < 0 || i+1 >= len(f) {
+		t.Fatalf("MTU of %s on %s: %v %q", dev, node, err, link)
+	}
+	old := f[i+1]
+	return dev, tb.ctlFault(t, []string{"link-mtu", node, dev, fmt.Sprint(mtu)}, []string{"link-mtu", node, dev, old})
 }

@@ -41,6 +41,9 @@ type Node struct {
 
 // Testbed is a connection to the running testbed.
 type Testbed struct {
+	// CNI is the Pod network between the kubelet nodes: "flannel" (VXLAN
+	// through the real flanneld) or "ptp" (static routes).
+	CNI        string
 	Kubeconfig string
 	Config     *rest.Config
 	Client     kubernetes.Interface
@@ -139,6 +142,7 @@ func connect() (*Testbed, error) {
 		return nil, fmt.Errorf("ctl.sh info listed no nodes")
 	}
 	tb.KubeDNSIP, tb.Kubectl, tb.EchoClient = tb.info["KUBE_DNS_IP"], tb.info["KUBECTL"], tb.info["ECHO_CLIENT"]
+	tb.CNI = tb.info["CNI"]
 	return tb, nil
 }
 

@@ -25,6 +25,7 @@ const (
 
 var ourExes = map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true,
 	"kubelet": true, "kube-proxy": true, "containerd": true, "containerd-shim-runc-v2": true, "socat": true,
+	"kube-router": true, "flanneld": true,
 	// The IPVS node's user-mode Linux kernel: all its host processes (the
 	// kernel, its helpers, each guest process) carry the kernel's command
 	// line, which names the testbed's state dir (uml_dir=…).
@@ -46,9 +47,16 @@ func setup(t *testing.T) string {
 
 func script(t *testing.T, root, name string, args ...string) string {
 	t.Helper()
+	return scriptEnv(t, root, nil, name, args...)
+}
+
+// scriptEnv runs a testbed script with env added to the test's environment.
+func scriptEnv(t *testing.T, root string, env []string, name string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "test", "testbed", name)}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -254,4 +262,58 @@ func TestUpAfterKill9(t *testing.T) {
 	script(t, root, "down.sh")
 	assertClean(t, root, sysctls, created)
 	script(t, root, "up.sh")
+}
+
+// TestUpRecreatesOtherCNI: `up` over a running testbed whose Pod network
+// differs from SVTB_CNI recreates it, and each network is what it says: with
+// flannel, flanneld runs on each kubelet node and the route between their Pod
+// CIDRs goes through flannel.1; with ptp there is no flanneld and the route
+// is a static one via the other node. The testbed is left in the default mode.
+func TestUpRecreatesOtherCNI(t *testing.T) {
+	root := setup(t)
+	script(t, root, "up.sh")
+	def := cniMode(t)
+	other := map[string]string{"flannel": "ptp", "ptp": "flannel"}[def]
+	if other == "" {
+		t.Fatalf("unknown running CNI %q", def)
+	}
+	for _, mode := range []string{other, def} {
+		out := scriptEnv(t, root, []string{"SVTB_CNI=" + mode}, "up.sh")
+		if !strings.Contains(out, "recreating it") {
+			t.Errorf("up with SVTB_CNI=%s over a %s testbed did not recreate it", mode, cniMode(t))
+		}
+		if got := cniMode(t); got != mode {
+			t.Fatalf("running CNI %q after up with SVTB_CNI=%s", got, mode)
+		}
+		flanneld := 0
+		for _, p := range testbedProcesses(t) {
+			if strings.Contains(p, "flanneld") {
+				flanneld++
+			}
+		}
+		route, err := exec.Command("nsenter", "--net=/var/run/netns/svtb-node1", "--", "ip", "route", "show", "10.244.2.0/24").CombinedOutput()
+		if err != nil {
+			t.Fatalf("route on svtb-node1: %v: %s", err, route)
+		}
+		switch mode {
+		case "flannel":
+			if flanneld != 2 || !strings.Contains(string(route), "dev flannel.1") {
+				t.Errorf("flannel: %d flanneld processes, route %q", flanneld, route)
+			}
+		case "ptp":
+			if flanneld != 0 || !strings.Contains(string(route), "via 10.0.0.12 dev eth0") {
+				t.Errorf("ptp: %d flanneld processes, route %q", flanneld, route)
+			}
+		}
+		script(t, root, "status.sh")
+	}
+}
+
+func cniMode(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(stateDir, "cni-mode"))
+	if err != nil {
+		t.Fatalf("running CNI: %v", err)
+	}
+	return strings.TrimSpace(string(b))
 }

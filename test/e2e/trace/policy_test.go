@@ -34,20 +34,7 @@ func TestEnforcedPolicyIsolatesBackends(t *testing.T) {
 	frontend := tb.WaitPodsReady(t, ns, map[string]string{"app": "frontend"}, 1)[0]
 	other := tb.WaitPodsReady(t, ns, map[string]string{"app": "other"}, 1)[0]
 
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: ns},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(framework.EchoHTTPPort))}},
-			}},
-		},
-	}
-	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createWebFromFrontendPolicy(t, tb, ns)
 	url := fmt.Sprintf("http://%s:%d/healthz", web.Status.PodIP, framework.EchoHTTPPort)
 	get := func(pod string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -96,5 +83,62 @@ func TestEnforcedPolicyIsolatesBackends(t *testing.T) {
 	}
 	if r.Trace.Verdict.FirstFailingLayer != report.LayerPolicy {
 		t.Errorf("first failing layer %q, want policy", r.Trace.Verdict.FirstFailingLayer)
+	}
+}
+
+// TestUnenforcedNodeLetsDeniedTrafficThrough: the same policy admitting only
+// the frontend, but kube-router's policy controller is stopped on the
+// backend's node and what it programmed there removed, as on a cluster
+// whose CNI enforces nothing. The denied Pod's requests arrive (checked with
+// a real request); the trace says the policy denies it (NP003) and that
+// nothing on that node enforces it (NP021, a warning), instead of NP020.
+func TestUnenforcedNodeLetsDeniedTrafficThrough(t *testing.T) {
+	tb := framework.Setup(t)
+	webNode := nodeWithMode(t, tb, "iptables")
+	clientNode := otherNode(t, tb, webNode.Name)
+	ns, _ := deployWeb(t, tb, 1, []string{webNode.Name})
+	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "other", Replicas: 1, Nodes: []string{clientNode.Name}})
+	web := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)[0]
+	other := tb.WaitPodsReady(t, ns, map[string]string{"app": "other"}, 1)[0]
+	createWebFromFrontendPolicy(t, tb, ns)
+	tb.StopPolicyEnforcer(t, webNode.Name)
+	url := fmt.Sprintf("http://%s:%d/healthz", web.Status.PodIP, framework.EchoHTTPPort)
+	if err := framework.Eventually(framework.Context(t, 60*time.Second), 50*time.Second, time.Second, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := tb.ExecInPod(ctx, ns, other.Name, "echo", "/echo", "get", url)
+		return err
+	}); err != nil {
+		t.Fatalf("with no enforcer on %s, %s should reach %s: %v", webNode.Name, other.Name, url, err)
+	}
+
+	r := svctrace(t, tb, "web", "-n", ns, "--from", "pod/"+other.Name)
+	requireCheck(t, r, report.LayerPolicy, report.CodeNPDenied, "")
+	c := requireCheck(t, r, report.LayerPolicy, report.CodeNPNotEnforced, webNode.Name)
+	if c.Status != report.StatusWarn || !strings.Contains(c.Message, "web-from-frontend") || !strings.Contains(c.Message, web.Name) {
+		t.Errorf("%s: status %s, message %q: want a warning naming the policy and Pod %s", c.Code, c.Status, c.Message, web.Name)
+	}
+	if c := check(r.Trace, report.LayerPolicy, report.CodeNPEnforced, webNode.Name); c != nil {
+		t.Errorf("NP020 on %s with its enforcer stopped: %s", webNode.Name, c.Message)
+	}
+}
+
+// createWebFromFrontendPolicy admits only Pods labelled app=frontend to the
+// web Pods' HTTP port.
+func createWebFromFrontendPolicy(t *testing.T, tb *framework.Testbed, ns string) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: ns},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(framework.EchoHTTPPort))}},
+			}},
+		},
+	}
+	if _, err := tb.Client.NetworkingV1().NetworkPolicies(ns).Create(framework.Context(t, 30*time.Second), np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -318,12 +318,31 @@ func TestHeadlessAndExternalName(t *testing.T) {
 		t.Errorf("headless datapath %s, want skipped", s)
 	}
 
+	// An ExternalName whose target the cluster DNS cannot resolve (the
+	// testbed's CoreDNS forwards nowhere, and .invalid never resolves):
+	// CoreDNS still answers the CNAME; no address follows it.
 	tb.CreateService(t, ns, framework.NewService("ext", "", framework.ExternalName("example.invalid")))
 	r = svctrace(t, tb, "ext", "-n", ns)
 	requireCheck(t, r, report.LayerService, report.CodeSvcExternalName, "")
-	if check(r.Trace, report.LayerDNS, report.CodeDNSLiveOK, "") == nil && check(r.Trace, report.LayerDNS, report.CodeDNSLiveWrong, "") != nil {
-		t.Errorf("CoreDNS's CNAME for the ExternalName judged wrong: %s", summarize(r.Trace, report.LayerDNS))
+	if c := check(r.Trace, report.LayerDNS, report.CodeDNSLiveWrong, ""); c != nil {
+		t.Errorf("CoreDNS's CNAME for the ExternalName judged wrong: %s", c.Message)
 	}
+	c := requireCheck(t, r, report.LayerDNS, report.CodeDNSExternalUnresolved, "")
+	if c.Status != report.StatusFail || !strings.Contains(c.Message, "example.invalid") {
+		t.Errorf("%s %s: %q", c.Code, c.Status, c.Message)
+	}
+	if r.Exit != 3 {
+		t.Errorf("exit %d, want 3", r.Exit)
+	}
+
+	// An ExternalName naming a Service of the cluster resolves through the
+	// CNAME to its address: nothing to report.
+	tb.CreateService(t, ns, framework.NewService("alias", "", framework.ExternalName("web."+ns+".svc.cluster.local")))
+	r = svctrace(t, tb, "alias", "-n", ns)
+	if c := check(r.Trace, report.LayerDNS, report.CodeDNSExternalUnresolved, ""); c != nil {
+		t.Errorf("%s for an ExternalName that resolves: %s", c.Code, c.Message)
+	}
+	requireNoFail(t, r)
 }
 
 func TestManyEndpointsSeveralSlices(t *testing.T) {

@@ -52,7 +52,7 @@ UML_NAME=svcil-node1
 start_daemon() {
 	local name=$1 ns=$2; shift 2
 	mkdir -p "$RUN" "$LOGS"
-	setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+	setsid nsenter --net="/var/run/netns/$ns" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	echo $! >"$RUN/$name.pid"
 	printf '%s\n' "$1" >"$RUN/$name.cmd"
 }

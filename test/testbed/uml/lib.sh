@@ -21,6 +21,20 @@ ip_set_hash_ipport,ip_set_hash_ipportip,ip_set_hash_ipportnet,ip_set_hash_net,ip
 
 uml_log() { printf '[uml %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
+# uml_preload: print the path of xstate-preload.so (see xstate-preload.c: UML
+# 6.1 on a host CPU with AMX), built once per source version into the cache.
+uml_preload() {
+	local src=$UML_DIR/xstate-preload.c sum out
+	sum=$(sha256sum "$src" | cut -c1-12)
+	out=${SVCTRACE_CACHE:-$HOME/.cache/svctrace}/uml-xstate-preload-$sum/xstate-preload.so
+	if [[ ! -f $out ]]; then
+		mkdir -p "$(dirname "$out")"
+		gcc -shared -fPIC -O2 -Wall -Werror -o "$out.tmp" "$src" -ldl || { uml_log "building $src failed (gcc, libc6-dev)"; return 1; }
+		mv -f "$out.tmp" "$out"
+	fi
+	echo "$out"
+}
+
 # uml_alive NAME: the recorded leader PID is alive and is this instance.
 uml_alive() {
 	local pid f=$UML_STATE/$1/pid
@@ -75,6 +89,8 @@ uml_boot() {
 	local name=$1 job=$2 d=$UML_STATE/$1 args=""
 	shift 2
 	[[ -x $UML_KERNEL ]] || { uml_log "no UML kernel at $UML_KERNEL (apt: user-mode-linux; test/testbed/deps.sh)"; return 1; }
+	local preload
+	preload=$(uml_preload) || return 1
 	[[ $job == /* && -x $job ]] || { uml_log "job must be an absolute path to an executable: $job"; return 1; }
 	uml_stop "$name" 5
 	# The console of the previous boot is what says why it ended (a retry
@@ -94,8 +110,9 @@ uml_boot() {
 	[[ -n ${UML_NETNS:-} ]] && cmd=(nsenter "--net=/var/run/netns/$UML_NETNS" -- "${cmd[@]}")
 	date +%s.%N >"$d/started"
 	# TMPDIR: UML backs guest memory with a (deleted) file there.
-	# 8 and 9: lock files of the callers (testbed_lock); the kernel must not hold them.
-	TMPDIR=${TMPDIR:-/tmp} setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 8>&- 9>&- &
+	# 8 and 9: lock files of the callers (testbed_lock); 3-7: whatever a caller
+	# such as flock(1) holds a lock on. The kernel must hold none of them.
+	TMPDIR=${TMPDIR:-/tmp} LD_PRELOAD=$preload setsid "${cmd[@]}" </dev/null >"$d/console.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	local pid=$!
 	echo "$pid" >"$d/pid"
 	# nsenter execs the kernel, so $! is the kernel's PID either way; wait until

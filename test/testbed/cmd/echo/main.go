@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,6 +128,18 @@ func serve(args []string) error {
 			_ = json.NewEncoder(w).Encode(ident(r))
 		})
 		mux.HandleFunc("/hostname", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, host) })
+		// /bytes?n=N answers N bytes (at most 16 MiB): a response that needs
+		// full-size packets, where a path-MTU blackhole shows.
+		mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
+			n, err := strconv.Atoi(r.URL.Query().Get("n"))
+			if err != nil || n < 0 || n > 16<<20 {
+				http.Error(w, "want ?n=0..16777216", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			_, _ = w.Write(bytes.Repeat([]byte{'x'}, n))
+		})
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 			if !isReady() {
 				http.Error(w, "not ready", http.StatusServiceUnavailable)
