@@ -814,3 +814,26 @@ func TestSelectorMatchesPodsOnlyElsewhere(t *testing.T) {
 		t.Errorf("without a cluster-wide list: want %s without the hint, got %+v", report.CodeSvcSelectorNoPods, tr.Layer(report.LayerService).Checks)
 	}
 }
+
+// TestExternalNameInspectsAStandInNode: an ExternalName has no endpoints and
+// no rules, but its DNS answer (the CNAME and its target's address) only a
+// query from inside the cluster shows: one Ready node is inspected as a
+// stand-in, and the layers that do not apply stay skipped.
+func TestExternalNameInspectsAStandInNode(t *testing.T) {
+	objs := replace(healthy(), service("web", func(s *corev1.Service) {
+		s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
+	}))
+	f := &fakeInspector{}
+	tr, err := Run(context.Background(), fake.NewClientset(objs...), "default", "web", Options{Inspector: f, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.plan.Nodes) != 1 || !slices.Equal(f.plan.Nodes[0].Roles, []string{RoleStandIn}) {
+		t.Fatalf("plan %+v, want one stand-in node", f.plan.Nodes)
+	}
+	for _, l := range []report.LayerName{report.LayerEndpoints, report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {
+		if s := tr.Layer(l).Status; s != report.StatusSkipped {
+			t.Errorf("layer %s is %s, want skipped", l, s)
+		}
+	}
+}

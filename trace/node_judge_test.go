@@ -930,6 +930,15 @@ func TestJudgeExternalNameTarget(t *testing.T) {
 			if ok != tt.want {
 				t.Fatalf("%s present %v, want %v: %v", report.CodeDNSExternalUnresolved, ok, tt.want, keysOf(nodeCodes(tr, report.LayerDNS, "")))
 			}
+			// The stand-in node's other sections judge nothing here.
+			for _, l := range []report.LayerName{report.LayerEndpoints, report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {
+				if s := tr.Layer(l).Status; s != report.StatusSkipped {
+					t.Errorf("layer %s is %s, want skipped: %v", l, s, keysOf(nodeCodes(tr, l, "")))
+				}
+			}
+			if !tt.want && tr.Verdict.Status == report.StatusFail {
+				t.Errorf("verdict fail for an ExternalName that resolves: %+v", tr.Verdict)
+			}
 			if !ok {
 				return
 			}

@@ -22,8 +22,9 @@ const (
 	RoleSelected  = "selected"
 	RoleAllNodes  = "all-nodes"
 	// RoleStandIn: no endpoint names its node (external backends, a
-	// hand-made EndpointSlice) and no client was given, so one Ready node
-	// stands in for "a node the traffic could come from".
+	// hand-made EndpointSlice, an ExternalName Service's DNS answer, which
+	// only a query from inside the cluster shows) and no client was given,
+	// so one Ready node stands in for "a node the traffic could come from".
 	RoleStandIn = "stand-in"
 )
 
@@ -135,8 +136,13 @@ func (in *Input) ReadPlanNodes(ctx context.Context, client kubernetes.Interface,
 	return in.ReadNodes(ctx, client, names, false)
 }
 
-// needsStandIn: the Service has endpoints but none of them names a node.
+// needsStandIn: the Service has endpoints but none of them names a node, or
+// it is an ExternalName, whose CNAME and its target's address only the
+// cluster DNS can answer, asked from a node.
 func (in *Input) needsStandIn() bool {
+	if in.Service != nil && in.Service.Spec.Type == corev1.ServiceTypeExternalName {
+		return true
+	}
 	has := false
 	for _, sl := range in.Slices {
 		for _, e := range sl.Endpoints {

@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 export SVCTRACE_E2E=1 SVCTRACE_KUBECONFIG=$KUBECONFIG_DIR/kubeconfig
 rc=0
-go test -p 1 ./test/e2e/... -count=1 -timeout 30m ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_VERBOSE:+-v} || rc=$?
+go test -p 1 ./test/e2e/... -count=1 -timeout 60m ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_VERBOSE:+-v} || rc=$?
 if [[ ${SVTB_E2E_TEARDOWN:-1} == 1 ]]; then
 	SVCTRACE_E2E_TEARDOWN=1 go test ./test/e2e/teardown -count=1 -timeout 30m -v || rc=$?
 fi

@@ -87,9 +87,17 @@ start_daemon() {
 	else
 		setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	fi
-	echo $! >"$RUN/$name.pid"
+	local pid=$! i
+	echo "$pid" >"$RUN/$name.pid"
 	# Remember the exact command line so `down` only ever signals what we started.
 	printf '%s\n' "$1" >"$RUN/$name.cmd"
+	# Until setsid and nsenter have exec'd the daemon, the pid runs one of
+	# them and pid_alive says no: a caller checking liveness right away (a
+	# loaded machine makes the window long) would take a start for an exit.
+	for ((i = 0; i < 50; i++)); do
+		pid_alive "$name" || [[ ! -e /proc/$pid ]] || { sleep 0.1; continue; }
+		break
+	done
 }
 
 # pid_alive NAME: true if the recorded pid is alive and is still our binary.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -326,4 +327,42 @@ func (tb *Testbed) SetPodVethMTU(t testing.TB, node, podIP string, mtu int) (str
 	}
 	old := f[i+1]
 	return dev, tb.ctlFault(t, []string{"link-mtu", node, dev, fmt.Sprint(mtu)}, []string{"link-mtu", node, dev, old})
+}
+
+// IPVSNodeLabel marks the Node the testbed's IPVS node (user-mode Linux)
+// registers with its own kubelet.
+const IPVSNodeLabel = "svctrace.dev/ipvs-node"
+
+// WaitIPVSProgrammed waits until kube-proxy on the testbed's IPVS node holds
+// a virtual server for addr (ClusterIP:port, TCP) with at least realServers
+// real servers. Its kube-proxy runs in user-mode Linux and syncs a new
+// Service seconds after the others; an --all-nodes trace taken before
+// rightly reports it unprogrammed there. Without a registered IPVS node
+// (SVTB_IPVS_NODE=0 or no kubelet) there is nothing to wait for.
+func (tb *Testbed) WaitIPVSProgrammed(t testing.TB, addr string, realServers int) {
+	t.Helper()
+	ctx := Context(t, 2*time.Minute)
+	nodes, err := tb.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: IPVSNodeLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) == 0 {
+		return
+	}
+	script := filepath.Join(tb.RepoRoot, "test", "testbed", "ipvs-node.sh")
+	var last string
+	err = Eventually(ctx, 90*time.Second, 500*time.Millisecond, func(ctx context.Context) error {
+		out, err := Run(ctx, "bash", script, "exec", "ipvsadm", "-Ln", "-t", addr)
+		last = out
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(out, "Masq"); n < realServers {
+			return fmt.Errorf("%d of %d real servers", n, realServers)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("kube-proxy (ipvs) on %s did not program %s: %v\n%s", nodes.Items[0].Name, addr, err, last)
+	}
 }

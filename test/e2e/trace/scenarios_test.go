@@ -53,11 +53,13 @@ func deployWeb(t *testing.T, tb *framework.Testbed, n int, nodes []string, opts 
 	svc = tb.CreateService(t, ns, framework.NewService("web", "web", opts...))
 	tb.WaitReadyEndpoints(t, ns, "web", n)
 	waitProgrammed(t, tb, svc)
+	tb.WaitServiceResolvable(t, ns, "web")
 	return ns, svc
 }
 
 // waitProgrammed waits until every node's kube-proxy has synced the Service:
-// its ClusterIP accepts a connection from each node. kube-proxy syncs a
+// its ClusterIP accepts a connection from each kubelet node, and the IPVS
+// node's kube-proxy holds its virtual server. kube-proxy syncs a
 // moment after the EndpointSlice changes; a trace in that moment rightly
 // reports the old rules, which is not what these scenarios test.
 func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
@@ -79,6 +81,9 @@ func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
 		if err != nil {
 			t.Fatalf("%s never answered from %s: %v", addr, n.Name, err)
 		}
+	}
+	if svc.Spec.Ports[0].Protocol == corev1.ProtocolTCP || svc.Spec.Ports[0].Protocol == "" {
+		tb.WaitIPVSProgrammed(t, addr, 1)
 	}
 }
 
