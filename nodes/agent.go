@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"net/http"
@@ -85,15 +84,10 @@ func runAgent(ctx context.Context, exec ExecFunc, namespace, pod string, request
 	// A large request comes gzipped already (PlannedNode.EncodedRequest).
 	gz := requestJSON
 	if !collectorapi.IsGzip(gz) {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		if _, err := zw.Write(requestJSON); err != nil {
+		var err error
+		if gz, err = collectorapi.GzipRequest(requestJSON); err != nil {
 			return nil, err
 		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
-		gz = buf.Bytes()
 	}
 	out, err := exec(ctx, namespace, pod, AgentContainerName, []string{AgentCollector, "--request-file", "-"}, gz)
 	if err != nil {

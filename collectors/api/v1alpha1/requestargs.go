@@ -40,10 +40,18 @@ func RequestArgs(requestJSON []byte) ([]string, error) {
 	if len(requestJSON) <= RequestInlineMax {
 		return []string{"--request", string(requestJSON)}, nil
 	}
+	gz, err := GzipRequest(requestJSON)
+	if err != nil {
+		return nil, err
+	}
+	return gzipArgs(gz, len(requestJSON))
+}
+
+// GzipRequest compresses a JSON request at gzip's default level, not the
+// best: 4.4 ms instead of 22 ms for a 5,000-endpoint request (46 KiB
+// instead of 41), and a request is compressed once per inspected node.
+func GzipRequest(requestJSON []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	// The default level, not the best: 4.4 ms instead of 22 ms for a
-	// 5,000-endpoint request (46 KiB instead of 41), and a request is
-	// compressed once per inspected node.
 	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(requestJSON); err != nil {
 		return nil, err
@@ -51,7 +59,7 @@ func RequestArgs(requestJSON []byte) ([]string, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return gzipArgs(buf.Bytes(), len(requestJSON))
+	return buf.Bytes(), nil
 }
 
 // gzipArgs is the --request-gz arguments of a gzipped request of jsonLen

@@ -364,7 +364,8 @@ func TestHolmesGPTToolsetOnTestbed(t *testing.T) {
 func TestSVGOfRealTracesInChromium(t *testing.T) {
 	tb := framework.Setup(t)
 	bin := browser.Chromium(t)
-	healthy, _ := deployWeb(t, tb, 2, nil)
+	healthy, svc := deployWeb(t, tb, 2, nil)
+	waitAllNodes(t, tb, svc)
 	wrong := tb.Namespace(t)
 	tb.DeployEcho(t, wrong, framework.EchoOptions{Name: "web", Replicas: 2, ListenHTTPPort: 8081})
 	tb.CreateService(t, wrong, framework.NewService("web", "web"))

@@ -173,7 +173,8 @@ func setFlag(args []string, name, short, value string) []string {
 // example's, which every command must accept.
 func TestExamplesOnTestbed(t *testing.T) {
 	tb := framework.Setup(t)
-	ns, _ := deployWeb(t, tb, 1, nil)
+	ns, svc := deployWeb(t, tb, 1, nil)
+	waitAllNodes(t, tb, svc) // one example traces --all-nodes
 	kctx := currentContext(t, tb.Kubeconfig)
 	// A fresh root per example: Resolve leaves the parsed values in the flags.
 	newRoot := func() *cobra.Command {

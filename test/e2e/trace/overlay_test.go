@@ -60,7 +60,8 @@ func requireOverlayHealthy(t *testing.T, r result, node string, peers ...string)
 func TestFlannelOverlayHealthy(t *testing.T) {
 	tb := flannelTestbed(t)
 	n1, n2 := tb.Nodes[0].Name, tb.Nodes[1].Name
-	ns, _ := deployWeb(t, tb, 2, []string{n1, n2})
+	ns, svc := deployWeb(t, tb, 2, []string{n1, n2})
+	waitAllNodes(t, tb, svc)
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
 		t.Run(strings.Join(append([]string{"default"}, extra...), " "), func(t *testing.T) {
 			r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
@@ -125,7 +126,8 @@ func TestFlannelVTEPEntryMissing(t *testing.T) {
 func TestFlannelEncapBlocked(t *testing.T) {
 	tb := flannelTestbed(t)
 	n1, n2 := tb.Nodes[0].Name, tb.Nodes[1].Name
-	ns, _ := deployWeb(t, tb, 2, []string{n1, n2})
+	ns, svc := deployWeb(t, tb, 2, []string{n1, n2})
+	waitAllNodes(t, tb, svc)
 	tb.BlockEncap(t, n2)
 	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
 	for _, n := range []string{n1, n2} {
