@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -144,9 +145,24 @@ func rereadIPTablesEntries(ctx context.Context, req *collectorapi.Request, opts 
 	if !byReferences || failed == "" {
 		return
 	}
+	// Only a complete second read replaces the first: probes of many
+	// unanswering endpoints can use up the collector's time, and a read cut
+	// short by that would turn rules that were read into none.
+	keep := func(why string) {
+		for i := range ipt.Data.Backends {
+			if b := &ipt.Data.Backends[i]; b.EntryProof == collectorapi.IPTablesEntryProofReferences {
+				b.EntryRereadError = why
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		keep("not read again after the probe of " + failed + " failed: " + err.Error())
+		return
+	}
 	q := iptables.Query{Service: req.Service, Endpoints: req.Endpoints, Reader: opts.IPTablesReader, EntryProof: collectorapi.IPTablesEntryProofRules}
 	again := collectors.RunSection(ctx, func(ctx context.Context) (*collectorapi.IPTablesObservation, error) { return iptables.Read(ctx, q) })
-	if again.Data == nil {
+	if why := incompleteRead(again, ipt.Data); why != "" {
+		keep("read again after the probe of " + failed + " failed, incomplete: " + why)
 		return
 	}
 	for i := range again.Data.Backends {
@@ -156,6 +172,26 @@ func rereadIPTablesEntries(ctx context.Context, req *collectorapi.Request, opts 
 	}
 	again.DurationMillis += ipt.DurationMillis
 	obs.Sections.IPTables = again
+}
+
+// incompleteRead says why a second read of the iptables section is not
+// to replace the first ("" when it may): a section error, a backend with an
+// error, or fewer backends than the first read.
+func incompleteRead(again *collectorapi.Section[collectorapi.IPTablesObservation], first *collectorapi.IPTablesObservation) string {
+	switch {
+	case again == nil || again.Data == nil:
+		return "no data"
+	case again.Error != "":
+		return again.Error
+	case len(again.Data.Backends) < len(first.Backends):
+		return fmt.Sprintf("%d of %d backends", len(again.Data.Backends), len(first.Backends))
+	}
+	for _, b := range again.Data.Backends {
+		if b.Error != "" {
+			return b.Backend + " " + b.Family + ": " + b.Error
+		}
+	}
+	return ""
 }
 
 // failedFrontend names the first probe of a Service frontend (cluster IP,

@@ -31,6 +31,21 @@ func TestQuestions(t *testing.T) {
 	}
 }
 
+// An ExternalName Service with a named port is asked for its name only:
+// its port names do not exist in the cluster DNS.
+func TestQuestionsExternalName(t *testing.T) {
+	req := webRequest()
+	req.Service.Type, req.Service.ExternalName = "ExternalName", "web.other.svc.cluster.local"
+	if len(req.Service.Ports) == 0 || req.Service.Ports[0].Name == "" {
+		t.Fatal("the request needs a named port for this test")
+	}
+	for _, q := range Questions(req) {
+		if q.Type == mdns.TypeSRV {
+			t.Errorf("asked %s SRV for an ExternalName Service", q.Name)
+		}
+	}
+}
+
 func TestReadAgainstLoopbackServer(t *testing.T) {
 	port := fakedns.ServeLoopback(t)
 	obs, err := (&Reader{Port: port, Timeout: time.Second}).Read(context.Background(), webRequest())

@@ -73,6 +73,10 @@ type IPTablesBackendObservation struct {
 	// match what kube-proxy writes, a chain read with iptables, a ruleset
 	// that changed while it was read, a probe of a frontend that failed).
 	EntryProofFallback string `json:"entryProofFallback,omitempty"`
+	// EntryRereadError says why KUBE-SERVICES could not be read after a
+	// frontend's probe failed (the collector's time ran out, a read
+	// error): the entry rules stay as the reference counts proved them.
+	EntryRereadError string `json:"entryRereadError,omitempty"`
 	// Generation is the nf_tables ruleset generation every netlink read saw
 	// (NFTA_GEN_ID, the same before and after them).
 	Generation uint32 `json:"generation,omitempty"`

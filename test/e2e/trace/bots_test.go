@@ -365,7 +365,7 @@ func TestSVGOfRealTracesInChromium(t *testing.T) {
 	tb := framework.Setup(t)
 	bin := browser.Chromium(t)
 	healthy, svc := deployWeb(t, tb, 2, nil)
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 2)
 	wrong := tb.Namespace(t)
 	tb.DeployEcho(t, wrong, framework.EchoOptions{Name: "web", Replicas: 2, ListenHTTPPort: 8081})
 	tb.CreateService(t, wrong, framework.NewService("web", "web"))

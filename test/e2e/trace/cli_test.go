@@ -174,7 +174,7 @@ func setFlag(args []string, name, short, value string) []string {
 func TestExamplesOnTestbed(t *testing.T) {
 	tb := framework.Setup(t)
 	ns, svc := deployWeb(t, tb, 1, nil)
-	waitAllNodes(t, tb, svc) // one example traces --all-nodes
+	waitAllNodes(t, tb, svc, 1) // one example traces --all-nodes
 	kctx := currentContext(t, tb.Kubeconfig)
 	// A fresh root per example: Resolve leaves the parsed values in the flags.
 	newRoot := func() *cobra.Command {

@@ -61,7 +61,7 @@ func TestFlannelOverlayHealthy(t *testing.T) {
 	tb := flannelTestbed(t)
 	n1, n2 := tb.Nodes[0].Name, tb.Nodes[1].Name
 	ns, svc := deployWeb(t, tb, 2, []string{n1, n2})
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 2)
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
 		t.Run(strings.Join(append([]string{"default"}, extra...), " "), func(t *testing.T) {
 			r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
@@ -127,7 +127,7 @@ func TestFlannelEncapBlocked(t *testing.T) {
 	tb := flannelTestbed(t)
 	n1, n2 := tb.Nodes[0].Name, tb.Nodes[1].Name
 	ns, svc := deployWeb(t, tb, 2, []string{n1, n2})
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 2)
 	tb.BlockEncap(t, n2)
 	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
 	for _, n := range []string{n1, n2} {

@@ -28,7 +28,7 @@ func TestEnforcedPolicyIsolatesBackends(t *testing.T) {
 	webNode := nodeWithMode(t, tb, "iptables")
 	clientNode := otherNode(t, tb, webNode.Name)
 	ns, svc := deployWeb(t, tb, 1, []string{webNode.Name})
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 1)
 	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "frontend", Replicas: 1, Nodes: []string{clientNode.Name}})
 	tb.DeployEcho(t, ns, framework.EchoOptions{Name: "other", Replicas: 1, Nodes: []string{clientNode.Name}})
 	web := tb.WaitPodsReady(t, ns, map[string]string{"app": "web"}, 1)[0]

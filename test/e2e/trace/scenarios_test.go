@@ -85,15 +85,16 @@ func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
 
 // waitAllNodes is for a scenario traced with --all-nodes, which inspects the
 // IPVS node too: its kube-proxy, in user-mode Linux, programs a new Service
-// seconds after the others, so wait until it holds the virtual server.
-// Scenarios that inspect only the nodes they name skip that wait.
-func waitAllNodes(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
+// seconds after the others, so wait until its virtual server holds the
+// Service's endpoints. Scenarios that inspect only the nodes they name skip
+// that wait.
+func waitAllNodes(t *testing.T, tb *framework.Testbed, svc *corev1.Service, endpoints int) {
 	t.Helper()
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return
 	}
 	if p := svc.Spec.Ports[0].Protocol; p == corev1.ProtocolTCP || p == "" {
-		tb.WaitIPVSProgrammed(t, net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port)), 1)
+		tb.WaitIPVSProgrammed(t, net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port)), endpoints)
 	}
 }
 
@@ -378,7 +379,24 @@ func TestManyEndpointsSeveralSlices(t *testing.T) {
 	for _, a := range addrs {
 		tb.CreateManualEndpointSlice(t, ns, "many", a, []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}})
 	}
-	// kube-proxy programs 120 new endpoints on its next sync; trace until it has.
+	// kube-proxy programs 120 new endpoints on its next syncs (18 s after the
+	// Service was created, measured on an idle testbed; longer in a full
+	// run). The endpoints do not answer, so no connection can tell: count
+	// its rules, one per endpoint in KUBE-SVC, each commented
+	// "<ns>/many:http -> <ip>:8080".
+	want := fmt.Sprintf("%s/many:http -> ", ns)
+	if err := framework.Eventually(framework.Context(t, 3*time.Minute), 150*time.Second, time.Second, func(ctx context.Context) error {
+		out, err := framework.Run(ctx, "ip", "netns", "exec", n.Name, "iptables", "-t", "nat", "-S")
+		if err != nil {
+			return err
+		}
+		if got := strings.Count(out, want); got < 120 {
+			return fmt.Errorf("kube-proxy on %s programmed %d of 120 endpoints", n.Name, got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	r := svctraceUntil(t, tb, func(r result) bool {
 		return check(r.Trace, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) != nil
 	}, "many", "-n", ns, "--node", n.Name)
@@ -535,7 +553,7 @@ func TestDNSThroughNodeThatDoesNotForward(t *testing.T) {
 	}
 	tb.WaitReadyEndpoints(t, "kube-system", "kube-dns", 1)
 	ns, svc := deployWeb(t, tb, 1, []string{dnsNode})
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 1)
 	tb.SetIPForward(t, dnsNode, false)
 	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
 	if r.Exit != 3 {
@@ -587,7 +605,7 @@ func TestNodePortsAndHealthCheck(t *testing.T) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	})
-	waitAllNodes(t, tb, svc)
+	waitAllNodes(t, tb, svc, 1)
 	r := svctrace(t, tb, "web", "-n", ns, "--all-nodes")
 	requireNoFail(t, r)
 	for _, node := range []string{n.Name, other.Name} {
