@@ -7,12 +7,14 @@
 # backend) against the testbed API server, and Pod CIDR 10.244.3.0/24.
 # `exec` runs a command inside the node.
 #
-# It also runs a real kubelet v1.37.2 with containerd and the CNI bridge plugin
-# (uml/kubelet-guest.sh): the Node registers itself, Ready, tainted
-# $IPVS_NODE_TAINT so that only Pods that tolerate it run there (collector
-# Pods tolerate every taint). SVTB_IPVS_KUBELET=0 runs no kubelet: the node's
-# Pods are then two network namespaces with the echo server, and there is no
-# Node object (the e2e makes one).
+# By default it runs no kubelet: the node's Pods are two network namespaces
+# with the echo server, and there is no Node object (the e2e makes one).
+# SVTB_IPVS_KUBELET=1 also runs a real kubelet v1.37.2 with containerd and
+# the CNI bridge plugin (uml/kubelet-guest.sh): the Node registers itself,
+# Ready, tainted $IPVS_NODE_TAINT so that only Pods that tolerate it run
+# there (collector Pods tolerate every taint). Opt-in for its cost: the
+# kubelet and containerd in user-mode Linux keep a host core 30-50% busy
+# when idle and made the e2e suite twice as long (test/testbed/README.md).
 #
 #   ipvs-node.sh up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env
 #
@@ -27,7 +29,7 @@ IPVS_NODE_GW=10.244.3.1/24
 dir=$STATE/nodes/$IPVS_NODE
 # `up` builds the node as asked (SVTB_IPVS_KUBELET); status, env, exec and
 # import describe the node that runs (its mode is in $dir/kubelet-mode).
-KUBELET_MODE=${SVTB_IPVS_KUBELET:-1}
+KUBELET_MODE=${SVTB_IPVS_KUBELET:-0}
 if [[ ${1:-} != up && -f $dir/kubelet-mode ]]; then KUBELET_MODE=$(<"$dir/kubelet-mode"); fi
 IPVS_PODS=()
 ((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
