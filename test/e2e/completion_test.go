@@ -70,9 +70,7 @@ func TestCompletionServiceNames(t *testing.T) {
 	ns := tb.Namespace(t)
 	ctx := framework.Context(t, 2*time.Minute)
 	for _, name := range []string{"alpha-web", "alpha-api", "beta"} {
-		if _, err := tb.Client.CoreV1().Services(ns).Create(ctx, framework.NewService(name, name), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create service %s: %v", name, err)
-		}
+		tb.CreateService(t, ns, framework.NewService(name, name))
 	}
 	dir := completionDir(t, tb)
 	plugin := filepath.Join(dir, "kubectl-svctrace")

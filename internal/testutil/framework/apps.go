@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -266,11 +267,25 @@ func (tb *Testbed) CreateService(t testing.TB, ns string, s *corev1.Service) *co
 	t.Helper()
 	s = s.DeepCopy()
 	s.Namespace = ns
-	out, err := tb.Client.CoreV1().Services(ns).Create(Context(t, 30*time.Second), s, metav1.CreateOptions{})
-	if err != nil {
+	ctx := Context(t, 2*time.Minute)
+	// A loaded API server answers a write it could not finish in time with
+	// a timeout, and may still have made it: try again, and take the
+	// Service made by the timed-out attempt.
+	for attempt := 0; ; attempt++ {
+		out, err := tb.Client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return out
+		case attempt > 0 && apierrors.IsAlreadyExists(err):
+			if out, err = tb.Client.CoreV1().Services(ns).Get(ctx, s.Name, metav1.GetOptions{}); err == nil {
+				return out
+			}
+		case attempt < 3 && (apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)):
+			time.Sleep(time.Second)
+			continue
+		}
 		t.Fatalf("create service %s/%s: %v", ns, s.Name, err)
 	}
-	return out
 }
 
 // CreateManualEndpointSlice gives a selector-less Service endpoints by hand.
