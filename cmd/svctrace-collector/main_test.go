@@ -142,13 +142,9 @@ func gzArgs(t *testing.T, request string) []string {
 
 func gzipped(t *testing.T, s string) string {
 	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	if _, err := zw.Write([]byte(s)); err != nil {
+	b, err := collectorapi.GzipRequest([]byte(s))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return string(b)
 }
