@@ -41,15 +41,15 @@ func sameChecks(t *testing.T, what string, got, want *report.ServiceTrace) {
 // with the testbed's kubeconfig, and compares its structured result with
 // `-o json` of the same Service: same verdict (fingerprint included) and
 // the same checks with the same statuses on the same nodes.
+//
+// The two are separate traces, so a check that measures time (DNS answer
+// latency) can differ between them on a loaded machine; such a pair is
+// traced again, at most twice. Any other difference fails at once.
 func TestMCPToolEqualsJSON(t *testing.T) {
 	tb := framework.Setup(t)
 	ns, _ := deployWeb(t, tb, 2, nil)
-	want := svctrace(t, tb, "web", "-n", ns)
-	if want.Exit != 0 || want.Trace == nil {
-		t.Fatalf("-o json: exit %d, want 0 (a healthy Service)", want.Exit)
-	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.Command(binPath, "mcp", "--kubeconfig", tb.Kubeconfig, "--image", CollectorImage, "--timeout", "150s")
 	var serverErr syncBuffer
@@ -60,26 +60,41 @@ func TestMCPToolEqualsJSON(t *testing.T) {
 		t.Fatalf("connect to kubectl-svctrace mcp: %v\n%s", err, serverErr.String())
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "trace_service", Arguments: map[string]any{"namespace": ns, "service": "web"}})
-	if err != nil {
-		t.Fatalf("trace_service: %v\n%s", err, serverErr.String())
-	}
-	if res.IsError {
-		t.Fatalf("trace_service returned an error result: %+v\n%s", res.Content, serverErr.String())
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	validateSchema(t, raw)
-	var got report.ServiceTrace
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatalf("structured content is not a ServiceTrace: %v\n%s", err, raw)
-	}
-	sameVerdict(t, "MCP", got.Verdict, want.Trace.Verdict)
-	sameChecks(t, "MCP", &got, want.Trace)
-	if got.Service.UID != want.Trace.Service.UID {
-		t.Errorf("MCP traced Service UID %s, -o json %s", got.Service.UID, want.Trace.Service.UID)
+
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		want := svctrace(t, tb, "web", "-n", ns)
+		if want.Exit != 0 || want.Trace == nil {
+			t.Fatalf("-o json: exit %d, want 0 (a healthy Service)", want.Exit)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "trace_service", Arguments: map[string]any{"namespace": ns, "service": "web"}})
+		if err != nil {
+			t.Fatalf("trace_service: %v\n%s", err, serverErr.String())
+		}
+		if res.IsError {
+			t.Fatalf("trace_service returned an error result: %+v\n%s", res.Content, serverErr.String())
+		}
+		raw, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		validateSchema(t, raw)
+		var got report.ServiceTrace
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatalf("structured content is not a ServiceTrace: %v\n%s", err, raw)
+		}
+		g, w := framework.CheckKeys(&got), framework.CheckKeys(want.Trace)
+		if !slices.Equal(g, w) && attempt < attempts && (check(&got, report.LayerDNS, report.CodeDNSLiveSlow, "") != nil || check(want.Trace, report.LayerDNS, report.CodeDNSLiveSlow, "") != nil) {
+			t.Logf("attempt %d: the traces differ and one measured a slow DNS answer (%s), tracing both again:\n got %v\nwant %v",
+				attempt, report.CodeDNSLiveSlow, g, w)
+			continue
+		}
+		sameVerdict(t, "MCP", got.Verdict, want.Trace.Verdict)
+		sameChecks(t, "MCP", &got, want.Trace)
+		if got.Service.UID != want.Trace.Service.UID {
+			t.Errorf("MCP traced Service UID %s, -o json %s", got.Service.UID, want.Trace.Service.UID)
+		}
+		break
 	}
 	assertNoCollectorPods(t, tb)
 }
