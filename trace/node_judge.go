@@ -530,7 +530,7 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 				case cname == "" && !sameSet(got, want):
 					code = report.CodeDNSLiveWrong
 					a["answers"], a["expected"] = listOrNone(got), listOrNone(want)
-				case q.LatencyMillis > 500:
+				case q.LatencyMillis > collectorapi.DNSSlowMillis:
 					code = report.CodeDNSLiveSlow
 				default:
 					if len(got) == 0 {
@@ -604,6 +604,9 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
+	if q.FirstLatencyMillis > 0 {
+		raw = append(raw, fmt.Sprintf("asked twice: the first answer took %.1fms", q.FirstLatencyMillis))
+	}
 	nj.EmitNode(code, node, a, raw)
 }
 

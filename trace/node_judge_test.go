@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -263,34 +264,58 @@ func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
 }
 
 func TestJudgeNodesDNS(t *testing.T) {
-	mk := func(answers []string, rcode, errText string) *collectorapi.Observation {
+	mkTimed := func(answers []string, rcode, errText string, latency, first float64) *collectorapi.Observation {
 		o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 		q := func(tr string) collectorapi.DNSQuery {
-			return collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: 2}
+			q := collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: latency}
+			if first > 0 {
+				q.Attempts, q.FirstLatencyMillis = 2, first
+			}
+			return q
 		}
 		o.Sections.DNS = &collectorapi.Section[collectorapi.DNSObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.DNSObservation{
 			Servers: []string{"10.96.0.10"}, Queries: []collectorapi.DNSQuery{q("udp"), q("tcp")}}}
 		return o
 	}
+	mk := func(answers []string, rcode, errText string) *collectorapi.Observation {
+		return mkTimed(answers, rcode, errText, 2, 0)
+	}
+	right := []string{"A 10.96.0.20"}
 	tests := []struct {
 		name string
 		obs  *collectorapi.Observation
 		want string
+		// wantRaw is a line the check's evidence must hold.
+		wantRaw string
 	}{
-		{"right answer", mk([]string{"A 10.96.0.20"}, "NOERROR", ""), report.CodeDNSLiveOK},
-		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), report.CodeDNSLiveWrong},
-		{"nxdomain", mk(nil, "NXDOMAIN", ""), report.CodeDNSLiveNXDomain},
-		{"timeout", mk(nil, "", "read udp: i/o timeout"), report.CodeDNSLiveFailed},
+		{"right answer", mk(right, "NOERROR", ""), report.CodeDNSLiveOK, ""},
+		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), report.CodeDNSLiveWrong, ""},
+		{"nxdomain", mk(nil, "NXDOMAIN", ""), report.CodeDNSLiveNXDomain, ""},
+		{"timeout", mk(nil, "", "read udp: i/o timeout"), report.CodeDNSLiveFailed, ""},
+		{"slow, asked once", mkTimed(right, "NOERROR", "", 730, 0), report.CodeDNSLiveSlow, ""},
+		{"slow twice", mkTimed(right, "NOERROR", "", 640, 910), report.CodeDNSLiveSlow, "asked twice: the first answer took 910.0ms"},
+		// The collector asks a slow answer again; a fast second answer is
+		// the server's, the first one the loaded moment's.
+		{"slow once, fast when asked again", mkTimed(right, "NOERROR", "", 3, 820), report.CodeDNSLiveOK, "asked twice: the first answer took 820.0ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
 			got := nodeCodes(tr, report.LayerDNS, "")
-			if _, ok := got[tt.want]; !ok {
-				t.Errorf("dns checks %v, want %s", keysOf(got), tt.want)
+			c, ok := got[tt.want]
+			if !ok {
+				t.Fatalf("dns checks %v, want %s", keysOf(got), tt.want)
 			}
 			if _, ok := got[report.CodeDNSLiveQuery]; ok {
 				t.Errorf("placeholder live-query check left in after a live query")
+			}
+			if tt.want == report.CodeDNSLiveOK {
+				if _, ok := got[report.CodeDNSLiveSlow]; ok {
+					t.Errorf("dns checks %v: a slow first answer that a second ask contradicts is not %s", keysOf(got), report.CodeDNSLiveSlow)
+				}
+			}
+			if tt.wantRaw != "" && !slices.Contains(c.Evidence.Raw, tt.wantRaw) {
+				t.Errorf("%s evidence %q, want the line %q", tt.want, c.Evidence.Raw, tt.wantRaw)
 			}
 		})
 	}

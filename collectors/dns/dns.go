@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	mdns "github.com/miekg/dns"
@@ -90,50 +89,62 @@ func (r *Reader) Read(ctx context.Context, req *collectorapi.Request) (*collecto
 			}
 		}
 	}
-	obs.Queries = make([]collectorapi.DNSQuery, len(jobs))
 	limit := r.Concurrency
 	if limit <= 0 {
 		limit = 8
 	}
-	ask := func(which []int, timeout time.Duration) {
+	// ask returns the answers to jobs[which[k]] in order.
+	ask := func(which []int, timeout time.Duration) []collectorapi.DNSQuery {
+		out := make([]collectorapi.DNSQuery, len(which))
 		var g errgroup.Group
 		g.SetLimit(limit)
-		var mu sync.Mutex
-		for _, i := range which {
+		for k, i := range which {
 			j := jobs[i]
 			g.Go(func() error {
-				res := Ask(ctx, j.server, port, j.transport, j.q, timeout)
-				mu.Lock()
-				obs.Queries[i] = res
-				mu.Unlock()
+				out[k] = Ask(ctx, j.server, port, j.transport, j.q, timeout)
 				return nil
 			})
 		}
 		_ = g.Wait()
+		return out
 	}
 	all := make([]int, len(jobs))
 	for i := range all {
 		all[i] = i
 	}
-	ask(all, timeout)
+	obs.Queries = ask(all, timeout)
 	// As a resolver does (resolv.conf attempts), a query that timed out is
 	// asked once more, with twice the time: a loaded node's slow answer is
-	// told from no answer.
-	var again []int
+	// told from no answer. An answer slower than DNSSlowMillis is asked once
+	// more too, with the same time: when every collector Pod of a trace
+	// starts at once on a small node, one late answer says more about that
+	// moment than about the server. The faster answer is kept, and the first
+	// try's error or latency recorded.
+	var timedOut, slow []int
 	for i, q := range obs.Queries {
-		if q.ErrorClass == collectorapi.ErrClassTimeout {
-			again = append(again, i)
+		switch {
+		case q.ErrorClass == collectorapi.ErrClassTimeout:
+			timedOut = append(timedOut, i)
+		case q.Error == "" && q.LatencyMillis > collectorapi.DNSSlowMillis:
+			slow = append(slow, i)
 		}
 	}
-	if len(again) > 0 && ctx.Err() == nil {
-		first := make(map[int]string, len(again))
-		for _, i := range again {
-			first[i] = obs.Queries[i].Error
+	if ctx.Err() == nil && len(timedOut) > 0 {
+		for k, q := range ask(timedOut, 2*timeout) {
+			i := timedOut[k]
+			q.Attempts, q.FirstError = 2, obs.Queries[i].Error
+			obs.Queries[i] = q
 		}
-		ask(again, 2*timeout)
-		for _, i := range again {
-			obs.Queries[i].Attempts = 2
-			obs.Queries[i].FirstError = first[i]
+	}
+	if ctx.Err() == nil && len(slow) > 0 {
+		for k, q := range ask(slow, timeout) {
+			i := slow[k]
+			first := obs.Queries[i]
+			if q.Error != "" || q.LatencyMillis >= first.LatencyMillis {
+				q = first
+			}
+			q.Attempts, q.FirstLatencyMillis = 2, first.LatencyMillis
+			obs.Queries[i] = q
 		}
 	}
 	return obs, ctx.Err()

@@ -168,3 +168,64 @@ func TestTimeoutRetriedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowAnswerAskedAgain: an answer slower than DNSSlowMillis is asked once
+// more; a fast second answer is kept with the first one's latency recorded,
+// and a server slow both times keeps its slow answer.
+func TestSlowAnswerAskedAgain(t *testing.T) {
+	const slow = (collectorapi.DNSSlowMillis + 150) * time.Millisecond
+	serve := func(t *testing.T, slowAlways bool) uint16 {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		inner := fakedns.Handler()
+		h := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
+			k := w.LocalAddr().Network() + " " + r.Question[0].String()
+			mu.Lock()
+			seen[k]++
+			n := seen[k]
+			mu.Unlock()
+			if n == 1 || slowAlways {
+				time.Sleep(slow)
+			}
+			inner.ServeDNS(w, r)
+		})
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err != nil {
+			pc.Close()
+			t.Skipf("tcp port busy: %v", err)
+		}
+		udp := &mdns.Server{PacketConn: pc, Handler: h}
+		tcp := &mdns.Server{Listener: l, Handler: h}
+		go func() { _ = udp.ActivateAndServe() }()
+		go func() { _ = tcp.ActivateAndServe() }()
+		t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
+		time.Sleep(20 * time.Millisecond)
+		return uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	}
+	read := func(t *testing.T, port uint16) []collectorapi.DNSQuery {
+		obs, err := (&Reader{Port: port, Timeout: 2 * time.Second, Concurrency: 16}).Read(context.Background(), webRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs.Queries
+	}
+
+	t.Run("fast when asked again", func(t *testing.T) {
+		for _, q := range read(t, serve(t, false)) {
+			if q.Error != "" || q.Attempts != 2 || q.FirstLatencyMillis < collectorapi.DNSSlowMillis || q.LatencyMillis >= collectorapi.DNSSlowMillis {
+				t.Errorf("%s %s: %+v, want the fast second answer kept and the slow first one's latency recorded", q.Transport, q.Type, q)
+			}
+		}
+	})
+	t.Run("slow both times", func(t *testing.T) {
+		for _, q := range read(t, serve(t, true)) {
+			if q.Error != "" || q.Rcode != "NOERROR" || q.Attempts != 2 || q.LatencyMillis < collectorapi.DNSSlowMillis {
+				t.Errorf("%s %s: %+v, want a slow answer after two asks", q.Transport, q.Type, q)
+			}
+		}
+	})
+}

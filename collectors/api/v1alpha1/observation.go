@@ -560,9 +560,18 @@ type DNSQuery struct {
 	ErrorClass string `json:"errorClass,omitempty"`
 	// Attempts is 2 when the first try timed out and the query was asked
 	// again with twice the timeout; FirstError is that first try's error.
-	Attempts   int    `json:"attempts,omitempty"`
-	FirstError string `json:"firstError,omitempty"`
+	// It is 2 also when the first answer took longer than DNSSlowMillis and
+	// the query was asked again; the faster answer is kept and
+	// FirstLatencyMillis is the first try's latency.
+	Attempts           int     `json:"attempts,omitempty"`
+	FirstError         string  `json:"firstError,omitempty"`
+	FirstLatencyMillis float64 `json:"firstLatencyMillis,omitempty"`
 }
+
+// DNSSlowMillis is the answer latency above which a cluster DNS answer is
+// slow: a resolver in a Pod waits this long for what CoreDNS answers from
+// its cache in about a millisecond.
+const DNSSlowMillis = 500
 
 // ---- probe ----
 
