@@ -124,23 +124,7 @@ func TestTimeoutRetriedOnce(t *testing.T) {
 		}
 		inner.ServeDNS(w, r)
 	})
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Skipf("tcp port busy: %v", err)
-	}
-	udp := &mdns.Server{PacketConn: pc, Handler: dropFirst}
-	tcp := &mdns.Server{Listener: l, Handler: dropFirst}
-	go func() { _ = udp.ActivateAndServe() }()
-	go func() { _ = tcp.ActivateAndServe() }()
-	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
-	time.Sleep(20 * time.Millisecond)
-
-	port := uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+	port := fakedns.ServeLoopbackHandler(t, dropFirst)
 	obs, err := (&Reader{Port: port, Timeout: 200 * time.Millisecond}).Read(context.Background(), webRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -189,22 +173,7 @@ func TestSlowAnswerAskedAgain(t *testing.T) {
 			}
 			inner.ServeDNS(w, r)
 		})
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err != nil {
-			pc.Close()
-			t.Skipf("tcp port busy: %v", err)
-		}
-		udp := &mdns.Server{PacketConn: pc, Handler: h}
-		tcp := &mdns.Server{Listener: l, Handler: h}
-		go func() { _ = udp.ActivateAndServe() }()
-		go func() { _ = tcp.ActivateAndServe() }()
-		t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
-		time.Sleep(20 * time.Millisecond)
-		return uint16(pc.LocalAddr().(*net.UDPAddr).Port)
+		return fakedns.ServeLoopbackHandler(t, h)
 	}
 	read := func(t *testing.T, port uint16) []collectorapi.DNSQuery {
 		obs, err := (&Reader{Port: port, Timeout: 2 * time.Second, Concurrency: 16}).Read(context.Background(), webRequest())

@@ -48,6 +48,13 @@ func Handler() mdns.Handler {
 // TCP side of the port the UDP socket got is taken.
 func ServeLoopback(t testing.TB) uint16 {
 	t.Helper()
+	return ServeLoopbackHandler(t, Handler())
+}
+
+// ServeLoopbackHandler is ServeLoopback with another handler: one that
+// delays or drops some answers, wrapping Handler.
+func ServeLoopbackHandler(t testing.TB, h mdns.Handler) uint16 {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,8 +65,8 @@ func ServeLoopback(t testing.TB) uint16 {
 		pc.Close()
 		t.Skipf("tcp port %d busy: %v", port, err)
 	}
-	udp := &mdns.Server{PacketConn: pc, Handler: Handler()}
-	tcp := &mdns.Server{Listener: l, Handler: Handler()}
+	udp := &mdns.Server{PacketConn: pc, Handler: h}
+	tcp := &mdns.Server{Listener: l, Handler: h}
 	go func() { _ = udp.ActivateAndServe() }()
 	go func() { _ = tcp.ActivateAndServe() }()
 	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
