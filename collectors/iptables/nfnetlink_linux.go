@@ -96,10 +96,6 @@ func (c *nfnlConn) request(msgType uint16, flags uint16, family uint8, attrs []b
 	return c.requestGen(msgType, flags, family, attrs, func(_ uint16, b []byte) error { return fn(b) })
 }
 
-// errDumpInterrupted is a dump during which the ruleset changed
-// (NLM_F_DUMP_INTR): what it returned mixes two generations.
-var errDumpInterrupted = errors.New("netlink: the ruleset changed during the dump")
-
 // requestGen is request handing fn each reply's generation (the low 16 bits
 // of the ruleset generation, nfgenmsg.res_id) with its payload. A dump the
 // kernel marks interrupted fails with errDumpInterrupted.

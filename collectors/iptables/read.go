@@ -260,6 +260,18 @@ func (s *store) ensure(ctx context.Context, keys ...chainKey) {
 	_ = g.Wait()
 }
 
+// forgetFailed drops the listings that failed, so that the next ensure
+// lists those chains again.
+func (s *store) forgetFailed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, l := range s.listings {
+		if l.err != nil {
+			delete(s.listings, k)
+		}
+	}
+}
+
 func (s *store) firstErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,6 +294,14 @@ func iptablesCommand(family, suffix string) string {
 	}
 	return "iptables" + suffix
 }
+
+// dumpAttempts bounds the netlink listings of one chain that the ruleset
+// changing under them interrupts, before the chain is listed with iptables.
+const dumpAttempts = 3
+
+// errDumpInterrupted is a dump during which the ruleset changed
+// (NLM_F_DUMP_INTR): what it returned mixes two generations.
+var errDumpInterrupted = errors.New("netlink: the ruleset changed during the dump")
 
 // readNFT reads through iptables-nft, one chain per command.
 func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi.IPTablesBackendObservation {
@@ -309,10 +329,16 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		keep := pre.ruleFilter(k)
 		if nl != nil {
 			l, err := listChainNetlink(nl, family, k, keep)
+			// kube-proxy rewriting its rules during the dump marks it
+			// interrupted: list the chain again, as a netlink dump is
+			// meant to be restarted, and with iptables if it keeps changing.
+			for try := 1; errors.Is(err, errDumpInterrupted) && try < dumpAttempts && ctx.Err() == nil; try++ {
+				l, err = listChainNetlink(nl, family, k, keep)
+			}
 			if err == nil {
 				return l
 			}
-			if !errors.Is(err, errUnsupported) {
+			if !errors.Is(err, errUnsupported) && !errors.Is(err, errDumpInterrupted) {
 				return &chainListing{err: err}
 			}
 			cmdMu.Lock()
@@ -393,6 +419,9 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 		}
 	}
 	if bo.EntryProof == collectorapi.IPTablesEntryProofRules {
+		// A chain whose listing failed while the references were counted
+		// is listed again, not taken for an empty one.
+		st.forgetFailed()
 		assemble(ctx, st, q, family, &bo, true)
 		bo.KubeProxyChains = st.get(svcKey).exists
 	}

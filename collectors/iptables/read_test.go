@@ -429,3 +429,32 @@ func TestReadCommentFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedListingListedAgain: a chain whose listing failed while the
+// references were counted (a netlink dump the ruleset changed under) is
+// listed again for the rule-by-rule read, not kept as a chain without rules.
+func TestFailedListingListedAgain(t *testing.T) {
+	svc := chainKey{"nat", "KUBE-SVC-X6HGKHQUEUPFT27Y"}
+	calls := 0
+	st := &store{listings: map[chainKey]*chainListing{}, parallel: 1}
+	st.fetch = func(context.Context, chainKey) *chainListing {
+		calls++
+		if calls == 1 {
+			return &chainListing{err: errDumpInterrupted}
+		}
+		r, err := ParseRule("-A KUBE-SVC-X6HGKHQUEUPFT27Y -j KUBE-SEP-AAAAAAAAAAAAAAAA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &chainListing{exists: true, rules: []collectorapi.IPTablesRule{r}}
+	}
+	st.ensure(context.Background(), svc)
+	if st.firstErr() == nil {
+		t.Fatal("the first listing should have failed")
+	}
+	st.forgetFailed()
+	st.ensure(context.Background(), svc)
+	if err := st.firstErr(); err != nil || len(st.get(svc).rules) != 1 || calls != 2 {
+		t.Errorf("after forgetFailed: err %v, %d rules, %d listings; want the chain listed again with its rule", err, len(st.get(svc).rules), calls)
+	}
+}
