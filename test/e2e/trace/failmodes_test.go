@@ -146,6 +146,27 @@ func startUDPClient(t *testing.T, node, addr string) *udpClient {
 	return u
 }
 
+// udpAnswers reports whether addr answers any of three datagrams sent from
+// the node's namespace.
+func udpAnswers(ctx context.Context, node, addr string) bool {
+	c, err := framework.DialInNode(ctx, node, "udp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	buf := make([]byte, 64)
+	for i := 0; i < 3; i++ {
+		if _, err := c.Write([]byte("svctrace-udp\n")); err != nil {
+			return false
+		}
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Read(buf); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (u *udpClient) Answers() int { u.mu.Lock(); defer u.mu.Unlock(); return u.answers }
 
 func httpPort() corev1.ServicePort {
@@ -190,6 +211,19 @@ func TestUDPFlowPinnedToReplacedBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.WaitReadyEndpoints(t, ns, "web", 1)
+	// With a grace period of 0 the Pod object is gone at once, but its
+	// container answers until the kubelet kills it, which can come after the
+	// replacement is Ready: until then the pinned flow is still answered.
+	deleted := time.Now()
+	if err := framework.Eventually(framework.Context(t, 90*time.Second), 80*time.Second, time.Second, func(ctx context.Context) error {
+		if udpAnswers(ctx, n.Name, net.JoinHostPort(old.Status.PodIP, fmt.Sprint(framework.EchoUDPPort))) {
+			return fmt.Errorf("the deleted backend %s still answers", old.Status.PodIP)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the deleted backend stopped answering %s after its replacement was Ready", time.Since(deleted).Round(100*time.Millisecond))
 	before := u.Answers()
 	time.Sleep(2 * time.Second)
 	if got := u.Answers() - before; got > 0 {
