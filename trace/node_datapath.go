@@ -146,7 +146,8 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		return
 	}
 	for i, pe := range expect {
-		if !nj.portSelected(pe.PortName, pe.Port) {
+		if !nj.portSelected(pe.PortName, pe.Port) || np.unreadFor(pe.Family) != "" {
+			// DP021 above says what could not be read.
 			continue
 		}
 		pp := findProgrammed(ports, pe)
@@ -282,6 +283,23 @@ type nodeProgrammed struct {
 	ports     []programmedPort
 	leftovers []leftover
 	errs      [][2]string
+	// unread holds, per IP family ("" for every family), why the active
+	// datapath could not be read: a port missing from a read that failed is
+	// not a port kube-proxy left out, so such ports are not compared.
+	unread map[corev1.IPFamily]string
+}
+
+// unreadFor says why the rules of family f could not be read, "" when they were.
+func (np *nodeProgrammed) unreadFor(f corev1.IPFamily) string {
+	if why := np.unread[""]; why != "" {
+		return why
+	}
+	if f == "" {
+		for _, why := range np.unread {
+			return why
+		}
+	}
+	return np.unread[f]
 }
 
 // programmed returns what obs says node programmed, reading it the first time.
@@ -294,7 +312,7 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	switch np.mode {
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 	default:
-		np.ports, np.leftovers, np.errs = programmedFromObservation(obs, np.mode)
+		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
 	}
 	if nj.programmedPorts == nil {
 		nj.programmedPorts = map[string]*nodeProgrammed{}
@@ -665,14 +683,18 @@ type leftover struct {
 }
 
 // programmedFromObservation reads the iptables/nftables/IPVS sections and
-// returns the active datapath's ports, leftovers of others, and section errors.
-func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.DatapathMode) ([]programmedPort, []leftover, [][2]string) {
+// returns the active datapath's ports, leftovers of others, section and
+// backend errors, and per family why the active datapath was not read.
+func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.DatapathMode) ([]programmedPort, []leftover, [][2]string, map[corev1.IPFamily]string) {
 	var errs [][2]string
+	unread := map[corev1.IPFamily]string{}
+	iptMode := mode == collectorapi.ModeIPTables || mode == ""
 	var ipt *collectorapi.IPTablesObservation
 	if s := obs.Sections.IPTables; s != nil {
 		ipt = s.Data
-		if s.Error != "" && (mode == collectorapi.ModeIPTables || mode == "") {
+		if s.Error != "" && iptMode {
 			errs = append(errs, [2]string{collectorapi.SectionIPTables, s.Error})
+			unread[""] = s.Error
 		}
 	}
 	var nft *collectorapi.NFTablesObservation
@@ -680,6 +702,15 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 		nft = s.Data
 		if s.Error != "" && (mode == collectorapi.ModeNFTables || mode == "") {
 			errs = append(errs, [2]string{collectorapi.SectionNFTables, s.Error})
+			unread[""] = s.Error
+		}
+	}
+	if nft != nil && mode == collectorapi.ModeNFTables {
+		for _, t := range nft.Tables {
+			if t.Error != "" {
+				errs = append(errs, [2]string{"nftables table " + t.Family + " " + t.Name, t.Error})
+				unread[familyOf(t.Family)] = t.Error
+			}
 		}
 	}
 
@@ -699,6 +730,25 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 			if t.Present {
 				nftPresent = true
 				nftPorts = append(nftPorts, fromNFTables(nft.Source, t)...)
+			}
+		}
+	}
+
+	if ipt != nil && iptMode {
+		// A backend whose read failed may hold the live rules: its family is
+		// unread unless another backend of that family, read whole,
+		// captures the Service.
+		for _, b := range ipt.Backends {
+			if b.Error == "" {
+				continue
+			}
+			errs = append(errs, [2]string{"iptables (" + b.Backend + " " + b.Family + ")", b.Error})
+			covered := false
+			for _, o := range iptBackends {
+				covered = covered || (o.obs.Error == "" && o.obs.Family == b.Family && captureScore(o.ports) > 0)
+			}
+			if !covered {
+				unread[familyOf(b.Family)] = b.Error
 			}
 		}
 	}
@@ -757,7 +807,7 @@ func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.
 				evidence: "IPVS virtual server(s) " + strings.Join(vs, ", ") + " for this Service still exist"})
 		}
 	}
-	return active, lo, errs
+	return active, lo, errs, unread
 }
 
 func captureScore(ports []programmedPort) int {

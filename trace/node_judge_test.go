@@ -976,3 +976,71 @@ func TestJudgeExternalNameTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeNodesUnreadBackend: a port missing from a read that failed is not
+// a port kube-proxy left out. The failed read is a DP021 warning; no
+// DP006/DP007 is judged from it and the matrix row is unknown. A failed
+// backend next to a whole one that captures the Service is a leftover's
+// problem: the whole one is judged.
+func TestJudgeNodesUnreadBackend(t *testing.T) {
+	const readErr = "netlink receive: dump interrupted"
+	partial := iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))
+	partial.Error = readErr
+	failedEarly := collectorapi.IPTablesBackendObservation{Backend: collectorapi.IPTablesBackendNFTables, Family: "IPv4", Error: readErr}
+	failedLegacy := collectorapi.IPTablesBackendObservation{Backend: collectorapi.IPTablesBackendLegacy, Family: "IPv4", Error: readErr}
+	nftFailed := &collectorapi.NFTablesObservation{Tables: []collectorapi.NFTablesTableObservation{{Family: "ip", Name: "kube-proxy", Present: true, Error: readErr}}}
+	tests := []struct {
+		name     string
+		mode     collectorapi.DatapathMode
+		ipt      *collectorapi.IPTablesObservation
+		nft      *collectorapi.NFTablesObservation
+		want     []string
+		unknown  bool
+		notWants []string
+	}{
+		{name: "active backend read in part", mode: collectorapi.ModeIPTables,
+			ipt:  &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{partial}},
+			want: []string{report.CodeDPSectionError}, unknown: true},
+		{name: "backend failed before its chains were known", mode: collectorapi.ModeIPTables,
+			ipt:  &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{failedEarly}},
+			want: []string{report.CodeDPSectionError}, unknown: true},
+		{name: "nftables table failed", mode: collectorapi.ModeNFTables, nft: nftFailed,
+			want: []string{report.CodeDPSectionError}, unknown: true},
+		{name: "failed legacy beside a whole nf_tables backend", mode: collectorapi.ModeIPTables,
+			ipt: &collectorapi.IPTablesObservation{Backends: append(healthyIPT().Backends, failedLegacy)},
+			want: []string{report.CodeDPSectionError, report.CodeDPRulesMatch}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, tc.mode, tc.ipt, tc.nft)})
+			dp := nodeCodes(tr, report.LayerDatapath, "n1")
+			for _, c := range tc.want {
+				if _, ok := dp[c]; !ok {
+					t.Errorf("datapath checks = %v, want %s", keysOf(dp), c)
+				}
+			}
+			for _, c := range []string{report.CodeDPNoRules, report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints} {
+				if _, ok := dp[c]; ok {
+					t.Errorf("%s judged from a failed read: %s", c, dp[c].Message)
+				}
+			}
+			if c := dp[report.CodeDPSectionError]; !strings.Contains(c.Message, readErr) {
+				t.Errorf("%s does not carry the read error: %q", c.Code, c.Message)
+			}
+			if s := tr.Layer(report.LayerDatapath).Status; s == report.StatusFail {
+				t.Errorf("datapath layer fails: %s", tr.Layer(report.LayerDatapath).Reason)
+			}
+			if tr.Matrix == nil || len(tr.Matrix.Ports) != 1 {
+				t.Fatalf("matrix = %+v", tr.Matrix)
+			}
+			for _, row := range tr.Matrix.Ports[0].Nodes {
+				if got := row.Status == report.StatusUnknown; got != tc.unknown {
+					t.Errorf("matrix row %s: %s (%s), unknown = %t want %t", row.Node, row.Status, row.Reason, got, tc.unknown)
+				}
+				if tc.unknown && !strings.Contains(row.Reason, readErr) {
+					t.Errorf("matrix row reason %q does not say why", row.Reason)
+				}
+			}
+		})
+	}
+}
