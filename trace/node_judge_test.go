@@ -1007,7 +1007,7 @@ func TestJudgeNodesUnreadBackend(t *testing.T) {
 		{name: "nftables table failed", mode: collectorapi.ModeNFTables, nft: nftFailed,
 			want: []string{report.CodeDPSectionError}, unknown: true},
 		{name: "failed legacy beside a whole nf_tables backend", mode: collectorapi.ModeIPTables,
-			ipt: &collectorapi.IPTablesObservation{Backends: append(healthyIPT().Backends, failedLegacy)},
+			ipt:  &collectorapi.IPTablesObservation{Backends: append(healthyIPT().Backends, failedLegacy)},
 			want: []string{report.CodeDPSectionError, report.CodeDPRulesMatch}},
 	}
 	for _, tc := range tests {
