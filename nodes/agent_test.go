@@ -126,9 +126,61 @@ func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
 	if c := f.count("create"); c != 0 {
 		t.Errorf("%d Pods created, want none", c)
 	}
+	if c := f.count("watch"); c != 0 {
+		t.Errorf("%d watches started for a run without collector Pods, want none", c)
+	}
 	for _, n := range nr.Collector.Nodes {
 		if !n.Inspected || n.Transport != TransportAgent {
 			t.Errorf("node %s inspected %t through %q, want the agent", n.Node, n.Inspected, n.Transport)
+		}
+	}
+}
+
+// TestAgentsPrefetched: the agents Prefetch read (while the trace reads the
+// Service) are the ones Inspect uses, though the Pods are gone by then:
+// they are listed once per inspection, and a second inspection reads them
+// again.
+func TestAgentsPrefetched(t *testing.T) {
+	f := newFleet(false)
+	for _, n := range []string{"node-000", "node-001"} {
+		if err := f.Tracker().Add(agentPod(n, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowExec(f, true)
+	in := fleetInspector(f, 2)
+	in.Flags.Image, in.Flags.CollectorNamespace = "img", testNS
+	in.Exec = func(context.Context, string, string, string, []string, []byte) ([]byte, error) {
+		return []byte(`{"kind":"NodeObservation"}`), nil
+	}
+	for i := 1; i <= 2; i++ {
+		in.Prefetch(context.Background())
+		// Once listed, the agent Pods go: only what Prefetch read can
+		// still name them.
+		for f.count("list") < i {
+			time.Sleep(time.Millisecond)
+		}
+		for _, n := range []string{"node-000", "node-001"} {
+			if err := f.Tracker().Delete(podsGVR, testNS, "svctrace-agent-"+n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nr, err := in.Inspect(context.Background(), trace.NodePlan{Service: "default/web", Nodes: fleetPlan(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := f.count("list"); c != i {
+			t.Errorf("inspection %d: %d lists, want the agent Pods listed once per inspection (%d)", i, c, i)
+		}
+		for _, n := range nr.Collector.Nodes {
+			if n.Transport != TransportAgent {
+				t.Errorf("inspection %d: node %s through %q, want the agent", i, n.Node, n.Transport)
+			}
+		}
+		for _, n := range []string{"node-000", "node-001"} {
+			if err := f.Tracker().Add(agentPod(n, true)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

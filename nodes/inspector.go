@@ -139,6 +139,8 @@ type Inspector struct {
 	agents     map[string]string
 	agentNote  string
 	agentsRead bool
+	// prefetched delivers what Prefetch read, once.
+	prefetched chan agentList
 	// runner is replaced in tests.
 	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
 }
@@ -223,12 +225,44 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	return nr, nil
 }
 
+// agentList is what agentPods returned.
+type agentList struct {
+	agents map[string]string
+	note   string
+}
+
+// Prefetch reads which nodes' agents this user may exec into while the
+// trace reads the Service: two requests off the trace's critical path.
+// A later Prefetch replaces one whose Inspect never came (the Service was
+// not found).
+func (in *Inspector) Prefetch(ctx context.Context) {
+	if in.Exec == nil || in.Flags.Agent == AgentNever {
+		return
+	}
+	ch := make(chan agentList, 1)
+	in.prefetched = ch
+	go func() {
+		agents, note := agentPods(ctx, in.Client, in.Flags.CollectorNamespace)
+		ch <- agentList{agents, note}
+	}()
+}
+
 // readAgents reads, once, which nodes' agents this user may exec into.
 func (in *Inspector) readAgents(ctx context.Context, namespace string) {
 	if in.agentsRead {
 		return
 	}
 	in.agentsRead = true
+	if ch := in.prefetched; ch != nil && namespace == in.Flags.CollectorNamespace {
+		in.prefetched = nil
+		select {
+		case r := <-ch:
+			in.agents, in.agentNote = r.agents, r.note
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 	if in.Exec != nil && in.Flags.Agent != AgentNever {
 		in.agents, in.agentNote = agentPods(ctx, in.Client, namespace)
 	}
@@ -290,6 +324,15 @@ func ebpfNeedsPrivilege(o *collectorapi.Observation) bool {
 	return false
 }
 
+// nodeProfile is the profile of n's collector: the run's, or ProfileNetns
+// on the node of a client whose netns the collector enters.
+func nodeProfile(opts PodSpecOptions, n trace.PlannedNode) Profile {
+	if c := n.ClientPod(); c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
+		return ProfileNetns
+	}
+	return opts.Profile
+}
+
 func capNames(p Profile) []string {
 	if p == ProfilePrivileged {
 		return []string{"privileged"}
@@ -318,7 +361,18 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			created = append(created, pod)
 		},
 	}
-	rw := startRunWatch(ctx, in.Client, opts.Namespace, opts.RunID)
+	in.readAgents(ctx, opts.Namespace)
+	agents, agentNote := in.agents, in.agentNote
+	// The run's one watch follows its collector Pods; where the agent
+	// serves every node there are none (a failed exec's Pod is followed
+	// on its own).
+	var rw *runWatch
+	for _, n := range nodes {
+		if _, ok := agents[n.Name]; !ok || nodeProfile(opts, n) != ProfileNetAdmin {
+			rw = startRunWatch(ctx, in.Client, opts.Namespace, opts.RunID)
+			break
+		}
+	}
 	if rw != nil {
 		runner.watch = rw
 	}
@@ -326,8 +380,6 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	if run == nil {
 		run = (*Runner).Run
 	}
-	in.readAgents(ctx, opts.Namespace)
-	agents, agentNote := in.agents, in.agentNote
 	var tmu sync.Mutex
 	record := func(node string, t transport) {
 		tmu.Lock()
@@ -341,9 +393,7 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		nodeOpts := opts
-		if c := n.ClientPod(); c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
-			nodeOpts.Profile = ProfileNetns
-		}
+		nodeOpts.Profile = nodeProfile(opts, n)
 		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(nodeOpts.Profile)}
 		nodeRunner := runner
 		if nodeOpts.Profile != opts.Profile {

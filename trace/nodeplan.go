@@ -117,6 +117,14 @@ type NodeInspector interface {
 	Inspect(ctx context.Context, plan NodePlan) (*NodeReport, error)
 }
 
+// NodePrefetcher is a NodeInspector with API reads of its own that do not
+// depend on the Service (which node agents run, whether the user may exec
+// into them): Collect starts them while it reads the Service, and the next
+// Inspect uses what they read.
+type NodePrefetcher interface {
+	Prefetch(ctx context.Context)
+}
+
 // ReadPlanNodes reads the Node objects a plan needs into the input: every
 // node for --all-nodes or when a stand-in node must be chosen, otherwise the
 // nodes that host endpoints, the client's and the selected ones. Errors

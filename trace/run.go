@@ -77,6 +77,9 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 // its two results with the same opts is Run's result, so a caller that
 // keeps them (a saved trace) can judge them again later.
 func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*Input, *NodeReport, error) {
+	if p, ok := opts.Inspector.(NodePrefetcher); ok && opts.nodeSkipReason() == "" {
+		p.Prefetch(ctx)
+	}
 	in, err := Fetch(ctx, client, namespace, name)
 	if err != nil {
 		return nil, nil, err
