@@ -127,8 +127,10 @@ start_daemon kube-apiserver "$CP_NS" "$K8S_BIN/kube-apiserver" \
 	--profiling=false -v=1
 
 # Loopback forwarder: root netns 127.0.0.1:$FWD_PORT -> unix socket -> apiserver in the cp netns.
-start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$CP_IP:$API_PORT"
-start_daemon fwd-root "" /usr/bin/socat "TCP-LISTEN:$FWD_PORT,bind=127.0.0.1,fork,reuseaddr" "UNIX-CONNECT:$RUN/apiserver.sock"
+# nodelay on both TCP ends: without it a client request waited 40-50 ms per round trip on Nagle and
+# delayed ACKs (a trace through the node agent: 0.15 s of 0.7 s spent reading the Service and nodes).
+start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$CP_IP:$API_PORT,nodelay"
+start_daemon fwd-root "" /usr/bin/socat "TCP-LISTEN:$FWD_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay" "UNIX-CONNECT:$RUN/apiserver.sock"
 
 for i in $(seq 1 600); do
 	KUBECTL get --raw /readyz >/dev/null 2>&1 && break
