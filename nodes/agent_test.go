@@ -102,22 +102,30 @@ func TestAgentNotUsedWithoutExecPermission(t *testing.T) {
 	}
 }
 
-// TestAgentOnEveryNodeCreatesNoPod: where the agent serves every planned
-// node, a trace creates nothing, not even the dry-run Pod of the preflight
-// check, and every node reports the agent as its transport.
-func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
+// agentFleet is n nodes, each with a Ready agent the user may exec into,
+// and an inspector whose execs answer an empty observation.
+func agentFleet(t *testing.T, n int) (*fleet, *Inspector) {
+	t.Helper()
 	f := newFleet(false)
-	for _, n := range []string{"node-000", "node-001", "node-002"} {
-		if err := f.Tracker().Add(agentPod(n, true)); err != nil {
+	for _, p := range fleetPlan(n) {
+		if err := f.Tracker().Add(agentPod(p.Name, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	allowExec(f, true)
-	in := fleetInspector(f, 3)
+	in := fleetInspector(f, n)
 	in.Flags.Image, in.Flags.CollectorNamespace = "img", testNS
 	in.Exec = func(context.Context, string, string, string, []string, []byte) ([]byte, error) {
 		return []byte(`{"kind":"NodeObservation"}`), nil
 	}
+	return f, in
+}
+
+// TestAgentOnEveryNodeCreatesNoPod: where the agent serves every planned
+// node, a trace creates nothing, not even the dry-run Pod of the preflight
+// check, and every node reports the agent as its transport.
+func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
+	f, in := agentFleet(t, 3)
 	nr, err := in.Inspect(context.Background(), trace.NodePlan{Service: "default/web", Nodes: fleetPlan(3)})
 	if err != nil {
 		t.Fatal(err)
@@ -141,18 +149,7 @@ func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
 // they are listed once per inspection, and a second inspection reads them
 // again.
 func TestAgentsPrefetched(t *testing.T) {
-	f := newFleet(false)
-	for _, n := range []string{"node-000", "node-001"} {
-		if err := f.Tracker().Add(agentPod(n, true)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allowExec(f, true)
-	in := fleetInspector(f, 2)
-	in.Flags.Image, in.Flags.CollectorNamespace = "img", testNS
-	in.Exec = func(context.Context, string, string, string, []string, []byte) ([]byte, error) {
-		return []byte(`{"kind":"NodeObservation"}`), nil
-	}
+	f, in := agentFleet(t, 2)
 	for i := 1; i <= 2; i++ {
 		in.Prefetch(context.Background())
 		// Once listed, the agent Pods go: only what Prefetch read can
