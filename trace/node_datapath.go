@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -289,15 +290,18 @@ type nodeProgrammed struct {
 	unread map[corev1.IPFamily]string
 }
 
-// unreadFor says why the rules of family f could not be read, "" when they were.
+// unreadFor says why the rules of family f could not be read, "" when they
+// were (or np is nil: nothing was read to fail). A port of no known family
+// is unread when either family is, IPv4's reason first.
 func (np *nodeProgrammed) unreadFor(f corev1.IPFamily) string {
+	if np == nil {
+		return ""
+	}
 	if why := np.unread[""]; why != "" {
 		return why
 	}
 	if f == "" {
-		for _, why := range np.unread {
-			return why
-		}
+		return cmp.Or(np.unread[corev1.IPv4Protocol], np.unread[corev1.IPv6Protocol])
 	}
 	return np.unread[f]
 }

@@ -80,10 +80,9 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			reason = "no observation"
 		}
 		var probes map[string]string
-		unread := &nodeProgrammed{}
+		var np *nodeProgrammed
 		if obs := v.Observation; obs != nil {
-			np := nj.programmed(v.Node, obs)
-			unread = np
+			np = nj.programmed(v.Node, obs)
 			switch np.mode {
 			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
 				readable, reason = false, np.owner+": programmed endpoints not compared per endpoint"
@@ -103,7 +102,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			g := grid(servicePortLabel(in.Namespace, in.Name, pe))
 			row := matrixRowCells{node: v.Node, readable: readable, reason: reason, probes: probes,
 				expected: nj.endpointSetOf(pe.Internal)}
-			if why := unread.unreadFor(pe.Family); readable && why != "" {
+			if why := np.unreadFor(pe.Family); readable && why != "" {
 				row.readable, row.reason = false, "the datapath could not be read: "+why
 			}
 			if !g.sets[row.expected] {
