@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"slices"
 	"strings"
@@ -58,25 +57,25 @@ type blobTable struct {
 	blob []byte
 	// builtin are the built-in chains' [first rule, policy) offsets.
 	builtin map[string][2]int
-	// user are the user chains in blob order; byName their indexes sorted
-	// by the hash of the name.
-	user   []blobChain
-	byName []blobName
+	// user are the user chains in blob order; slots is an open-addressing
+	// table (linear probing, a power of two at least twice their number)
+	// of their indexes + 1 by the hash of the name, 0 for a free slot.
+	user  []blobChain
+	slots []uint32
 }
 
 // blobChain is one user chain: its first rule, the end of its rules (its
 // implicit RETURN), and the offset of the ERROR entry naming it.
 type blobChain struct{ start, end, nameAt uint32 }
 
-type blobName struct {
-	hash  uint64
-	index uint32
-}
-
 func nameHash(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= prime64
+	}
+	return h
 }
 
 // userName is the name of user chain i, from its ERROR entry.
@@ -101,18 +100,12 @@ func (t *blobTable) chainRange(chain string) ([2]int, bool) {
 	if r, ok := t.builtin[chain]; ok {
 		return r, true
 	}
-	h := nameHash([]byte(chain))
-	i, _ := slices.BinarySearchFunc(t.byName, h, func(n blobName, h uint64) int {
-		switch {
-		case n.hash < h:
-			return -1
-		case n.hash > h:
-			return 1
-		}
-		return 0
-	})
-	for ; i < len(t.byName) && t.byName[i].hash == h; i++ {
-		u := t.byName[i].index
+	if len(t.slots) == 0 {
+		return [2]int{}, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := nameHash([]byte(chain)) & mask; t.slots[i] != 0; i = (i + 1) & mask {
+		u := t.slots[i] - 1
 		if string(t.userName(int(u))) == chain {
 			c := t.user[u]
 			return [2]int{int(c.start), int(c.end)}, true
@@ -209,6 +202,15 @@ func parseBlob(blob []byte, ipv6 bool, validHooks uint32, hookEntry, underflow [
 	// target's name is compared in place: nothing is copied per entry.
 	errorName := []byte("ERROR")
 	cur, curAt, curStart, prev := false, 0, 0, -1
+	// The name is hashed while its ERROR entry is in the cache: a second
+	// pass over 60,000 of them, spread over the whole blob, cost more than
+	// the scan itself.
+	var curHash uint64
+	// A kube-proxy chain takes 800 bytes of the blob on average (10k
+	// Services: 47 MiB, 60,000 chains); room for one per 512 bytes grows
+	// the slices at most once.
+	t.user = make([]blobChain, 0, len(blob)/512)
+	hashes := make([]uint64, 0, len(blob)/512)
 	for off := 0; off < len(blob); {
 		e, err := t.entryAt(off)
 		if err != nil {
@@ -224,6 +226,7 @@ func parseBlob(blob []byte, ipv6 bool, validHooks uint32, hookEntry, underflow [
 				return nil, err
 			}
 			if cur && prev >= curStart {
+				hashes = append(hashes, curHash)
 				t.user = append(t.user, blobChain{start: uint32(curStart), end: uint32(prev), nameAt: uint32(curAt)})
 			}
 			name := data
@@ -231,27 +234,25 @@ func parseBlob(blob []byte, ipv6 bool, validHooks uint32, hookEntry, underflow [
 				name = name[:j]
 			}
 			cur, curAt, curStart = string(name) != "ERROR", off, off+e.nextOff // "ERROR": the table's final entry
+			curHash = nameHash(name)
 		}
 		prev = off
 		off += e.nextOff
 	}
-	t.byName = make([]blobName, len(t.user))
-	for i := range t.user {
-		t.byName[i] = blobName{hash: nameHash(t.userName(i)), index: uint32(i)}
+	size := 2
+	for size < 2*len(t.user) {
+		size *= 2
 	}
-	slices.SortFunc(t.byName, func(a, b blobName) int {
-		switch {
-		case a.hash < b.hash:
-			return -1
-		case a.hash > b.hash:
-			return 1
+	t.slots = make([]uint32, size)
+	mask := uint64(size - 1)
+	for u, h := range hashes {
+		i := h & mask
+		for ; t.slots[i] != 0; i = (i + 1) & mask {
+			if o := t.slots[i] - 1; hashes[o] == h && bytes.Equal(t.userName(int(o)), t.userName(u)) {
+				return nil, fmt.Errorf("blob: chain %q twice", t.userName(u))
+			}
 		}
-		return int(a.index) - int(b.index)
-	})
-	for i := 1; i < len(t.byName); i++ {
-		if a, b := t.byName[i-1], t.byName[i]; a.hash == b.hash && bytes.Equal(t.userName(int(a.index)), t.userName(int(b.index))) {
-			return nil, fmt.Errorf("blob: chain %q twice", t.userName(int(a.index)))
-		}
+		t.slots[i] = uint32(u) + 1
 	}
 	return t, nil
 }
