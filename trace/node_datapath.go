@@ -288,6 +288,21 @@ type nodeProgrammed struct {
 	// datapath could not be read: a port missing from a read that failed is
 	// not a port kube-proxy left out, so such ports are not compared.
 	unread map[corev1.IPFamily]string
+	// pending holds, per IP family, why the rules may be behind the API
+	// (syncPending); "" when nothing says so.
+	pending map[corev1.IPFamily]string
+}
+
+// pendingFor says why family f's rules may only be behind the API, "" when
+// nothing says so. A port of no known family takes IPv4's reason first.
+func (np *nodeProgrammed) pendingFor(f corev1.IPFamily) string {
+	if np == nil {
+		return ""
+	}
+	if f == "" {
+		return cmp.Or(np.pending[corev1.IPv4Protocol], np.pending[corev1.IPv6Protocol])
+	}
+	return np.pending[f]
 }
 
 // unreadFor says why the rules of family f could not be read, "" when they
@@ -317,6 +332,14 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	case collectorapi.ModeCilium, collectorapi.ModeCalico:
 	default:
 		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
+		for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
+			if why := syncPending(obs, np.mode, f, nj.serviceChangedAt()); why != "" {
+				if np.pending == nil {
+					np.pending = map[corev1.IPFamily]string{}
+				}
+				np.pending[f] = why
+			}
+		}
 	}
 	if nj.programmedPorts == nil {
 		nj.programmedPorts = map[string]*nodeProgrammed{}
@@ -373,13 +396,22 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.EmitNode(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), evidenceOf(pp))
 		return
 	}
+	// Rules that are behind the API only because kube-proxy has not
+	// applied the Service's latest change yet are a warning, not a fault.
+	pending := nj.programmed(node, obs).pendingFor(pe.Family)
+	behind := func(what string, raw []string, fields ...report.Field) {
+		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": pending}), raw, fields...)
+	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
-		why := nj.noRulesReason(obs, mode)
 		var raw []string
 		if pp != nil {
 			raw = pp.Evidence
 		}
-		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": why}), raw)
+		if pending != "" {
+			behind("no rules for it yet", raw)
+			return
+		}
+		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
 		return
 	}
 	if pp.Rejected {
@@ -421,13 +453,21 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence,
-			append([]report.Field{nj.missingField(wantSet, missing), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)...)
+		fields := append([]report.Field{nj.missingField(wantSet, missing), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+		if pending != "" {
+			behind(fmt.Sprintf("%d endpoint(s) not programmed yet (%s)", len(missing), listNames(missing)), pp.Evidence, fields...)
+		} else {
+			nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence, fields...)
+		}
 		problems++
 	}
 	if len(stale) > 0 {
-		nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale), "programmer": programmerOf(mode)}), pp.Evidence,
-			append([]report.Field{fieldItems("stale", stale), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)...)
+		fields := append([]report.Field{fieldItems("stale", stale), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+		if pending != "" {
+			behind(fmt.Sprintf("%d endpoint(s) no longer listed still programmed (%s)", len(stale), listNames(stale)), pp.Evidence, fields...)
+		} else {
+			nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale), "programmer": programmerOf(mode)}), pp.Evidence, fields...)
+		}
 		problems++
 	}
 	if n := len(pp.Endpoints); n > 0 {

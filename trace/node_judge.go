@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 
@@ -73,6 +74,9 @@ type nodeJudge struct {
 	// programmed ports, computed once (expectation, programmed).
 	expectations    map[string]*nodeExpectation
 	programmedPorts map[string]*nodeProgrammed
+	// changedAt is when the Service last changed (serviceChangedAt).
+	changedAt     time.Time
+	changedAtDone bool
 	// nodeIndependent: the expectation depends on a node's zone only
 	// (expect.NodeIndependent); byZone then holds one per zone.
 	nodeIndependent bool

@@ -105,6 +105,9 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			if why := np.unreadFor(pe.Family); readable && why != "" {
 				row.readable, row.reason = false, "the datapath could not be read: "+why
 			}
+			if why := np.pendingFor(pe.Family); readable && why != "" {
+				row.behind, row.reason = true, "kube-proxy has not applied the Service's latest change yet: "+why
+			}
 			if !g.sets[row.expected] {
 				g.sets[row.expected] = true
 				for _, e := range row.expected.strings {
@@ -216,6 +219,9 @@ type matrixRowCells struct {
 	expected               *endpointSet
 	programmed             map[string]float64
 	probes                 map[string]string
+	// behind: kube-proxy may not have applied the Service's latest change
+	// (nodeProgrammed.pendingFor), so a missing or stale cell warns.
+	behind bool
 }
 
 // judge turns one node's facts into its row: a cell fails when the node
@@ -236,7 +242,7 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 	if n := len(r.programmed); n > 0 {
 		fair = 1 / float64(n)
 	}
-	odd := 0
+	odd, mismatched := 0, false
 	for _, col := range columns {
 		c := report.MatrixCell{Endpoint: col, Expected: r.expected.has[col]}
 		if r.probes != nil {
@@ -251,9 +257,9 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 		case !r.readable:
 			c.Status = report.StatusUnknown
 		case c.Expected && !c.Programmed:
-			c.Status, c.Problem = report.StatusFail, "missing"
+			c.Status, c.Problem, mismatched = r.mismatch(), "missing", true
 		case !c.Expected && c.Programmed:
-			c.Status, c.Problem = report.StatusFail, "stale"
+			c.Status, c.Problem, mismatched = r.mismatch(), "stale", true
 		case !c.Expected:
 			c.Status = report.StatusSkipped
 		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
@@ -291,7 +297,20 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 	if odd > maxSparseRowCells {
 		row.OddCells = odd
 	}
+	if mismatched && r.behind {
+		row.Reason = r.reason
+	}
 	return row
+}
+
+// mismatch is the status of a cell whose endpoint the rules miss or keep
+// against the API: a warning while kube-proxy may still be applying the
+// change, a failure otherwise.
+func (r matrixRowCells) mismatch() report.Status {
+	if r.behind {
+		return report.StatusWarn
+	}
+	return report.StatusFail
 }
 
 // probeKey normalizes an endpoint string the way endpointProbes keys probes.

@@ -31,7 +31,9 @@ type MatrixRow struct {
 	Status Status `json:"status"`
 	// Datapath is the datapath that programmed the port on this node.
 	Datapath string `json:"datapath,omitempty"`
-	// Reason says why the row could not be judged (status unknown).
+	// Reason says why the row could not be judged (status unknown), or
+	// why its missing or stale endpoints only warn (kube-proxy has not
+	// applied the Service's latest change yet).
 	Reason string `json:"reason,omitempty"`
 	// Expected counts the endpoints the node should program, Programmed
 	// those of them it does.

@@ -108,10 +108,34 @@ func runSvctrace(t *testing.T, kubeconfig string, args ...string) result {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kubectl-svctrace %s\nexit %d\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), r.Exit, r.Stderr, r.Stdout)
+			// The findings first: a CI log keeps the head of a long message.
+			t.Logf("kubectl-svctrace %s\nexit %d\nfindings:\n%s\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), r.Exit, findings(r.Trace), r.Stderr, r.Stdout)
 		}
 	})
 	return r
+}
+
+// findings lists the verdict and every check that did not pass, one line
+// each.
+func findings(tr *report.ServiceTrace) string {
+	if tr == nil {
+		return "  (no trace)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  verdict %s %s %s %s: %s\n", tr.Verdict.Status, tr.Verdict.FirstFailingLayer, tr.Verdict.Code, tr.Verdict.Node, tr.Verdict.Summary)
+	for _, l := range tr.Layers {
+		for _, c := range l.Checks {
+			if c.Status == report.StatusPass || c.Status == report.StatusSkipped {
+				continue
+			}
+			msg := c.Message
+			if len(msg) > 400 {
+				msg = msg[:400] + "…"
+			}
+			fmt.Fprintf(&b, "  %s %s %s %s: %s\n", l.Name, c.Status, c.Code, c.Node, msg)
+		}
+	}
+	return b.String()
 }
 
 // check finds a check by layer, code and node ("" = any node).

@@ -58,9 +58,10 @@ func deployWeb(t *testing.T, tb *framework.Testbed, n int, nodes []string, opts 
 }
 
 // waitProgrammed waits until every kubelet node's kube-proxy has synced the
-// Service: its ClusterIP accepts a connection from each. kube-proxy syncs a
-// moment after the EndpointSlice changes; a trace in that moment rightly
-// reports the old rules, which is not what these scenarios test.
+// Service: its ClusterIP accepts a connection from each, and kube-proxy has
+// applied the EndpointSlices' last change. kube-proxy syncs a moment after
+// the EndpointSlice changes; a trace in that moment sees the old rules and
+// says so (a warning), which is not what these scenarios test.
 func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
 	t.Helper()
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
@@ -80,6 +81,12 @@ func waitProgrammed(t *testing.T, tb *framework.Testbed, svc *corev1.Service) {
 		if err != nil {
 			t.Fatalf("%s never answered from %s: %v", addr, n.Name, err)
 		}
+	}
+	// One programmed endpoint answers the ClusterIP: wait for kube-proxy
+	// to have applied the last endpoint change too.
+	changed := tb.EndpointsChangedAt(t, svc.Namespace, svc.Name)
+	for _, n := range tb.Nodes {
+		tb.WaitKubeProxySynced(t, n.Name, changed)
 	}
 }
 
