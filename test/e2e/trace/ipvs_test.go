@@ -747,3 +747,97 @@ func TestIPVSNodeKubelet(t *testing.T) {
 		}
 	}
 }
+
+// TestIPVSNodeTracedMidSync traces the IPVS node right after an endpoint
+// leaves or returns to the Service's EndpointSlice, while the real
+// kube-proxy there (in user-mode Linux, where a sync takes seconds) has not
+// applied the change yet: the rules lack or keep that endpoint, and the
+// trace must say kube-proxy has not synced yet (a warning), not that the
+// datapath dropped or kept it (DP007/DP008, a failure). Once kube-proxy has
+// synced, the same Service's rules match. A trace that came after the sync
+// must find the rules matching; changes go on (at most six) until two
+// traces caught kube-proxy before its sync, and at least one must.
+func TestIPVSNodeTracedMidSync(t *testing.T) {
+	tb := framework.Setup(t)
+	ns := tb.Namespace(t)
+	n := setupIPVSNode(t, tb, ns)
+	svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "midsync"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
+	vip := fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+	moved := n.Pods[sortedKeys(n.Pods)[1]]
+	ctx := framework.Context(t, 5*time.Minute)
+	caught := 0
+	for attempt := 0; attempt < 6 && caught < 2; attempt++ {
+		// Even attempts remove the endpoint, odd ones bring it back.
+		remove := attempt%2 == 0
+		slices, err := tb.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+		if err != nil || len(slices.Items) != 1 {
+			t.Fatalf("slices of %s: %v (%d)", svc.Name, err, len(slices.Items))
+		}
+		es := slices.Items[0]
+		for i := range es.Endpoints {
+			if es.Endpoints[i].Addresses[0] == moved {
+				es.Endpoints[i].Conditions.Ready = ptr.To(!remove)
+			}
+		}
+		if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Update(ctx, &es, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints)
+		if c := check(tr, report.LayerDatapath, report.CodeDPSyncPending, n.Name); c != nil {
+			caught++
+			t.Logf("attempt %d (endpoint %s): %s", attempt, map[bool]string{true: "removed", false: "back"}[remove], c.Message)
+			if c.Status != report.StatusWarn || !strings.Contains(c.Message, moved) {
+				t.Errorf("%s is %s and names %q, want a warning naming %s", c.Code, c.Status, c.Message, moved)
+			}
+			if exit == 3 {
+				t.Errorf("exit 3 mid-sync: %s %s", tr.Verdict.Code, tr.Verdict.Summary)
+			}
+		} else {
+			requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+			t.Logf("attempt %d: kube-proxy had synced before the read", attempt)
+		}
+		// Let kube-proxy apply the change, then the rules match. A removed
+		// real server the trace's probes connected through stays, weight 0,
+		// until its connections expire (kube-proxy's graceful termination):
+		// count the weighted ones.
+		want := len(n.Pods)
+		if remove {
+			want--
+		}
+		err = framework.Eventually(ctx, 90*time.Second, time.Second, func(context.Context) error {
+			list, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip)
+			got := 0
+			for _, l := range strings.Split(list, "\n") {
+				// "  -> 10.244.3.11:8080  Masq  1  0  0": forward, weight, conns
+				if f := strings.Fields(l); len(f) >= 4 && f[2] == "Masq" && f[3] != "0" {
+					got++
+				}
+			}
+			if got != want {
+				return fmt.Errorf("%d weighted real servers, want %d:\n%s", got, want, list)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("kube-proxy never applied the change: %v", err)
+		}
+		if attempt == 0 && caught == 1 {
+			err = framework.Eventually(ctx, 90*time.Second, 2*time.Second, func(context.Context) error {
+				tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
+				if check(tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) == nil {
+					return fmt.Errorf("no %s yet: %s", report.CodeDPRulesMatch, summarize(tr, report.LayerDatapath))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("after kube-proxy synced: %v", err)
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatalf("no trace caught kube-proxy before it applied a change (6 changes)")
+	}
+}
