@@ -110,7 +110,8 @@ func (nj *nodeJudge) serviceChangedAt() time.Time {
 // not be applied yet: kube-proxy's last completed sync is older than the
 // change, or it holds changes no sync has taken, or it queued a sync after
 // its last completed one, or it completed a sync while the collector was
-// reading, so the rules read may be from either side of it.
+// reading, so the rules read may be from either side of it, or it has not
+// completed a sync since it started.
 //
 // A sync takes every change kube-proxy has received when it starts and
 // records its timestamp when it ends, so a sync that completed later than
@@ -129,11 +130,20 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 		return ""
 	}
 	ps, ok := proxySyncOf(obs, family)
-	if !ok || ps.last == 0 {
+	if !ok {
 		return ""
 	}
 	at := func(sec float64) time.Time { return time.Unix(0, int64(sec*1e9)) }
 	ago := func(t time.Time) string { return read.Sub(t).Round(100 * time.Millisecond).String() }
+	if ps.last == 0 {
+		// kube-proxy sets the last-sync gauge at the end of its first
+		// successful sync: a restarted kube-proxy that queued one and has
+		// not finished it still serves the rules its predecessor wrote.
+		if ps.queued == 0 {
+			return ""
+		}
+		return fmt.Sprintf("kube-proxy has not completed a sync since it started (it queued one %s before the read)", ago(at(ps.queued)))
+	}
 	last := at(ps.last)
 	// The watch's delay and the clocks of the control plane and the node
 	// differ by well under syncSlack on a healthy cluster; twice the mean

@@ -66,6 +66,10 @@ func TestSyncPending(t *testing.T) {
 		{name: "not kube-proxy's datapath", mode: collectorapi.ModeCilium, family: corev1.IPv4Protocol, changed: 999.2,
 			samples: syncMetrics("IPv4", 998, 998, 0, 0.05), wantEmpty: true},
 		{name: "no metrics", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2, wantEmpty: true},
+		{name: "restarted, first sync not completed", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2,
+			samples: syncMetrics("IPv4", 0, 999.5, 0, 0), want: "not completed a sync since it started (it queued one 500ms before the read)"},
+		{name: "restarted, first sync not completed, change older than the limit", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 900,
+			samples: syncMetrics("IPv4", 0, 999.5, 0, 0), wantEmpty: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
