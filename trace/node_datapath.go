@@ -668,16 +668,8 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 	if h := p.Healthz; h != nil && h.Healthy != nil && !*h.Healthy {
 		nj.EmitNode(report.CodeDPProxyUnhealthy, node, report.Args{"lastUpdated": orNone(h.LastUpdated), "currentTime": orNone(h.CurrentTime)}, []string{h.Fetch.Body})
 	}
-	if m := p.Metrics; m != nil {
-		var last, queued float64
-		for _, smp := range m.Samples {
-			switch smp.Name {
-			case "kubeproxy_sync_proxy_rules_last_timestamp_seconds":
-				last = smp.Value
-			case "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds":
-				queued = smp.Value
-			}
-		}
+	if ps, ok := proxySyncOf(obs, ""); ok {
+		last, queued := ps.last, ps.queued
 		now := float64(obs.CollectedAt.Unix())
 		// A change queued more than a minute before the last sync means
 		// kube-proxy is failing to apply it.

@@ -749,14 +749,17 @@ func TestIPVSNodeKubelet(t *testing.T) {
 }
 
 // TestIPVSNodeTracedMidSync traces the IPVS node right after an endpoint
-// leaves or returns to the Service's EndpointSlice, while the real
-// kube-proxy there (in user-mode Linux, where a sync takes seconds) has not
-// applied the change yet: the rules lack or keep that endpoint, and the
-// trace must say kube-proxy has not synced yet (a warning), not that the
-// datapath dropped or kept it (DP007/DP008, a failure). Once kube-proxy has
-// synced, the same Service's rules match. A trace that came after the sync
-// must find the rules matching; changes go on (at most three removals)
-// until a trace caught kube-proxy before its sync, and one must.
+// leaves the Service's EndpointSlice, while the real kube-proxy there (in
+// user-mode Linux, where a sync takes seconds) has not applied the change
+// yet: the rules keep that endpoint, and the trace must say kube-proxy has
+// not synced yet (a warning), not that the datapath kept it (DP008, a
+// failure). Once kube-proxy has synced, the rules match. A trace that came
+// after the sync must find the rules matching; the endpoint is brought back
+// (untraced) and removed again, at most three removals, until one trace
+// caught kube-proxy before its sync. Returns are not traced: an endpoint
+// brought back while its real server still drains at weight 0 was once read
+// before any of kube-proxy's metrics showed the change (a hand-made slice has
+// no trigger time, its managed-field time whole seconds only).
 func TestIPVSNodeTracedMidSync(t *testing.T) {
 	tb := framework.Setup(t)
 	ns := tb.Namespace(t)
@@ -766,10 +769,7 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 	vip := fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 	moved := n.Pods[sortedKeys(n.Pods)[1]]
 	ctx := framework.Context(t, 5*time.Minute)
-	caught := 0
-	for attempt := 0; attempt < 6 && caught < 1; attempt++ {
-		// Even attempts remove the endpoint, odd ones bring it back.
-		remove := attempt%2 == 0
+	setReady := func(ready bool) {
 		slices, err := tb.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
 		if err != nil || len(slices.Items) != 1 {
 			t.Fatalf("slices of %s: %v (%d)", svc.Name, err, len(slices.Items))
@@ -777,47 +777,19 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 		es := slices.Items[0]
 		for i := range es.Endpoints {
 			if es.Endpoints[i].Addresses[0] == moved {
-				es.Endpoints[i].Conditions.Ready = ptr.To(!remove)
+				es.Endpoints[i].Conditions.Ready = ptr.To(ready)
 			}
 		}
 		if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Update(ctx, &es, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		var tr *report.ServiceTrace
-		exit := 0
-		if remove {
-			// Only removals are traced: an endpoint brought back while its
-			// real server still drains at weight 0 was once read before any
-			// of kube-proxy's metrics showed the change (a hand-made slice has
-			// no trigger time, its managed-field time whole seconds only).
-			tr, exit = traceIPVS(t, tb, n, ns, svc.Name)
-		}
-		if tr != nil {
-			refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints)
-			refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints)
-			if c := check(tr, report.LayerDatapath, report.CodeDPSyncPending, n.Name); c != nil {
-				caught++
-				t.Logf("attempt %d (endpoint %s): %s", attempt, map[bool]string{true: "removed", false: "back"}[remove], c.Message)
-				if c.Status != report.StatusWarn || !strings.Contains(c.Message, moved) {
-					t.Errorf("%s is %s and names %q, want a warning naming %s", c.Code, c.Status, c.Message, moved)
-				}
-				if exit == 3 {
-					t.Errorf("exit 3 mid-sync: %s %s", tr.Verdict.Code, tr.Verdict.Summary)
-				}
-			} else {
-				requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
-				t.Logf("attempt %d: kube-proxy had synced before the read", attempt)
-			}
-		}
-		// Let kube-proxy apply the change, then the rules match. A removed
-		// real server the trace's probes connected through stays, weight 0,
-		// until its connections expire (kube-proxy's graceful termination):
-		// count the weighted ones.
-		want := len(n.Pods)
-		if remove {
-			want--
-		}
-		err = framework.Eventually(ctx, 90*time.Second, time.Second, func(context.Context) error {
+	}
+	// waitWeighted waits for kube-proxy to have applied the change. A
+	// removed real server the trace's probes connected through stays, weight
+	// 0, until its connections expire (kube-proxy's graceful termination):
+	// only the weighted ones count.
+	waitWeighted := func(want int) {
+		err := framework.Eventually(ctx, 90*time.Second, time.Second, func(context.Context) error {
 			list, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip)
 			got := 0
 			for _, l := range strings.Split(list, "\n") {
@@ -834,20 +806,44 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kube-proxy never applied the change: %v", err)
 		}
-		if attempt == 0 && caught == 1 {
-			err = framework.Eventually(ctx, 90*time.Second, 2*time.Second, func(context.Context) error {
-				tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
-				if check(tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) == nil {
-					return fmt.Errorf("no %s yet: %s", report.CodeDPRulesMatch, summarize(tr, report.LayerDatapath))
-				}
-				return nil
-			})
-			if err != nil {
-				t.Errorf("after kube-proxy synced: %v", err)
-			}
-		}
 	}
-	if caught == 0 {
+	caught := false
+	for removal := 1; removal <= 3 && !caught; removal++ {
+		if removal > 1 {
+			setReady(true)
+			waitWeighted(len(n.Pods))
+		}
+		setReady(false)
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints)
+		refuseTraceCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints)
+		if c := check(tr, report.LayerDatapath, report.CodeDPSyncPending, n.Name); c != nil {
+			caught = true
+			t.Logf("removal %d: %s", removal, c.Message)
+			if c.Status != report.StatusWarn || !strings.Contains(c.Message, moved) {
+				t.Errorf("%s is %s and names %q, want a warning naming %s", c.Code, c.Status, c.Message, moved)
+			}
+			if exit == 3 {
+				t.Errorf("exit 3 mid-sync: %s %s", tr.Verdict.Code, tr.Verdict.Summary)
+			}
+		} else {
+			requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name)
+			t.Logf("removal %d: kube-proxy had synced before the read", removal)
+		}
+		waitWeighted(len(n.Pods) - 1)
+	}
+	if !caught {
 		t.Fatalf("no trace caught kube-proxy before it applied a change (3 removals)")
+	}
+	// Synced now: the same Service's rules match.
+	err := framework.Eventually(ctx, 90*time.Second, 2*time.Second, func(context.Context) error {
+		tr, _ := traceIPVS(t, tb, n, ns, svc.Name)
+		if check(tr, report.LayerDatapath, report.CodeDPRulesMatch, n.Name) == nil {
+			return fmt.Errorf("no %s yet: %s", report.CodeDPRulesMatch, summarize(tr, report.LayerDatapath))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("after kube-proxy synced: %v", err)
 	}
 }
