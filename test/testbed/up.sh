@@ -271,22 +271,32 @@ KUBECTL apply -f "$TESTBED_DIR/../../deploy/rbac.yaml" >/dev/null
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-svctrace.yaml" >/dev/null
 # kube-router gives up if its informers cannot sync: its RBAC goes first.
 KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-kube-router.yaml" >/dev/null
-for n in "${NODES[@]}"; do start_kube_router "$n"; done
+# kube-router identifies its node by the Node object (--hostname-override
+# names it) and exits if the kubelet has not registered it yet; flanneld
+# leases the Node's spec.podCIDR. Both start once their Node exists.
+wait_registered() {
+	local n=$1 i
+	for i in $(seq 1 300); do
+		KUBECTL get node "$n" >/dev/null 2>&1 && return 0
+		((i == 300)) && die "node $n not registered after 30s (see $LOGS/kubelet-$n.log)"
+		sleep 0.1
+	done
+}
+for n in "${NODES[@]}"; do
+	[[ ${NODE_NETPOL[$n]} == kube-router ]] || continue
+	wait_registered "$n"
+	start_kube_router "$n"
+done
 
 if [[ $CNI_MODE == flannel ]]; then
 	KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-flannel.yaml" >/dev/null
 	cat >"$STATE/flannel-net-conf.json" <<NETCONF
 {"Network": "$CLUSTER_CIDR", "Backend": {"Type": "vxlan", "VNI": $FLANNEL_VNI, "Port": $FLANNEL_PORT}}
 NETCONF
-	# flanneld leases the Node's spec.podCIDR, which nothing sets here
-	# (--allocate-node-cidrs=false keeps each node on its fixed CIDR): set it
-	# once the kubelet has registered the Node, before flanneld starts.
+	# Nothing sets the Node's spec.podCIDR here (--allocate-node-cidrs=false
+	# keeps each node on its fixed CIDR): set it before flanneld starts.
 	for n in "${NODES[@]}"; do
-		for i in $(seq 1 300); do
-			KUBECTL get node "$n" >/dev/null 2>&1 && break
-			((i == 300)) && die "node $n not registered after 30s (see $LOGS/kubelet-$n.log)"
-			sleep 0.1
-		done
+		wait_registered "$n"
 		KUBECTL patch node "$n" --type=merge -p "{\"spec\":{\"podCIDR\":\"${NODE_CIDR[$n]}\",\"podCIDRs\":[\"${NODE_CIDR[$n]}\"]}}" >/dev/null
 		start_flanneld "$n"
 	done
