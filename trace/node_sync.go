@@ -69,8 +69,10 @@ func proxySyncOf(obs *collectorapi.Observation, family corev1.IPFamily) (ps prox
 // serviceChangedAt is when the Service or one of its EndpointSlices last
 // changed, as far as the API tells: the EndpointSlice controller's
 // last-change-trigger-time annotation (the Pod or Service change it acted
-// on), and the objects' creation and managed-field times (whole seconds,
-// rounded down, so never later than the change). Zero when unknown.
+// on), and the objects' creation and managed-field times. All of them are
+// whole seconds, rounded down (the annotation is taken from Pod conditions
+// and object timestamps, which the API serializes in seconds), so the change
+// happened in the second that starts there. Zero when unknown.
 func (nj *nodeJudge) serviceChangedAt() time.Time {
 	if nj.changedAtDone {
 		return nj.changedAt
@@ -152,12 +154,18 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 	if ps.syncs > 0 {
 		slack += time.Duration(2 * ps.syncSeconds / ps.syncs * float64(time.Second))
 	}
-	if !changedAt.After(last.Add(-slack)) {
+	// changedBy: the change happened before it (the API's times are whole
+	// seconds), so a sync completed before it may not include the change.
+	changedBy := changedAt.Add(time.Second)
+	if !changedBy.After(last.Add(-slack)) {
 		return ""
 	}
 	var why []string
-	if changedAt.After(last) {
+	switch {
+	case changedAt.After(last):
 		why = append(why, fmt.Sprintf("the Service's endpoints changed %s before the read, after kube-proxy's last completed sync (%s before)", ago(changedAt), ago(last)))
+	case changedBy.After(last):
+		why = append(why, fmt.Sprintf("the Service's endpoints changed in the same second as kube-proxy's last completed sync (%s before the read; the API's times are whole seconds), possibly after it", ago(last)))
 	}
 	if n := ps.endpointChanges + ps.serviceChanges; n > 0 {
 		why = append(why, "kube-proxy holds "+strconv.FormatFloat(n, 'f', -1, 64)+" change(s) no sync has taken yet")
