@@ -45,6 +45,12 @@ type Input struct {
 
 	// Slices are every EndpointSlice labelled kubernetes.io/service-name=Name.
 	Slices []discoveryv1.EndpointSlice `json:"endpointSlices,omitempty"`
+	// slicesVersion is the resource version Slices were listed at.
+	slicesVersion string
+	// SlicesChangedDuringRead are the changes to the Service's EndpointSlices
+	// made while the nodes were read (seen by a watch from slicesVersion):
+	// the rules read on a node may already hold a newer state than Slices.
+	SlicesChangedDuringRead []SliceChange `json:"slicesChangedDuringRead,omitempty"`
 	// Pods are the Pods the Service's selector matches (empty without selector).
 	Pods []corev1.Pod `json:"pods,omitempty"`
 	// ExtraPods are endpoint targetRef Pods outside Pods, looked up one by one
@@ -217,12 +223,12 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	g, gctx := errgroup.WithContext(ctx)
 	if svc.Spec.Type != corev1.ServiceTypeExternalName {
 		g.Go(func() error {
-			slices, err := listSlices(gctx, client, namespace, name)
+			slices, version, err := listSlices(gctx, client, namespace, name)
 			if err != nil {
 				addGap(gapFor(report.LayerEndpoints, "list", resEndpointSlices, namespace, err, "endpoints cannot be judged"))
 				return nil
 			}
-			in.Slices = slices
+			in.Slices, in.slicesVersion = slices, version
 			if needsAllNodes(svc) {
 				return nil // every node is listed in parallel (below)
 			}
@@ -281,7 +287,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 		return nil
 	})
 	g.Go(func() error {
-		slices, err := listSlices(gctx, client, "kube-system", "kube-dns")
+		slices, _, err := listSlices(gctx, client, "kube-system", "kube-dns")
 		if err != nil {
 			addGap(gapFor(report.LayerDNS, "list", resEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
 			return nil
@@ -463,17 +469,22 @@ func gapFor(layer report.LayerName, verb, resource, namespace string, err error,
 		Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), Err: err, Impact: impact}
 }
 
-func listSlices(ctx context.Context, client kubernetes.Interface, namespace, service string) ([]discoveryv1.EndpointSlice, error) {
+func listSlices(ctx context.Context, client kubernetes.Interface, namespace, service string) ([]discoveryv1.EndpointSlice, string, error) {
 	var out []discoveryv1.EndpointSlice
+	var version string
 	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service, Limit: PageSize}
 	for {
 		list, err := client.DiscoveryV1().EndpointSlices(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		// Every page of a paged list is the first page's snapshot.
+		if version == "" {
+			version = list.ResourceVersion
 		}
 		out = append(out, list.Items...)
 		if list.Continue == "" {
-			return out, nil
+			return out, version, nil
 		}
 		opts.Continue = list.Continue
 	}

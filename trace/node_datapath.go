@@ -289,7 +289,8 @@ type nodeProgrammed struct {
 	// not a port kube-proxy left out, so such ports are not compared.
 	unread map[corev1.IPFamily]string
 	// pending holds, per IP family, why the rules may be behind the API
-	// (syncPending); "" when nothing says so.
+	// (syncPending) or ahead of it (changedDuringRead); "" when nothing
+	// says so.
 	pending map[corev1.IPFamily]string
 }
 
@@ -333,7 +334,11 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	default:
 		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
 		for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
-			if why := syncPending(obs, np.mode, f, nj.serviceChangedAt()); why != "" {
+			why := syncPending(obs, np.mode, f, nj.serviceChangedAt())
+			if why == "" {
+				why = changedDuringRead(nj.in.SlicesChangedDuringRead, np.mode, f)
+			}
+			if why != "" {
 				if np.pending == nil {
 					np.pending = map[corev1.IPFamily]string{}
 				}

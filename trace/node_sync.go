@@ -122,9 +122,7 @@ func (nj *nodeJudge) serviceChangedAt() time.Time {
 // show other Services' changes), so the last three signs count only when
 // the Service's own change is not that much older than the last sync.
 func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, family corev1.IPFamily, changedAt time.Time) string {
-	switch mode {
-	case collectorapi.ModeIPTables, collectorapi.ModeNFTables, collectorapi.ModeIPVS:
-	default:
+	if !kubeProxyMode(mode) {
 		return ""
 	}
 	read := obs.CollectedAt
@@ -180,4 +178,13 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 		return ""
 	}
 	return strings.Join(why, "; ")
+}
+
+// kubeProxyMode says whether mode is one of kube-proxy's own datapaths.
+func kubeProxyMode(mode collectorapi.DatapathMode) bool {
+	switch mode {
+	case collectorapi.ModeIPTables, collectorapi.ModeNFTables, collectorapi.ModeIPVS:
+		return true
+	}
+	return false
 }

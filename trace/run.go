@@ -128,7 +128,9 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 	if opts.Planned != nil {
 		opts.Planned(len(plan.Nodes))
 	}
+	stopWatch := watchSlices(ctx, client, in)
 	nodes, err := opts.Inspector.Inspect(ctx, plan)
+	in.SlicesChangedDuringRead = stopWatch()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -461,7 +461,7 @@ var nodeCatalog = []CheckSpec{
 		Message:  "{datapath} sends no new connections of {port} to {endpoints}, which the EndpointSlices list as ready: they are in maintenance (set through its service API)",
 		NextStep: "kubectl -n kube-system exec ds/cilium -- cilium-dbg service list"},
 	{Code: CodeDPSyncPending, Layer: LayerDatapath, Severity: SeverityWarning, Title: "kube-proxy not synced yet",
-		Message:  "{port} on {datapath}: {what}, but kube-proxy has not applied the Service's latest change yet ({why}); this clears on its own within a sync",
+		Message:  "{port} on {datapath}: {what}, but kube-proxy's rules and the API may be at different points of the Service's latest change ({why}); this clears on its own within a sync",
 		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50 (if a trace a few seconds later still shows it)"},
 	{Code: CodeDPIPVSDeprecated, Layer: LayerDatapath, Severity: SeverityInfo, Title: "IPVS mode deprecated",
 		Message:  "kube-proxy runs in IPVS mode; kube-proxy v1.37 says: the ipvs proxier has been deprecated and will be disabled by default in Kubernetes 1.40 and removed in Kubernetes 1.43, migrate to the nftables proxier",
