@@ -334,11 +334,13 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	default:
 		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
 		for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
-			why := syncPending(obs, np.mode, f, nj.serviceChangedAt())
-			if why == "" {
-				why = changedDuringRead(nj.in.SlicesChangedDuringRead, np.mode, f)
+			var whys []string
+			for _, w := range []string{syncPending(obs, np.mode, f, nj.serviceChangedAt()), changedDuringRead(nj.in.SlicesChangedDuringRead, np.mode, f)} {
+				if w != "" {
+					whys = append(whys, w)
+				}
 			}
-			if why != "" {
+			if why := strings.Join(whys, "; "); why != "" {
 				if np.pending == nil {
 					np.pending = map[corev1.IPFamily]string{}
 				}
