@@ -98,4 +98,3 @@ func TestSliceChangedWhileNodesRead(t *testing.T) {
 		})
 	}
 }
-
