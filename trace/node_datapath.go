@@ -289,8 +289,7 @@ type nodeProgrammed struct {
 	// not a port kube-proxy left out, so such ports are not compared.
 	unread map[corev1.IPFamily]string
 	// pending holds, per IP family, why the rules may be behind the API
-	// (syncPending) or ahead of it (changedDuringRead); "" when nothing
-	// says so.
+	// (syncPending); "" when nothing says so.
 	pending map[corev1.IPFamily]string
 }
 
@@ -334,13 +333,7 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	default:
 		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
 		for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
-			var whys []string
-			for _, w := range []string{syncPending(obs, np.mode, f, nj.serviceChangedAt()), changedDuringRead(nj.in.SlicesChangedDuringRead, np.mode, f)} {
-				if w != "" {
-					whys = append(whys, w)
-				}
-			}
-			if why := strings.Join(whys, "; "); why != "" {
+			if why := syncPending(obs, np.mode, f, nj.serviceChangedAt()); why != "" {
 				if np.pending == nil {
 					np.pending = map[corev1.IPFamily]string{}
 				}
@@ -404,10 +397,13 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		return
 	}
 	// Rules that are behind the API only because kube-proxy has not
-	// applied the Service's latest change yet are a warning, not a fault.
+	// applied the Service's latest change yet, or ahead of the API read
+	// because an endpoint changed while the node was read, are a warning,
+	// not a fault.
 	pending := nj.programmed(node, obs).pendingFor(pe.Family)
-	behind := func(what string, raw []string, fields ...report.Field) {
-		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": pending}), raw, fields...)
+	rc := nj.readChanges(mode, pe.Family)
+	behind := func(why, what string, raw []string, fields ...report.Field) {
+		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why}), raw, fields...)
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
 		var raw []string
@@ -415,7 +411,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			raw = pp.Evidence
 		}
 		if pending != "" {
-			behind("no rules for it yet", raw)
+			behind(pending, "no rules for it yet", raw)
 			return
 		}
 		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
@@ -460,20 +456,26 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	sort.Strings(stale)
 	if len(missing) > 0 {
-		fields := append([]report.Field{nj.missingField(wantSet, missing), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-		if pending != "" {
-			behind(fmt.Sprintf("%d endpoint(s) not programmed yet (%s)", len(missing), listNames(missing)), pp.Evidence, fields...)
-		} else {
-			nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(missing)), "endpoints": listNames(missing)}), pp.Evidence, fields...)
+		excused, faulty, why := rc.split(missing, pending)
+		if len(excused) > 0 {
+			fields := append([]report.Field{nj.missingField(wantSet, excused), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+			behind(why, fmt.Sprintf("%d endpoint(s) not programmed yet (%s)", len(excused), listNames(excused)), pp.Evidence, fields...)
+		}
+		if len(faulty) > 0 {
+			fields := append([]report.Field{nj.missingField(wantSet, faulty), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+			nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(faulty)), "endpoints": listNames(faulty)}), pp.Evidence, fields...)
 		}
 		problems++
 	}
 	if len(stale) > 0 {
-		fields := append([]report.Field{fieldItems("stale", stale), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-		if pending != "" {
-			behind(fmt.Sprintf("%d endpoint(s) no longer listed still programmed (%s)", len(stale), listNames(stale)), pp.Evidence, fields...)
-		} else {
-			nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(stale)), "endpoints": listNames(stale), "programmer": programmerOf(mode)}), pp.Evidence, fields...)
+		excused, faulty, why := rc.split(stale, pending)
+		if len(excused) > 0 {
+			fields := append([]report.Field{fieldItems("stale", excused), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+			behind(why, fmt.Sprintf("%d endpoint(s) no longer listed still programmed (%s)", len(excused), listNames(excused)), pp.Evidence, fields...)
+		}
+		if len(faulty) > 0 {
+			fields := append([]report.Field{fieldItems("stale", faulty), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+			nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(faulty)), "endpoints": listNames(faulty), "programmer": programmerOf(mode)}), pp.Evidence, fields...)
 		}
 		problems++
 	}

@@ -108,6 +108,9 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 			if why := np.pendingFor(pe.Family); readable && why != "" {
 				row.behind, row.reason = true, "kube-proxy has not applied the Service's latest change yet: "+why
 			}
+			if np != nil {
+				row.changed = nj.readChanges(np.mode, pe.Family)
+			}
 			if !g.sets[row.expected] {
 				g.sets[row.expected] = true
 				for _, e := range row.expected.strings {
@@ -222,6 +225,9 @@ type matrixRowCells struct {
 	// behind: kube-proxy may not have applied the Service's latest change
 	// (nodeProgrammed.pendingFor), so a missing or stale cell warns.
 	behind bool
+	// changed: endpoints that changed while the node was read; their
+	// missing or stale cells warn.
+	changed readChange
 }
 
 // judge turns one node's facts into its row: a cell fails when the node
@@ -257,9 +263,9 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 		case !r.readable:
 			c.Status = report.StatusUnknown
 		case c.Expected && !c.Programmed:
-			c.Status, c.Problem, mismatched = r.mismatch(), "missing", true
+			c.Status, c.Problem, mismatched = r.mismatch(col), "missing", true
 		case !c.Expected && c.Programmed:
-			c.Status, c.Problem, mismatched = r.mismatch(), "stale", true
+			c.Status, c.Problem, mismatched = r.mismatch(col), "stale", true
 		case !c.Expected:
 			c.Status = report.StatusSkipped
 		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
@@ -297,17 +303,21 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 	if odd > maxSparseRowCells {
 		row.OddCells = odd
 	}
-	if mismatched && r.behind {
+	switch {
+	case mismatched && r.behind:
 		row.Reason = r.reason
+	case mismatched && row.Status == report.StatusWarn && r.changed.why != "":
+		row.Reason = r.changed.why
 	}
 	return row
 }
 
-// mismatch is the status of a cell whose endpoint the rules miss or keep
-// against the API: a warning while kube-proxy may still be applying the
-// change, a failure otherwise.
-func (r matrixRowCells) mismatch() report.Status {
-	if r.behind {
+// mismatch is the status of the cell of endpoint col when the rules miss or
+// keep it against the API: a warning while kube-proxy may still be applying
+// the change or when the endpoint changed while the node was read, a
+// failure otherwise.
+func (r matrixRowCells) mismatch(col string) report.Status {
+	if r.behind || r.changed.addresses[endpointHost(col)] {
 		return report.StatusWarn
 	}
 	return report.StatusFail

@@ -2,9 +2,11 @@ package trace
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -19,78 +21,133 @@ func (f inspectFunc) Inspect(ctx context.Context, plan NodePlan) (*NodeReport, e
 	return f(ctx, plan)
 }
 
+// traceWithChange traces healthy() (endpoints 10.244.1.5 and 10.244.2.5)
+// on nodes whose kube-proxy programmed only programmed; change, when set,
+// edits the slice after the API read, while the nodes are read.
+func traceWithChange(t *testing.T, programmed string, change func(*discoveryv1.EndpointSlice)) (*Input, *report.ServiceTrace) {
+	t.Helper()
+	client := fake.NewClientset(healthy()...)
+	rules := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
+		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", programmed, 1))}}
+	inspector := inspectFunc(func(ctx context.Context, plan NodePlan) (*NodeReport, error) {
+		if change != nil {
+			s, err := client.DiscoveryV1().EndpointSlices("default").Get(ctx, "web-abc", metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			change(s)
+			if _, err := client.DiscoveryV1().EndpointSlices("default").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+				return nil, err
+			}
+		}
+		r := &NodeReport{}
+		for _, n := range plan.Nodes {
+			// No kube-proxy metrics: nothing says a sync is pending.
+			r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Observation: observation(t, collectorapi.ModeIPTables, rules, nil)})
+		}
+		return r, nil
+	})
+	opts := Options{Inspector: inspector, Now: fixedNow}
+	in, nodes, err := Collect(context.Background(), client, "default", "web", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Assemble(in, nodes, opts)
+	assertCatalogued(t, tr)
+	return in, tr
+}
+
+func dropSecond(s *discoveryv1.EndpointSlice) { s.Endpoints = s.Endpoints[:1] }
+
 // TestSliceChangedDuringRead: an endpoint leaves the EndpointSlice after the
-// API read and kube-proxy has already dropped it when the node is read. The
-// rules then lack an endpoint the API read lists: a warning that says the
-// slice changed during the read, not a datapath fault. The same rules with
-// no change during the read still fail.
+// API read and kube-proxy has already dropped it when the node is read: the
+// rules lack an endpoint the API read lists, a warning that says the slice
+// changed during the read, not a datapath fault. The same rules with no
+// change during the read fail, and so does an endpoint missing from the
+// rules that the change did not touch.
 func TestSliceChangedDuringRead(t *testing.T) {
-	for _, change := range []bool{true, false} {
-		client := fake.NewClientset(healthy()...)
-		// kube-proxy programmed only the endpoint left after the change,
-		// and its metrics were not read (no sync evidence either way).
-		rules := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
-			iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}
-		inspector := inspectFunc(func(ctx context.Context, plan NodePlan) (*NodeReport, error) {
-			if change {
-				s, err := client.DiscoveryV1().EndpointSlices("default").Get(ctx, "web-abc", metav1.GetOptions{})
-				if err != nil {
-					return nil, err
-				}
-				s.Endpoints = s.Endpoints[:1]
-				if _, err := client.DiscoveryV1().EndpointSlices("default").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-					return nil, err
-				}
+	in, tr := traceWithChange(t, "10.244.1.5:8080", dropSecond)
+	want := []SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.5"}}}
+	if !reflect.DeepEqual(in.SlicesChangedDuringRead, want) {
+		t.Fatalf("SlicesChangedDuringRead = %+v, want %+v", in.SlicesChangedDuringRead, want)
+	}
+	dp := nodeCodes(tr, report.LayerDatapath, "")
+	if _, ok := dp[report.CodeDPMissingEndpoints]; ok {
+		t.Errorf("%s for an endpoint removed while the nodes were read", report.CodeDPMissingEndpoints)
+	}
+	c, ok := dp[report.CodeDPSyncPending]
+	if !ok || !strings.Contains(c.Message, "EndpointSlice web-abc modified while the nodes were read") || !strings.Contains(c.Message, "10.244.2.5:8080") {
+		t.Errorf("%s = %q (present %v), want the slice change and the endpoint named", report.CodeDPSyncPending, c.Message, ok)
+	}
+	if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusWarn {
+		t.Errorf("datapath layer %s, want warn", s)
+	}
+	for _, p := range tr.Matrix.Ports {
+		for _, row := range p.Nodes {
+			if row.Status != report.StatusWarn || !strings.Contains(row.Reason, "while the nodes were read") {
+				t.Errorf("matrix row %s: %s (%s), want warn with the change", row.Node, row.Status, row.Reason)
 			}
-			r := &NodeReport{}
-			for _, n := range plan.Nodes {
-				r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Observation: observation(t, collectorapi.ModeIPTables, rules, nil)})
-			}
-			return r, nil
-		})
-		in, nodes, err := Collect(context.Background(), client, "default", "web", Options{Inspector: inspector, Now: fixedNow})
-		if err != nil {
-			t.Fatal(err)
 		}
-		tr := Assemble(in, nodes, Options{Inspector: inspector, Now: fixedNow})
-		assertCatalogued(t, tr)
-		dp := nodeCodes(tr, report.LayerDatapath, "")
-		if !change {
-			if len(in.SlicesChangedDuringRead) != 0 {
-				t.Errorf("changes seen with none made: %+v", in.SlicesChangedDuringRead)
-			}
-			if _, ok := dp[report.CodeDPMissingEndpoints]; !ok {
-				t.Errorf("rules lacking an endpoint the API lists, no change during the read: checks %v, want %s", keysOf(dp), report.CodeDPMissingEndpoints)
-			}
-			continue
-		}
-		if want := (SliceChange{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4"}); len(in.SlicesChangedDuringRead) != 1 || in.SlicesChangedDuringRead[0] != want {
-			t.Fatalf("SlicesChangedDuringRead = %+v, want [%+v]", in.SlicesChangedDuringRead, want)
-		}
-		if _, ok := dp[report.CodeDPMissingEndpoints]; ok {
-			t.Errorf("%s for an endpoint removed while the nodes were read", report.CodeDPMissingEndpoints)
-		}
-		c, ok := dp[report.CodeDPSyncPending]
-		if !ok || !strings.Contains(c.Message, "changed while the nodes were read (web-abc modified)") || !strings.Contains(c.Message, "10.244.2.5:8080") {
-			t.Errorf("%s = %q (present %v), want the slice change and the endpoint named", report.CodeDPSyncPending, c.Message, ok)
-		}
-		if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusWarn {
-			t.Errorf("datapath layer %s, want warn", s)
+	}
+
+	in, tr = traceWithChange(t, "10.244.1.5:8080", nil)
+	if len(in.SlicesChangedDuringRead) != 0 {
+		t.Errorf("changes seen with none made: %+v", in.SlicesChangedDuringRead)
+	}
+	if _, ok := nodeCodes(tr, report.LayerDatapath, "")[report.CodeDPMissingEndpoints]; !ok {
+		t.Errorf("rules lacking an endpoint, no change during the read: checks %v, want %s", keysOf(nodeCodes(tr, report.LayerDatapath, "")), report.CodeDPMissingEndpoints)
+	}
+
+	// The change removed 10.244.2.5; the rules lack 10.244.1.5, which it
+	// did not touch.
+	_, tr = traceWithChange(t, "10.244.2.5:8080", dropSecond)
+	dp = nodeCodes(tr, report.LayerDatapath, "")
+	if c, ok := dp[report.CodeDPMissingEndpoints]; !ok || !strings.Contains(c.Message, "10.244.1.5:8080") {
+		t.Errorf("endpoint the change did not touch missing: %s = %q (present %v), checks %v", report.CodeDPMissingEndpoints, c.Message, ok, keysOf(dp))
+	}
+	if c, ok := dp[report.CodeDPSyncPending]; ok {
+		t.Errorf("%s excuses an endpoint the change did not touch: %s", report.CodeDPSyncPending, c.Message)
+	}
+	if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusFail {
+		t.Errorf("datapath layer %s, want fail", s)
+	}
+}
+
+// TestChangedAddresses: which addresses a slice change touches.
+func TestChangedAddresses(t *testing.T) {
+	was := slice("web-abc", "web", "http", 8080,
+		ep{ip: "10.0.0.1", node: "a", ready: true}, ep{ip: "10.0.0.2", node: "b", ready: true}, ep{ip: "10.0.0.3", node: "b", ready: true})
+	now := slice("web-abc", "web", "http", 8080,
+		ep{ip: "10.0.0.1", node: "a", ready: true}, ep{ip: "10.0.0.2", node: "b", ready: false}, ep{ip: "10.0.0.4", node: "a", ready: true})
+	other := slice("web-abc", "web", "http", 9090, ep{ip: "10.0.0.1", node: "a", ready: true})
+	for _, tc := range []struct {
+		name     string
+		was, now *discoveryv1.EndpointSlice
+		want     []string
+	}{
+		{"modified", was, now, []string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}},
+		{"added", nil, now, []string{"10.0.0.1", "10.0.0.2", "10.0.0.4"}},
+		{"deleted", was, nil, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
+		{"ports changed", was, other, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
+		{"unchanged", was, was, nil},
+	} {
+		if got := changedAddresses(tc.was, tc.now); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// TestChangedDuringReadFamilies: a change counts for its own family's rules
-// on kube-proxy's datapaths only.
-func TestChangedDuringReadFamilies(t *testing.T) {
-	v6 := []SliceChange{{Slice: "web-v6", Type: "ADDED", Family: "IPv6"}}
-	if why := changedDuringRead(v6, collectorapi.ModeIPVS, "IPv4"); why != "" {
-		t.Errorf("IPv6 slice change excuses IPv4 rules: %q", why)
+// TestReadChangesFamilies: a change counts for its own family's rules on
+// kube-proxy's datapaths only.
+func TestReadChangesFamilies(t *testing.T) {
+	nj := &nodeJudge{in: &Input{SlicesChangedDuringRead: []SliceChange{{Slice: "web-v6", Type: "ADDED", Family: "IPv6", Addresses: []string{"fd00::5"}}}}}
+	if rc := nj.readChanges(collectorapi.ModeIPVS, "IPv4"); rc.why != "" {
+		t.Errorf("IPv6 slice change explains IPv4 rules: %q", rc.why)
 	}
-	if why := changedDuringRead(v6, collectorapi.ModeIPVS, "IPv6"); !strings.Contains(why, "web-v6 added") {
-		t.Errorf("IPv6 change for IPv6 rules: %q", why)
+	if rc := nj.readChanges(collectorapi.ModeIPVS, "IPv6"); !strings.Contains(rc.why, "web-v6 added") || !rc.addresses["fd00::5"] {
+		t.Errorf("IPv6 change for IPv6 rules: %+v", rc)
 	}
-	if why := changedDuringRead(v6, collectorapi.ModeCilium, "IPv6"); why != "" {
-		t.Errorf("a change excuses Cilium's maps: %q", why)
+	if rc := nj.readChanges(collectorapi.ModeCilium, "IPv6"); rc.why != "" {
+		t.Errorf("a change explains Cilium's maps: %q", rc.why)
 	}
 }

@@ -86,7 +86,7 @@ func TestSliceChangedWhileNodesRead(t *testing.T) {
 			if c == nil {
 				t.Fatalf("no %s on %s:\n%s", report.CodeDPSyncPending, n.Name, findings(tr))
 			}
-			for _, want := range []string{"changed while the nodes were read (web-manual modified)", removed} {
+			for _, want := range []string{"EndpointSlice web-manual modified while the nodes were read", removed} {
 				if !strings.Contains(c.Message, want) {
 					t.Errorf("%s does not say %q: %s", c.Code, want, c.Message)
 				}
