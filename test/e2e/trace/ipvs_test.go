@@ -327,16 +327,30 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 		if got == want {
 			// The virtual servers are written during the sync, the ipsets
 			// and iptables rules at its end: wait for the sync to finish.
+			// The sync may also have ended before the list: then no sync
+			// is queued after the last completed one.
 			seen := float64(time.Now().Unix())
 			for time.Now().Before(deadline) {
 				m, _ := n.tryExec("curl", "-s", "http://127.0.0.1:10249/metrics")
+				var last, queued float64
 				for _, l := range strings.Split(m, "\n") {
 					var ts float64
-					if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_timestamp_seconds") {
-						if _, err := fmt.Sscan(f[1], &ts); err == nil && ts >= seen {
-							return out
-						}
+					f := strings.Fields(l)
+					if len(f) != 2 {
+						continue
 					}
+					if _, err := fmt.Sscan(f[1], &ts); err != nil {
+						continue
+					}
+					switch {
+					case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_timestamp_seconds"):
+						last = max(last, ts)
+					case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"):
+						queued = max(queued, ts)
+					}
+				}
+				if last > 0 && (last >= seen || last >= queued) {
+					return out
 				}
 				time.Sleep(time.Second)
 			}
