@@ -328,8 +328,11 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 			// The virtual servers are written during the sync, the ipsets
 			// and iptables rules at its end: wait for the sync to finish.
 			// The sync may also have ended before the list: then no sync
-			// is queued after the last completed one.
-			seen := float64(time.Now().Unix())
+			// is queued after the last completed one. That is taken only
+			// after a while, as kube-proxy in user-mode Linux often runs
+			// a second sync right after one that programmed a Service.
+			listed := time.Now()
+			seen := float64(listed.Unix())
 			for time.Now().Before(deadline) {
 				m, _ := n.tryExec("curl", "-s", "http://127.0.0.1:10249/metrics")
 				var last, queued float64
@@ -349,7 +352,7 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 						queued = max(queued, ts)
 					}
 				}
-				if last > 0 && (last >= seen || last >= queued) {
+				if last > 0 && (last >= seen || (last >= queued && time.Since(listed) > 10*time.Second)) {
 					return out
 				}
 				time.Sleep(time.Second)
