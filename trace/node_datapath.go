@@ -403,7 +403,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	pending := nj.programmed(node, obs).pendingFor(pe.Family)
 	rc := nj.readChanges(mode, pe.Family)
 	behind := func(why, what string, raw []string, fields ...report.Field) {
-		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why}), raw, fields...)
+		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why, "programmer": programmerOf(mode)}), raw, fields...)
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
 		var raw []string
@@ -455,29 +455,30 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		stale = append(stale, ep)
 	}
 	sort.Strings(stale)
-	if len(missing) > 0 {
-		excused, faulty, why := rc.split(missing, pending)
+	// disagree reports endpoints the rules and the API read disagree on:
+	// the ones a pending sync or a change during the read explains as
+	// DP059 (what describes them), the rest as code.
+	disagree := func(eps []string, listed func([]string) report.Field, what string, code string, args report.Args) {
+		excused, faulty, why := rc.split(eps, pending)
+		fields := func(eps []string) []report.Field {
+			return append([]report.Field{listed(eps), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
+		}
 		if len(excused) > 0 {
-			fields := append([]report.Field{nj.missingField(wantSet, excused), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-			behind(why, fmt.Sprintf("%d endpoint(s) not programmed yet (%s)", len(excused), listNames(excused)), pp.Evidence, fields...)
+			behind(why, fmt.Sprintf(what, len(excused), listNames(excused)), pp.Evidence, fields(excused)...)
 		}
 		if len(faulty) > 0 {
-			fields := append([]report.Field{nj.missingField(wantSet, faulty), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-			nj.EmitNode(report.CodeDPMissingEndpoints, node, with(report.Args{"count": strconv.Itoa(len(faulty)), "endpoints": listNames(faulty)}), pp.Evidence, fields...)
+			args["count"], args["endpoints"] = strconv.Itoa(len(faulty)), listNames(faulty)
+			nj.EmitNode(code, node, with(args), pp.Evidence, fields(faulty)...)
 		}
 		problems++
 	}
+	if len(missing) > 0 {
+		disagree(missing, func(eps []string) report.Field { return nj.missingField(wantSet, eps) },
+			"%d endpoint(s) not programmed yet (%s)", report.CodeDPMissingEndpoints, report.Args{})
+	}
 	if len(stale) > 0 {
-		excused, faulty, why := rc.split(stale, pending)
-		if len(excused) > 0 {
-			fields := append([]report.Field{fieldItems("stale", excused), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-			behind(why, fmt.Sprintf("%d endpoint(s) no longer listed still programmed (%s)", len(excused), listNames(excused)), pp.Evidence, fields...)
-		}
-		if len(faulty) > 0 {
-			fields := append([]report.Field{fieldItems("stale", faulty), nj.endpointsField("expected", wantSet)}, zoneFields(pe)...)
-			nj.EmitNode(report.CodeDPStaleEndpoints, node, with(report.Args{"count": strconv.Itoa(len(faulty)), "endpoints": listNames(faulty), "programmer": programmerOf(mode)}), pp.Evidence, fields...)
-		}
-		problems++
+		disagree(stale, func(eps []string) report.Field { return fieldItems("stale", eps) },
+			"%d endpoint(s) no longer listed still programmed (%s)", report.CodeDPStaleEndpoints, report.Args{"programmer": programmerOf(mode)})
 	}
 	if n := len(pp.Endpoints); n > 0 {
 		fair := 1.0 / float64(n)

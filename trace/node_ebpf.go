@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -361,9 +362,9 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe expect.PortExpectatio
 			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
 				"detail": fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", got, want)}, nil)
 		}
-		nj.compareCiliumScope(node, port, ext, pe.External, "externalTrafficPolicy")
+		nj.compareCiliumScope(node, port, pe.Family, ext, pe.External, "externalTrafficPolicy")
 		if in := s[1]; in != nil && in.Found {
-			nj.compareCiliumScope(node, port, in, pe.Internal, "internalTrafficPolicy")
+			nj.compareCiliumScope(node, port, pe.Family, in, pe.Internal, "internalTrafficPolicy")
 		} else if ciliumFlags(ext)&ciliumFlagTwoScopes != 0 {
 			nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": "Cilium", "frontend": ciliumFrontendName(ext), "port": port,
 				"detail": "is flagged as having two scopes, but its internal scope is not in the services map"}, nil)
@@ -373,7 +374,7 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe expect.PortExpectatio
 
 // compareCiliumScope compares one frontend scope's selectable backends
 // with the endpoints its traffic policy should leave.
-func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.CiliumFrontend, want []expect.ExpectedEndpoint, policy string) {
+func (nj *nodeJudge) compareCiliumScope(node, port string, family corev1.IPFamily, fe *collectorapi.CiliumFrontend, want []expect.ExpectedEndpoint, policy string) {
 	selected, _ := ciliumSlots(fe)
 	got := map[string]bool{}
 	for _, b := range selected {
@@ -381,7 +382,7 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, fe *collectorapi.Cili
 			got[ciliumEndpoint(b)] = true
 		}
 	}
-	nj.compareEndpointSets(node, port, "Cilium", ciliumFrontendName(fe), got, want, policy, nil)
+	nj.compareEndpointSets(node, port, collectorapi.ModeCilium, family, ciliumFrontendName(fe), got, want, policy, nil)
 }
 
 // ciliumNodePort finds the NodePort surrogate frontend of a port: the
@@ -571,13 +572,15 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe expect.PortExpe
 		for _, e := range eps {
 			got[e.Endpoint] = true
 		}
-		nj.compareEndpointSets(node, port, "Calico", name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
+		nj.compareEndpointSets(node, port, collectorapi.ModeCalico, pe.Family, name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
 	}
 }
 
 // compareEndpointSets reports the difference between the endpoints an
-// external frontend selects and those its traffic policy should leave.
-func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, got map[string]bool, want []expect.ExpectedEndpoint, policy string, evidence []string) {
+// external frontend of mode's datapath selects and those its traffic
+// policy should leave. Endpoints whose listing changed while the node was
+// read are only a warning: the maps may be newer than the API read.
+func (nj *nodeJudge) compareEndpointSets(node, port string, mode collectorapi.DatapathMode, family corev1.IPFamily, frontend string, got map[string]bool, want []expect.ExpectedEndpoint, policy string, evidence []string) {
 	wantSet := map[string]bool{}
 	for _, e := range want {
 		wantSet[e.String()] = true
@@ -593,11 +596,25 @@ func (nj *nodeJudge) compareEndpointSets(node, port, datapath, frontend string, 
 			stale = append(stale, ep)
 		}
 	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	datapath := "Cilium"
+	if mode == collectorapi.ModeCalico {
+		datapath = "Calico"
+	}
+	rc := nj.readChanges(mode, family)
+	changedMissing, missing, why := rc.split(missing, "")
+	changedStale, stale, whyStale := rc.split(stale, "")
+	if len(changedMissing) > 0 || len(changedStale) > 0 {
+		nj.EmitNode(report.CodeDPSyncPending, node, report.Args{"port": port, "datapath": datapath + " " + frontend, "programmer": programmerOf(mode),
+			"what": fmt.Sprintf("it selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
+				policy, listOrNone(changedMissing), listOrNone(changedStale)),
+			"why": cmp.Or(why, whyStale)}, evidence,
+			fieldItems("missing", changedMissing), fieldItems("stale", changedStale), fieldItems("expected", expect.EndpointStrings(want)))
+	}
 	if len(missing) == 0 && len(stale) == 0 {
 		return
 	}
-	sort.Strings(missing)
-	sort.Strings(stale)
 	nj.EmitNode(report.CodeDPEBPFExternal, node, report.Args{"datapath": datapath, "frontend": frontend, "port": port,
 		"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 			policy, listOrNone(missing), listOrNone(stale))}, evidence,

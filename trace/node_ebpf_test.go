@@ -156,6 +156,20 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 		t.Errorf("stale backend in the external frontends' internal scope: %s", m)
 	}
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPNoRules, report.CodeDPProxyUnreachable)
+
+	// The same maps, with web-2's listing changed while the node was read:
+	// the agent may have applied a newer state than the API read, so every
+	// frontend still selecting it warns instead of failing.
+	in.SlicesChangedDuringRead = []SliceChange{{Slice: "web-v4", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.7"}}}
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
+	m := nodeMessages(tr, "n1", report.CodeDPSyncPending)
+	for _, want := range []string{"on cilium (random): 1 endpoint(s) no longer listed still programmed (10.244.2.7:8080), but the Cilium agent and the API",
+		"Cilium nodePort 0.0.0.0:30080/TCP internal scope: it selects backends", "stale: 10.244.2.7:8080", "EndpointSlice web-v4 modified while the nodes were read"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("%s messages lack %q:\n%s", report.CodeDPSyncPending, want, m)
+		}
+	}
 }
 
 func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
@@ -339,6 +353,17 @@ func TestCalicoHealthyAndStale(t *testing.T) {
 	}
 	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "255.255.255.255:30080") || !strings.Contains(m, "10.0.0.11:30080") {
 		t.Errorf("stale backend behind both NodePort entries: %s", m)
+	}
+
+	// An endpoint added and removed again while the node was read: Felix
+	// may have programmed it in between.
+	in := nodeInput(nodePortWeb)
+	in.SlicesChangedDuringRead = []SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.99"}}}
+	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
+		calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7"), be(2, "10.244.2.99")))})
+	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
+	if m := nodeMessages(tr, "n1", report.CodeDPSyncPending); strings.Count(m, "10.244.2.99:8080") != 3 || !strings.Contains(m, "Calico's Felix and the API") {
+		t.Errorf("a backend changed during the read, ClusterIP and both NodePort entries: %s", m)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -157,18 +156,18 @@ func mergeSorted(a, b []string) []string {
 }
 
 // readChange is what changed in the Service's EndpointSlices while the
-// nodes were read, for one IP family on one of kube-proxy's datapaths.
+// nodes were read, for one IP family on one datapath.
 type readChange struct {
 	addresses map[string]bool
 	why       string
 }
 
 // readChanges is the change of family's slices during the read that can
-// explain rules disagreeing with the API read on mode's datapath (only
-// kube-proxy's); the zero value when there was none.
+// explain mode's datapath disagreeing with the API read; the zero value
+// when there was none or mode's programmer is unknown.
 func (nj *nodeJudge) readChanges(mode collectorapi.DatapathMode, family corev1.IPFamily) readChange {
 	var rc readChange
-	if !kubeProxyMode(mode) {
+	if !slicesDriven(mode) {
 		return rc
 	}
 	var names []string
@@ -185,7 +184,7 @@ func (nj *nodeJudge) readChanges(mode collectorapi.DatapathMode, family corev1.I
 		}
 	}
 	if len(rc.addresses) > 0 {
-		rc.why = fmt.Sprintf("EndpointSlice %s while the nodes were read, so the rules may already hold a newer state for these endpoints than the API read", listNames(names))
+		rc.why = fmt.Sprintf("EndpointSlice %s while the nodes were read, so the datapath may already hold a newer state for these endpoints than the API read", listNames(names))
 	}
 	return rc
 }
@@ -221,11 +220,20 @@ func (rc readChange) split(endpoints []string, pending string) (excused, faulty 
 	return excused, faulty, why
 }
 
+// slicesDriven says whether mode's programmer builds the node's Service
+// datapath from the EndpointSlices as it watches them (kube-proxy's
+// proxiers, the Cilium agent, Calico's Felix), so a slice change during
+// the read can put the datapath ahead of the API read.
+func slicesDriven(mode collectorapi.DatapathMode) bool {
+	switch mode {
+	case collectorapi.ModeCilium, collectorapi.ModeCalico:
+		return true
+	}
+	return kubeProxyMode(mode)
+}
+
 // endpointHost is the address of an "ip:port" endpoint, unmapped.
 func endpointHost(ep string) string {
-	if ap, err := netip.ParseAddrPort(ep); err == nil {
-		return ap.Addr().Unmap().String()
-	}
-	h, _, _ := net.SplitHostPort(ep)
+	h, _, _ := net.SplitHostPort(probeKey(ep))
 	return h
 }

@@ -137,8 +137,8 @@ func TestChangedAddresses(t *testing.T) {
 	}
 }
 
-// TestReadChangesFamilies: a change counts for its own family's rules on
-// kube-proxy's datapaths only.
+// TestReadChangesFamilies: a change counts for its own family's rules, on
+// the datapaths programmed from the EndpointSlices.
 func TestReadChangesFamilies(t *testing.T) {
 	nj := &nodeJudge{in: &Input{SlicesChangedDuringRead: []SliceChange{{Slice: "web-v6", Type: "ADDED", Family: "IPv6", Addresses: []string{"fd00::5"}}}}}
 	if rc := nj.readChanges(collectorapi.ModeIPVS, "IPv4"); rc.why != "" {
@@ -147,7 +147,14 @@ func TestReadChangesFamilies(t *testing.T) {
 	if rc := nj.readChanges(collectorapi.ModeIPVS, "IPv6"); !strings.Contains(rc.why, "web-v6 added") || !rc.addresses["fd00::5"] {
 		t.Errorf("IPv6 change for IPv6 rules: %+v", rc)
 	}
-	if rc := nj.readChanges(collectorapi.ModeCilium, "IPv6"); rc.why != "" {
-		t.Errorf("a change explains Cilium's maps: %q", rc.why)
+	for _, m := range []collectorapi.DatapathMode{collectorapi.ModeCilium, collectorapi.ModeCalico, collectorapi.ModeNFTables} {
+		if rc := nj.readChanges(m, "IPv6"); !rc.addresses["fd00::5"] {
+			t.Errorf("a change does not explain %s's datapath: %+v", m, rc)
+		}
+	}
+	for _, m := range []collectorapi.DatapathMode{collectorapi.ModeKernelspace, ""} {
+		if rc := nj.readChanges(m, "IPv6"); rc.why != "" {
+			t.Errorf("a change explains the datapath of programmer %q, which svctrace cannot read: %q", m, rc.why)
+		}
 	}
 }
