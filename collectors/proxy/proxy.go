@@ -72,7 +72,19 @@ func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, er
 		}
 		obs.Healthz = hz
 	})
-	wg.Go(func() { obs.Metrics = readMetrics(ctx, client, "http://"+opts.MetricsAddress+"/metrics") })
+	wg.Go(func() {
+		url := "http://" + opts.MetricsAddress + "/metrics"
+		obs.Metrics = readMetrics(ctx, client, url)
+		if obs.Metrics.Fetch.ErrorClass == collectorapi.ErrClassTimeout && ctx.Err() == nil {
+			// Without the sync metrics the judge cannot tell rules
+			// kube-proxy has not updated yet from stale ones, and a busy
+			// node answers /metrics later than /proxyMode: ask once more,
+			// with twice the time.
+			first := obs.Metrics.Fetch.Error
+			obs.Metrics = readMetrics(ctx, &http.Client{Timeout: 2 * opts.HTTPTimeout}, url)
+			obs.Metrics.Fetch.Attempts, obs.Metrics.Fetch.FirstError = 2, first
+		}
+	})
 
 	fp := opts.Fingerprints
 	if fp == nil {

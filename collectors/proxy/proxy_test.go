@@ -188,6 +188,31 @@ func TestNodeFingerprintsInNetns(t *testing.T) {
 	}
 }
 
+// TestMetricsAskedAgainAfterTimeout: kube-proxy answers /metrics only after
+// the first try gave up (kube-proxy in user-mode Linux took 1.4 s under
+// load); the second, longer try gets the sync metrics.
+func TestMetricsAskedAgainAfterTimeout(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			return
+		}
+		if calls.Add(1) == 1 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		fmt.Fprintln(w, "kubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7e+09")
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 200 * time.Millisecond, Fingerprints: noFingerprints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := obs.Metrics; m.Fetch.Error != "" || m.Fetch.Attempts != 2 || m.Fetch.FirstError == "" || len(m.Samples) == 0 {
+		t.Errorf("metrics %+v: want the samples on the second attempt", m)
+	}
+}
+
 // TestProxyModeAskedAgainAfterTimeout: kube-proxy answers /proxyMode only
 // after the first try gave up (a busy node); the second, longer try gets
 // the mode, and the fetch says it took two.
