@@ -11,7 +11,7 @@ import (
 func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string) PortExpectation {
 	pe := PortExpectation{
 		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
-		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		InternalPolicyLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
 		// Each family's proxier sees only that family's externalIPs and
 		// load-balancer IPs (newBaseServiceInfo), so a dual-stack Service
 		// with an IPv4 externalIP and no NodePort is externally accessible
