@@ -41,8 +41,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 
 	np := nj.programmed(node, obs)
 	mode, owner := np.Mode, np.Owner
-	switch mode {
-	case collectorapi.ModeCilium, collectorapi.ModeCalico:
+	if programmed.IsEBPF(mode) {
 		nj.EmitNode(report.CodeDPEBPFOwner, node, report.Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect, choices)
 		return
@@ -51,12 +50,10 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 		nj.EmitNode(report.CodeDPSectionError, node, report.Args{"section": e.Section, "error": e.Error}, nil)
 	}
 	nj.EmitNode(report.CodeDPOwner, node, report.Args{"owner": owner}, nil)
-	if mode == collectorapi.ModeIPVS {
+	if programmed.IsIPVS(mode) {
 		// cmd/kube-proxy/app/server_linux.go logs this and records an
 		// IPVSDeprecation Event at every start in IPVS mode.
 		nj.EmitNode(report.CodeDPIPVSDeprecated, node, nil, nil)
-	}
-	if mode == collectorapi.ModeIPVS {
 		nj.judgeIPVSNode(node, obs)
 	}
 	for _, lo := range np.Leftovers {
@@ -109,7 +106,8 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 	// expectation: computed once, and the same object, so that what is
 	// derived from it (the endpoint sets the checks and the grid compare
 	// against) is derived once too.
-	zoneKey := fmt.Sprintf("%t/%s", zoneKnown, zone)
+	rules := programmed.RulesOf(nj.modes[node])
+	zoneKey := fmt.Sprintf("%t/%s/%v", zoneKnown, zone, rules)
 	if nj.nodeIndependent {
 		if ne := nj.byZone[zoneKey]; ne != nil {
 			nj.expectations[node] = ne
@@ -117,14 +115,14 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 		}
 	}
 	ne := &nodeExpectation{zone: zone,
-		expect: expect.ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
+		expect: expect.ExpectForProgrammer(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone}, rules)}
 	// Judging against an empty zone would expect every endpoint where
 	// kube-proxy, knowing its zone, programs only that zone's; judging one
 	// slice order would call kube-proxy's pick of a duplicate wrong.
 	if nj.readOrders == nil {
 		nj.readOrders = expect.NewReadOrders(nj.in.Slices)
 	}
-	ne.choices = expect.ChoicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne.choices = expect.ChoicesForProgrammer(svc, nj.readOrders, node, zone, zoneKnown, rules)
 	nj.internLists(ne.expect)
 	if ne.choices != nil {
 		for _, set := range ne.choices.Sets {
@@ -307,8 +305,8 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	// applied the Service's latest change yet, or ahead of the API read
 	// because an endpoint changed while the node was read, are a warning,
 	// not a fault.
-	pending := nj.programmed(node, obs).pendingFor(pe.Family)
-	rc := nj.readChanges(mode, pe.Family)
+	lag := nj.lagOf(node, obs, pe.Family)
+	pending, rc := lag.pending, lag.changes
 	behind := func(why, what string, raw []string, fields ...report.Field) {
 		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why, "programmer": programmed.ProgrammerOf(mode)}), raw, fields...)
 	}
@@ -317,15 +315,15 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil {
 			raw = pp.Evidence
 		}
-		if pending != "" {
-			behind(pending, "no rules for it yet", raw)
+		if why := lag.whole(); why != "" {
+			behind(why, "no rules for it yet", raw)
 			return
 		}
 		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
 		return
 	}
 	if pp.Rejected {
-		nj.EmitNode(report.CodeDPRejectWithEPs, node, base, pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPRejectWithEPs, base, "its REJECT for a Service without endpoints is still in place", pp.Evidence)
 		return
 	}
 	wantSet := nj.endpointSetOf(want)
@@ -345,7 +343,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		h, _, _ := net.SplitHostPort(ep)
 		if got, ok := gotByIP[h]; ok {
-			nj.EmitNode(report.CodeDPWrongDNATPort, node, with(report.Args{"got": got, "want": ep}), pp.Evidence)
+			nj.faultOrLag(node, lag, report.CodeDPWrongDNATPort, with(report.Args{"got": got, "want": ep}), "it still DNATs to "+got+" instead of "+ep, pp.Evidence)
 			problems++
 			continue
 		}
@@ -435,24 +433,28 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
-	problems += nj.compareExternal(node, pe, pp, with)
-	if mode == collectorapi.ModeIPVS {
-		problems += nj.judgeIPVSPort(node, obs, pe, pp, with)
-	}
+	problems += nj.compareExternal(node, lag, pe, pp, with)
+	problems += nj.judgeIPVSPort(node, obs, lag, pe, pp, with)
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
-			nj.EmitNode(report.CodeDPNodePortMissing, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
+			nj.faultOrLag(node, lag, report.CodeDPNodePortMissing, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), "no rule for NodePort "+strconv.Itoa(int(pe.NodePort))+" yet", pp.Evidence)
 			problems++
 		}
-		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
-			if mode == collectorapi.ModeIPVS {
+		if pe.ExternalPolicyLocal && len(pe.Local) == 0 {
+			if len(pe.External) > 0 {
 				// IPVS does not drop: its NodePort virtual servers fall
-				// back to the cluster endpoints (syncEndpoint, PR 97081).
+				// back to the cluster endpoints (syncEndpoint, PR 97081;
+				// expect.IPVSRules).
 				nj.EmitNode(report.CodeDPIPVSETPLocalFallback, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			} else {
 				nj.EmitNode(report.CodeDPETPLocalNoLocal, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			}
 		}
+	}
+	if pe.InternalPolicyLocal && len(pe.Local) == 0 && len(pe.Internal) > 0 {
+		// expect.IPVSRules: syncEndpoint gives the ClusterIP virtual server
+		// the cluster endpoints; the comparison above judged those.
+		nj.EmitNode(report.CodeDPIPVSITPLocalFallback, node, base, nil)
 	}
 	if problems == 0 {
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
@@ -465,7 +467,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
 // (Local). Where that is the chain the ClusterIP already uses, its
 // endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
+func (nj *nodeJudge) compareExternal(node string, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
 	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.ExternalRead {
 		return 0
 	}
@@ -476,7 +478,7 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 	a := report.Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
 	switch {
 	case pp.ExternalChain == "":
-		nj.EmitNode(report.CodeDPExternalMissing, node, with(a), pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPExternalMissing, with(a), "no external chain for it yet", pp.Evidence)
 		return 1
 	case pp.ExternalTo != wantTo:
 		got := "no endpoint chain"
@@ -484,7 +486,7 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 			got = "the " + pp.ExternalTo + " endpoints"
 		}
 		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
-		nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence)
 		return 1
 	case wantTo == programmed.ExternalToCluster && pp.Captured && !pp.InternalLocal:
 		return 0 // the same chain as the ClusterIP's, compared already
@@ -515,7 +517,7 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
-	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
+	nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), nj.endpointsField("expected", nj.endpointSetOf(pe.External)))
 	return 1
 }
@@ -552,7 +554,7 @@ func servicePortLabel(ns, name string, pe expect.PortExpectation) string {
 
 // noRulesReason explains an empty datapath with what the node told.
 func (nj *nodeJudge) noRulesReason(obs *collectorapi.Observation, mode collectorapi.DatapathMode) string {
-	if mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+	if programmed.IsEBPF(mode) {
 		return "its load-balancer maps have no frontend for this ClusterIP and port (the agent has not synced the Service, or does not manage it)"
 	}
 	var why []string
@@ -576,7 +578,7 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 	}
 	p := s.Data
 	if p.Mode == "" {
-		if owner, _ := programmed.Owner(obs); owner == collectorapi.ModeCilium || owner == collectorapi.ModeCalico {
+		if owner, _ := programmed.Owner(obs); programmed.IsEBPF(owner) {
 			return // no kube-proxy expected
 		}
 		nj.EmitNode(report.CodeDPProxyUnreachable, node, report.Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)

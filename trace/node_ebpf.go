@@ -383,7 +383,7 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, family corev1.IPFamil
 			got[ciliumEndpoint(b)] = true
 		}
 	}
-	nj.compareEndpointSets(node, port, collectorapi.ModeCilium, family, ciliumFrontendName(fe), got, want, policy, nil)
+	nj.compareEndpointSets(node, port, nj.modes[node], family, ciliumFrontendName(fe), got, want, policy, nil)
 }
 
 // ciliumNodePort finds the NodePort surrogate frontend of a port: the
@@ -462,7 +462,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 		if choices != nil {
 			pe = fit(choices, i, pp)
 		}
-		nj.comparePort(node, obs, collectorapi.ModeCalico, pe, pp)
+		nj.comparePort(node, obs, nj.modes[node], pe, pp)
 		nj.compareCalicoExternal(node, port, pe, c)
 	}
 }
@@ -573,7 +573,7 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe expect.PortExpe
 		for _, e := range eps {
 			got[e.Endpoint] = true
 		}
-		nj.compareEndpointSets(node, port, collectorapi.ModeCalico, pe.Family, name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
+		nj.compareEndpointSets(node, port, nj.modes[node], pe.Family, name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
 	}
 }
 
@@ -599,10 +599,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port string, mode collectorapi.Da
 	}
 	sort.Strings(missing)
 	sort.Strings(stale)
-	datapath := "Cilium"
-	if mode == collectorapi.ModeCalico {
-		datapath = "Calico"
-	}
+	datapath := programmed.EBPFName(mode)
 	rc := nj.readChanges(mode, family)
 	changedMissing, missing, why := rc.split(missing, "")
 	changedStale, stale, whyStale := rc.split(stale, "")
@@ -665,7 +662,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			pe = fit(choices, i, pp)
 		}
 		pe = nj.withoutInactive(node, pe, fe, c)
-		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
+		nj.comparePort(node, obs, nj.modes[node], pe, pp)
 		nj.compareCiliumExternal(node, pe, c)
 	}
 }

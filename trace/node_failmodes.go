@@ -92,13 +92,13 @@ func clashResolve(ct *collectorapi.ConntrackObservation) string {
 // nftables and IPVS proxiers program no such drop.
 func invalidBehaviour(mode collectorapi.DatapathMode, liberal string) string {
 	switch {
-	case mode == collectorapi.ModeIPTables && liberal == "0":
+	case programmed.IsIPTables(mode) && liberal == "0":
 		return "kube-proxy (iptables mode) drops INVALID packets in KUBE-FORWARD, so forwarded Service connections whose packets fall out of conntrack's TCP window stall or are reset; nf_conntrack_tcp_be_liberal=1 makes conntrack mark only out-of-window RSTs INVALID and kube-proxy then leaves the drop out"
-	case mode == collectorapi.ModeIPTables:
+	case programmed.IsIPTables(mode):
 		return "kube-proxy (iptables mode) installs no INVALID drop with be_liberal set, so these packets pass untranslated: the peer may answer them with a reset"
 	case mode == "":
 		return "with kube-proxy in iptables mode and be_liberal 0 they are dropped in KUBE-FORWARD; untranslated otherwise, and the peer may reset the connection"
-	case mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico:
+	case programmed.IsEBPF(mode):
 		return string(mode) + "'s eBPF datapath, not kube-proxy, handles this Service, so kube-proxy's INVALID drop is not in its path; the counter still says packets fell out of conntrack's TCP window (resets, stalls on the node's own connections)"
 	}
 	return "kube-proxy in " + string(mode) + " mode programs no INVALID drop, so these packets pass untranslated and the peer may answer them with a reset"
@@ -170,7 +170,7 @@ func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observat
 // bridge-nf-call-iptables=1 makes it pass conntrack, which reverses the
 // Service's DNAT. eBPF datapaths translate before the bridge and do not need it.
 func (nj *nodeJudge) judgeBridgeNF(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
-	if mode, _ := programmed.Owner(obs); mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+	if mode, _ := programmed.Owner(obs); programmed.IsEBPF(mode) {
 		return 0
 	}
 	var br *collectorapi.Bridge

@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,8 +49,10 @@ import (
 //     waits about a second for a new connection).
 
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
-// how many problems it reported.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
+// how many problems it reported. Every virtual server the collector looked
+// up is compared, one by one: each externalIP, LB IP and node address ×
+// NodePort must exist and hold the external endpoints.
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -57,24 +60,41 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 	data := s.Data
 	problems := 0
 
-	// External virtual servers and their real servers.
+	// External virtual servers and their real servers. With no local
+	// endpoint under ETP Local, expect.IPVSRules has already put the
+	// cluster endpoints here, as syncEndpoint does.
 	wantExt := pe.External
-	if len(wantExt) == 0 && pe.ExternalPolicyLocal {
-		wantExt = pe.Cluster
-	}
 	want := map[string]bool{}
 	for _, e := range wantExt {
 		want[e.String()] = true
 	}
-	var draining []string
+	policy := "Cluster"
+	if pe.ExternalPolicyLocal {
+		policy = "Local"
+	}
+	var draining, nodePortFound, nodePortMissing []string
 	for _, vs := range pp.IPVS.VirtualServers {
 		for _, rs := range vs.RealServers {
 			if rs.Weight == 0 && vs.Frontend == "clusterIP" {
 				draining = append(draining, fmt.Sprintf("%s (active %d, inactive %d)", net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), rs.ActiveConns, rs.InactiveConns))
 			}
 		}
-		if vs.Frontend == "clusterIP" || !vs.Found || !pe.ExternallyAccessible {
+		if vs.Frontend == "clusterIP" || !pe.ExternallyAccessible {
 			continue
+		}
+		frontend := fmt.Sprintf("%s %s", vs.Frontend, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port))))
+		if !vs.Found {
+			if vs.Frontend == "nodePort" {
+				nodePortMissing = append(nodePortMissing, vs.Address)
+				continue
+			}
+			if nj.faultOrLag(node, lag, report.CodeDPIPVSExternalMissing, with(report.Args{"frontend": frontend}), "no virtual server "+frontend+" yet", nil) {
+				problems++
+			}
+			continue
+		}
+		if vs.Frontend == "nodePort" {
+			nodePortFound = append(nodePortFound, vs.Address)
 		}
 		got := map[string]bool{}
 		for _, rs := range vs.RealServers {
@@ -98,14 +118,27 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		}
 		sort.Strings(missing)
 		sort.Strings(extra)
-		policy := "Cluster"
-		if pe.ExternalPolicyLocal {
-			policy = "Local"
+		excusedMissing, faultyMissing, _ := lag.changes.split(missing, lag.pending)
+		excusedExtra, faultyExtra, _ := lag.changes.split(extra, lag.pending)
+		args := with(report.Args{"frontend": frontend, "policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))})
+		fields := []report.Field{fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt))}
+		if len(faultyMissing)+len(faultyExtra) == 0 && len(excusedMissing)+len(excusedExtra) > 0 {
+			// Every difference is one a pending sync or a slice change
+			// during the read explains.
+			why := lag.whole()
+			nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": frontend + " holds " + orNone(listNames(extra)) + " and lacks " + orNone(listNames(missing)),
+				"why": why, "programmer": lag.programmer}), programmed.IPVSEvidence(vs), fields...)
+			continue
 		}
-		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
-			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), programmed.IPVSEvidence(vs),
-			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt)))
+		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, args, programmed.IPVSEvidence(vs), fields...)
 		problems++
+	}
+	if len(nodePortMissing) > 0 && len(nodePortFound) > 0 {
+		// Some node addresses serve the NodePort and others do not: the
+		// shared NodePort check (pp.NodePortFound) passed on the first.
+		nj.faultOrLag(node, lag, report.CodeDPIPVSNodePortPartial, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort)),
+			"found": listNames(nodePortFound), "missing": listNames(nodePortMissing)}), "no NodePort virtual server on "+listNames(nodePortMissing)+" yet", nil,
+			fieldItems("missing", nodePortMissing), fieldItems("found", nodePortFound))
 	}
 	if len(draining) > 0 {
 		sort.Strings(draining)
@@ -115,8 +148,12 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 
 	// kube-ipvs0.
 	if k := data.KubeIPVS0; k != nil && len(k.Checked) > 0 && k.Error == "" {
+		// An address the node already holds on another link (a node IP
+		// used as externalIP or LB IP) is delivered locally without
+		// kube-ipvs0, and syncProxyRules does not bind it there
+		// (shouldBind := !nodeAddressSet.Has(address)).
 		bound := map[string]bool{}
-		for _, a := range k.Addresses {
+		for _, a := range append(slices.Clone(k.Addresses), k.LocalElsewhere...) {
 			bound[a] = true
 		}
 		var notBound []string
@@ -125,15 +162,7 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 				notBound = append(notBound, a)
 			}
 		}
-		if !k.Present || len(notBound) > 0 {
-			if !k.Present {
-				notBound = nil
-				for _, a := range k.Checked {
-					if programmed.AddressFamily(a) == pe.Family {
-						notBound = append(notBound, a)
-					}
-				}
-			}
+		if len(notBound) > 0 {
 			nj.EmitNode(report.CodeDPIPVSNotOnDummy, node, with(report.Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
 				fieldItems("notBound", notBound), fieldItems("bound", k.Addresses))
 			problems++

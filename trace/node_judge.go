@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,6 +44,12 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *repor
 	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from,
 		nodeCount: len(views), listSeed: maphash.MakeSeed()}
 	nj.sockets = nj.buildSocketIndex(views)
+	nj.modes = make(map[string]collectorapi.DatapathMode, len(views))
+	for _, v := range views {
+		if v.Observation != nil {
+			nj.modes[v.Node], _ = programmed.Owner(v.Observation)
+		}
+	}
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
 			if o := v.Observation; o != nil && o.Sections.Sockets != nil && o.Sections.Sockets.Data != nil && o.Sections.Sockets.Data.HostPID {
@@ -72,7 +79,10 @@ type nodeJudge struct {
 	readOrders *expect.ReadOrders
 	// expectations and programmedPorts hold each node's expectation and
 	// programmed ports, computed once (expectation, programmed).
-	expectations    map[string]*nodeExpectation
+	expectations map[string]*nodeExpectation
+	// modes are the datapath owning the Service on each node observed
+	// (programmed.Owner): its programmer's rules decide the expectation.
+	modes           map[string]collectorapi.DatapathMode
 	programmedPorts map[string]*nodeProgrammed
 	// changedAt is when the Service last changed (serviceChangedAt).
 	changedAt     time.Time
@@ -310,7 +320,7 @@ func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observat
 	if !nj.skipped(report.LayerRoute) {
 		routeFailed = nj.judgeRoutes(node, obs, eps.node)
 	}
-	nj.judgeProbes(node, obs.Sections.Probe, eps.ready, routeFailed, eps.pod)
+	nj.judgeProbes(node, obs, eps.ready, routeFailed, eps.pod)
 }
 
 // endpointIndex maps endpoint IPs to their node, readiness and Pod. It does

@@ -84,10 +84,9 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		var np *nodeProgrammed
 		if obs := v.Observation; obs != nil {
 			np = nj.programmed(v.Node, obs)
-			switch np.Mode {
-			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
+			if programmed.IsEBPF(np.Mode) || np.Mode == "" {
 				readable, reason = false, np.Owner+": programmed endpoints not compared per endpoint"
-			default:
+			} else {
 				ports = np.Ports
 			}
 			probes = endpointProbes(obs)

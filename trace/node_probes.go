@@ -213,7 +213,8 @@ func (f frontendFailure) String() string {
 	return fmt.Sprintf("%s %s/%s (%s)", f.probe.Target, f.probe.Address, f.probe.Protocol, f.probe.ErrorClass)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	s := obs.Sections.Probe
 	if s == nil || s.Data == nil {
 		return
 	}
@@ -378,7 +379,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		hcs = []collectorapi.HealthCheckProbe{*s.Data.HealthCheck}
 	}
 	for i := range hcs {
-		nj.judgeHealthCheck(node, &hcs[i])
+		nj.judgeHealthCheck(node, obs, &hcs[i])
 	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(report.LayerRoute) {
 		sample := ""
@@ -436,7 +437,7 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 // proxier runs its own health server (healthcheck.newServiceHealthServer
 // listens on tcp4 or tcp6) over its own family's endpoints, so the address
 // asked decides which family's endpoints count.
-func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
+func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation, hc *collectorapi.HealthCheckProbe) {
 	if hc == nil || nj.skipped(report.LayerDatapath) {
 		return
 	}
@@ -457,19 +458,33 @@ func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckP
 	}
 	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
 	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
+	// A health server that counts other endpoints than the slices may only
+	// be behind a change kube-proxy has not applied yet; one that does not
+	// answer is not explained by that.
+	lag := nj.lagOf(node, obs, family)
+	lagArgs := func() report.Args {
+		out := report.Args{"port": fmt.Sprintf("%s/%s (health check node port, %s)", nj.in.Namespace, nj.in.Name, family), "datapath": "kube-proxy"}
+		for k, v := range a {
+			out[k] = v
+		}
+		return out
+	}
+	what := "its health check on " + hc.Address + " still counts the endpoints before the change"
 	switch {
 	case hc.Error != "":
 		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
 		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
 		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	case (hc.StatusCode == 200) != (len(want) > 0):
 		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
 		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
 			a["detail"] += ", kube-proxy itself unhealthy"
+			nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+			break
 		}
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	default:
 		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
 	}

@@ -228,7 +228,13 @@ type LinkAddresses struct {
 	// Checked, when set, are the addresses looked up: Addresses is then
 	// the subset of them found on the link, not everything it holds.
 	Checked []string `json:"checked,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// LocalElsewhere, of Checked, are the addresses local to the node on
+	// another link: the node's own addresses (an externalIP or LB IP that
+	// is a node IP, on bare metal or with kube-vip). kube-proxy's IPVS
+	// proxier does not bind those to kube-ipvs0 (syncProxyRules'
+	// shouldBind). Absent in observations of collectors that did not look.
+	LocalElsewhere []string `json:"localElsewhere,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }
 
 // ---- ebpf ----
