@@ -210,10 +210,15 @@ func (f frontendFailure) String() string {
 	return fmt.Sprintf("%s %s/%s (%s)", f.probe.Target, f.probe.Address, f.probe.Protocol, f.probe.ErrorClass)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	s := obs.Sections.Probe
 	if s == nil || s.Data == nil {
 		return
 	}
+	// Timeouts on a node whose collector ran late, or was out of time
+	// before the retry, are not evidence (lateCollector): undetermined.
+	var lateFrontends, lateEndpoints []string
+	lateWhy := ""
 	sc := nj.probeScope(node)
 	var okEndpoints int
 	var slow []string                           // answered only on the second, longer try
@@ -291,9 +296,14 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			}
 			refused = append(refused, name)
 		default:
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			if routeFailed[ip] {
+				break
 			}
+			if why := lateCollector(obs, p.Attempts, s.Error); p.ErrorClass == collectorapi.ErrClassTimeout && why != "" {
+				lateEndpoints, lateWhy = append(lateEndpoints, p.Address), why
+				break
+			}
+			timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
 		}
 	}
 
@@ -330,6 +340,8 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
+		case f.probe.ErrorClass == collectorapi.ErrClassTimeout && lateCollector(obs, f.probe.Attempts, s.Error) != "":
+			lateFrontends, lateWhy = append(lateFrontends, f.String()), lateCollector(obs, f.probe.Attempts, s.Error)
 		case f.probe.Target == "nodePort":
 			// The datapath at fault is that of the node owning the address.
 			owner := f.probe.Node
@@ -362,6 +374,14 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
+	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		c := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": lateWhy}, raw)
+		c.Status = report.StatusUnknown
+	}
+	if len(lateEndpoints) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints), "why": lateWhy}, raw)
+		c.Status = report.StatusUnknown
 	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
 		if nj.skipped(report.LayerDatapath) {
