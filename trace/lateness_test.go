@@ -10,18 +10,25 @@ import (
 
 // slowNodeObservation is a healthy node's observation whose ClusterIP
 // probe and UDP DNS query timed out on both tries while the endpoints
-// answered (one only on its second, longer try), as on the starved IPVS
-// node: lateMillis is how late the collector ran, class the ClusterIP
-// probe's error class, web2 the second endpoint's outcome class ("" for
-// answered).
+// answered, as on the starved IPVS node: lateMillis is how late the
+// collector ran, class the ClusterIP probe's error class, web2 the second
+// endpoint's outcome class ("" for answered).
 func slowNodeObservation(t *testing.T, lateMillis float64, class, web2 string) *collectorapi.Observation {
+	return slowNodeObservationWith(t, lateMillis, class, web2, false)
+}
+
+// slowNodeObservationWith is slowNodeObservation where, with slowEndpoint,
+// the first endpoint answered only on its second, longer try.
+func slowNodeObservationWith(t *testing.T, lateMillis float64, class, web2 string, slowEndpoint bool) *collectorapi.Observation {
 	t.Helper()
 	o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	o.Collector.LateMillis = lateMillis
 	cip := probe("clusterIP", "http", "10.96.0.20:80", "failed", class)
 	cip.Attempts, cip.FirstError = 2, "dial tcp 10.96.0.20:80: i/o timeout"
 	slow := probe("endpoint", "http", "10.244.1.5:8080", "connected", "")
-	slow.Attempts, slow.FirstError = 2, "dial tcp 10.244.1.5:8080: i/o timeout"
+	if slowEndpoint {
+		slow.Attempts, slow.FirstError = 2, "dial tcp 10.244.1.5:8080: i/o timeout"
+	}
 	second := probe("endpoint", "http", "10.244.2.7:8080", "connected", "")
 	if web2 != "" {
 		second = probe("endpoint", "http", "10.244.2.7:8080", "failed", web2)
@@ -42,7 +49,9 @@ func slowNodeObservation(t *testing.T, lateMillis float64, class, web2 string) *
 // (DP019, DNS013, RT007) from a collector that ran on time and
 // undetermined (DP060, DNS024, RT026, status unknown: exit 4) from one that
 // ran late by half a probe's timeout or more, or whose time ran out before
-// the retry. A refusal is an answer: it fails on a late node too.
+// the retry; a ClusterIP timeout is undetermined too when an endpoint
+// behind it answered only on its second, longer try. A refusal is an
+// answer: it fails on a late node too.
 func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -64,6 +73,12 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 			want:   map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive, report.LayerDNS: report.CodeDNSLiveInconclusive},
 			absent: map[report.LayerName]string{report.LayerDatapath: report.CodeDPClusterIPFails, report.LayerDNS: report.CodeDNSLiveFailed},
 			status: report.StatusUnknown, verdict: report.StatusUnknown, why: "the collector itself ran 850 ms late on this node (a probe waits 1000 ms)"},
+		{name: "punctual collector, an endpoint answered only on its second try", obs: func(t *testing.T) *collectorapi.Observation {
+			return slowNodeObservationWith(t, 4, "timeout", "", true)
+		},
+			want:   map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive},
+			absent: map[report.LayerName]string{report.LayerDatapath: report.CodeDPClusterIPFails},
+			status: report.StatusUnknown, why: "the endpoint 10.244.1.5:8080 behind it answered this node only when probed again with twice the timeout"},
 		{name: "late collector, endpoint timeout", obs: func(t *testing.T) *collectorapi.Observation { return slowNodeObservation(t, 850, "refused", "timeout") },
 			want:   map[report.LayerName]string{report.LayerRoute: report.CodeRTProbeInconclusive},
 			absent: map[report.LayerName]string{report.LayerRoute: report.CodeRTPodTimeout},
