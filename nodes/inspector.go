@@ -230,6 +230,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		if t, ok := in.transports[v.Node]; ok && cn.Inspected {
 			cn.Transport, cn.TransportNote = t.name, t.note
 		}
+		if o := v.Observation; o != nil && o.Collector.LateMillis >= 1 {
+			cn.LateMillis = o.Collector.LateMillis
+		}
 		nr.Collector.Nodes = append(nr.Collector.Nodes, cn)
 	}
 	nr.Nodes = views

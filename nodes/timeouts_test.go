@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -226,5 +228,29 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInspectReportsHowLateEachCollectorRan: the collector's own lateness
+// reaches the report's metadata, so a bot reading the JSON sees why that
+// node's timeouts were not judged; a punctual one adds nothing.
+func TestInspectReportsHowLateEachCollectorRan(t *testing.T) {
+	late := map[string]float64{"n1": 850, "n2": 0.3}
+	f := NewFlags("img")
+	f.AllNodes = true
+	in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *f,
+		runner: func(_ *Runner, _ context.Context, node string, _ []byte) (*Output, error) {
+			obs := collectorapi.Observation{APIVersion: collectorapi.ObservationAPIVersion, Kind: collectorapi.ObservationKind, NodeName: node,
+				Collector: collectorapi.CollectorInfo{LateMillis: late[node]}}
+			b, err := json.Marshal(obs)
+			return &Output{Node: node, Log: b}, err
+		}}
+	tr := inspectTrace(t, in, input())
+	got := map[string]float64{}
+	for _, n := range tr.Metadata.Collector.Nodes {
+		got[n.Node] = n.LateMillis
+	}
+	if got["n1"] != 850 || got["n2"] != 0 {
+		t.Errorf("lateMillis per node = %v, want n1 850 and n2 absent", got)
 	}
 }
