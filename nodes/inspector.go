@@ -205,6 +205,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 			if interrupted(ctx) {
 				return nil, ctx.Err()
 			}
+			if ctx.Err() != nil {
+				err = fmt.Errorf("the trace's time for the nodes ran out while checking that the collector Pod may run (%s raises it): %w", flagTimeout, err)
+			}
 			nr.Failure = err.Error()
 			for _, n := range plan.Nodes {
 				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -252,5 +255,33 @@ func TestInspectReportsHowLateEachCollectorRan(t *testing.T) {
 	}
 	if got["n1"] != 850 || got["n2"] != 0 {
 		t.Errorf("lateMillis per node = %v, want n1 850 and n2 absent", got)
+	}
+}
+
+// TestInspectNodesDeadlineDuringPreflight: the trace's time for the nodes
+// running out while the collector namespace is checked makes every node
+// unknown with that reason and the flag, not a bare "context deadline
+// exceeded", and is no error.
+func TestInspectNodesDeadlineDuringPreflight(t *testing.T) {
+	ctx := newEndingContext()
+	client := fake.NewClientset(privilegedNS())
+	client.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		ctx.end() // the time runs out while the API answers
+		return true, nil, context.DeadlineExceeded
+	})
+	f := NewFlags("img")
+	f.AllNodes = true
+	in := &Inspector{Client: client, Flags: *f, runner: func(*Runner, context.Context, string, []byte) (*Output, error) {
+		t.Error("a collector ran after the preflight failed")
+		return nil, errors.New("unreachable")
+	}}
+	inp := input()
+	plan := trace.PlanNodes(inp, f.Selection(), nil, "")
+	nr, err := in.Inspect(ctx, plan)
+	if err != nil {
+		t.Fatalf("Inspect = %v: the nodes' deadline is not an interruption", err)
+	}
+	if !strings.Contains(nr.Failure, "the trace's time for the nodes ran out") || !strings.Contains(nr.Failure, "--timeout raises it") {
+		t.Errorf("failure %q does not say the time ran out and how to raise it", nr.Failure)
 	}
 }
