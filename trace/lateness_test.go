@@ -60,7 +60,10 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 		absent  map[report.LayerName]string
 		status  report.Status // the code's status
 		verdict report.Status
-		why     string // in the undetermined messages
+		// cell is the matrix status of n1's cell for 10.244.2.7:8080 ("":
+		// not checked).
+		cell report.Status
+		why  string // in the undetermined messages
 	}{
 		{name: "punctual collector", obs: func(t *testing.T) *collectorapi.Observation { return slowNodeObservation(t, 4, "timeout", "") },
 			want:   map[report.LayerName]string{report.LayerDatapath: report.CodeDPClusterIPFails, report.LayerDNS: report.CodeDNSLiveFailed},
@@ -82,11 +85,11 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 		{name: "late collector, endpoint timeout", obs: func(t *testing.T) *collectorapi.Observation { return slowNodeObservation(t, 850, "refused", "timeout") },
 			want:   map[report.LayerName]string{report.LayerRoute: report.CodeRTProbeInconclusive},
 			absent: map[report.LayerName]string{report.LayerRoute: report.CodeRTPodTimeout},
-			status: report.StatusUnknown, why: "ran 850 ms late"},
+			status: report.StatusUnknown, why: "ran 850 ms late", cell: report.StatusUnknown},
 		{name: "punctual collector, endpoint timeout", obs: func(t *testing.T) *collectorapi.Observation { return slowNodeObservation(t, 4, "refused", "timeout") },
 			want:   map[report.LayerName]string{report.LayerRoute: report.CodeRTPodTimeout},
 			absent: map[report.LayerName]string{report.LayerRoute: report.CodeRTProbeInconclusive},
-			status: report.StatusFail, verdict: report.StatusFail},
+			status: report.StatusFail, verdict: report.StatusFail, cell: report.StatusFail},
 		{name: "late collector, refused", obs: func(t *testing.T) *collectorapi.Observation { return slowNodeObservation(t, 850, "refused", "") },
 			want:   map[report.LayerName]string{report.LayerDatapath: report.CodeDPClusterIPFails},
 			absent: map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive},
@@ -122,6 +125,30 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 			if tt.verdict != "" && tr.Verdict.Status != tt.verdict {
 				t.Errorf("verdict %s (%s), want %s", tr.Verdict.Status, tr.Verdict.Summary, tt.verdict)
 			}
+			if tt.cell != "" {
+				if got := matrixCell(tr, "n1", "10.244.2.7:8080"); got != tt.cell {
+					t.Errorf("matrix cell n1 × 10.244.2.7:8080 = %q, want %s: the grid must say what the route layer says", got, tt.cell)
+				}
+			}
 		})
 	}
+}
+
+// matrixCell is the status of node's cell for endpoint in the first port's
+// grid, "" when there is none.
+func matrixCell(tr *report.ServiceTrace, node, endpoint string) report.Status {
+	if tr.Matrix == nil || len(tr.Matrix.Ports) == 0 {
+		return ""
+	}
+	for _, row := range tr.Matrix.Ports[0].Nodes {
+		if row.Node != node {
+			continue
+		}
+		for _, c := range row.Cells {
+			if c.Endpoint == endpoint {
+				return c.Status
+			}
+		}
+	}
+	return ""
 }
