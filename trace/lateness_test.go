@@ -152,3 +152,55 @@ func matrixCell(tr *report.ServiceTrace, node, endpoint string) report.Status {
 	}
 	return ""
 }
+
+// TestLateCollectorClientTimeoutsAreUndetermined: the --from Pod's own
+// probes go through the same collector: on one that ran late their
+// timeouts are DP060/RT026 (unknown), on a punctual one DP055/RT022 (fail).
+func TestLateCollectorClientTimeoutsAreUndetermined(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		lateMillis float64
+		want       map[report.LayerName]string
+		absent     map[report.LayerName]string
+		status     report.Status
+	}{
+		{"punctual", 3,
+			map[report.LayerName]string{report.LayerDatapath: report.CodeDPClientClusterIPFails, report.LayerRoute: report.CodeRTClientTimeout},
+			map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive, report.LayerRoute: report.CodeRTProbeInconclusive},
+			report.StatusFail},
+		{"late", 700,
+			map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive, report.LayerRoute: report.CodeRTProbeInconclusive},
+			map[report.LayerName]string{report.LayerDatapath: report.CodeDPClientClusterIPFails, report.LayerRoute: report.CodeRTClientTimeout},
+			report.StatusUnknown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := nodeInput()
+			in.Slices[0].Endpoints = append(in.Slices[0].Endpoints, in.Slices[0].Endpoints[1])
+			in.Slices[0].Endpoints[2].Addresses = []string{"10.244.2.8"}
+			client := pod("frontend", "frontend", "10.244.1.9", "n1")
+			v := clientView(t, nil, clientProbes("frontend",
+				probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
+				probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+				probe("endpoint", "http", "10.244.2.7:8080", "connected", ""),
+				probe("endpoint", "http", "10.244.2.8:8080", "failed", "timeout")))
+			v.Observation.Collector.LateMillis = tt.lateMillis
+			tr := judgeFrom(t, in, report.PolicyClientFromPod(client), v)
+			for layer, code := range tt.want {
+				c, ok := nodeCodes(tr, layer, "n1")[code]
+				if !ok {
+					t.Errorf("layer %s: no %s; got %v", layer, code, keysOf(nodeCodes(tr, layer, "n1")))
+					continue
+				}
+				if c.Status != tt.status {
+					t.Errorf("%s status %s, want %s", code, c.Status, tt.status)
+				}
+				if tt.status == report.StatusUnknown && !strings.Contains(c.Message, "from pod default/frontend") {
+					t.Errorf("%s does not say the probe was the client's: %q", code, c.Message)
+				}
+			}
+			for layer, code := range tt.absent {
+				assertNoCode(t, tr, layer, "n1", code)
+			}
+		})
+	}
+}
