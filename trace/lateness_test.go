@@ -103,6 +103,15 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 			want:   map[report.LayerName]string{report.LayerDatapath: report.CodeDPProbeInconclusive},
 			absent: map[report.LayerName]string{report.LayerDatapath: report.CodeDPClusterIPFails},
 			status: report.StatusUnknown, why: "it was not tried again: the collector's time ran out first"},
+		{name: "DNS out of time before the retry", obs: func(t *testing.T) *collectorapi.Observation {
+			o := slowNodeObservation(t, 0, "refused", "")
+			o.Sections.DNS.Status, o.Sections.DNS.Error = collectorapi.StatusError, "context deadline exceeded"
+			o.Sections.DNS.Data.Queries[0].Attempts = 0
+			return o
+		},
+			want:   map[report.LayerName]string{report.LayerDNS: report.CodeDNSLiveInconclusive},
+			absent: map[report.LayerName]string{report.LayerDNS: report.CodeDNSLiveFailed},
+			status: report.StatusUnknown, why: "it was not tried again: the collector's time ran out first (context deadline exceeded)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs(t)})
