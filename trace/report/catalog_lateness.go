@@ -8,7 +8,7 @@ const (
 	CodeDPProbeInconclusive  = "DP060"
 	CodeRTProbeInconclusive  = "RT026"
 	CodeDNSLiveInconclusive  = "DNS024"
-	lateCollectorNextStepCmd = "kubectl describe node {node}  # a node short of CPU answers late; trace again when it is less busy, or with a longer --timeout"
+	lateCollectorNextStepCmd = "kubectl describe node {node}  # a node short of CPU answers late: trace again when it is less busy"
 )
 
 var lateCatalog = []CheckSpec{
