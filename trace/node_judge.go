@@ -524,6 +524,9 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					ta.queries = append(ta.queries, fmt.Sprintf("%s over %s: %s", q.Type, tr, listOrNone(got)))
 				}
 				switch {
+				case q.ErrorClass == collectorapi.ErrClassTimeout && lateCollector(v.Observation, q.Attempts, v.Observation.Sections.DNS.Error) != "":
+					code = report.CodeDNSLiveInconclusive
+					a["error"], a["why"] = q.Error, lateCollector(v.Observation, q.Attempts, v.Observation.Sections.DNS.Error)
 				case q.Error != "":
 					code = report.CodeDNSLiveFailed
 					a["error"] = q.Error
@@ -562,13 +565,15 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					r.transports[tr] = true
 					continue
 				}
-				if code != report.CodeDNSLiveSlow {
+				if code != report.CodeDNSLiveSlow && code != report.CodeDNSLiveInconclusive {
 					failedByQuery[q.Name+"|"+q.Type] = true
 				}
 				c := key{code, v.Node + k + tr}
 				if !seen[c] {
 					seen[c] = true
-					nj.emitDNS(code, v.Node, a, q)
+					if ck := nj.emitDNS(code, v.Node, a, q); code == report.CodeDNSLiveInconclusive {
+						ck.Status = report.StatusUnknown
+					}
 				}
 			}
 			if u, ok1 := qs["udp"]; ok1 {
@@ -615,13 +620,13 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	}
 }
 
-func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) {
+func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) *report.Check {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
 	if q.FirstLatencyMillis > 0 {
 		raw = append(raw, fmt.Sprintf("asked twice: the first answer took %.1fms", q.FirstLatencyMillis))
 	}
-	nj.EmitNode(code, node, a, raw)
+	return nj.EmitNode(code, node, a, raw)
 }
 
 // expectedDNS is what the cluster DNS should answer: ClusterIPs; ready (or,

@@ -186,6 +186,10 @@ func allEndpointsOf(pe expect.PortExpectation) []string {
 	return out
 }
 
+// probeLate is the outcome of a probe that timed out where a timeout is
+// not evidence (lateCollector): its cell is unknown, as its RT026 is.
+const probeLate = "timeout on a slow node"
+
 // endpointProbes maps ip:port to the outcome of the node's direct probe.
 func endpointProbes(obs *collectorapi.Observation) map[string]string {
 	s := obs.Sections.Probe
@@ -207,6 +211,8 @@ func endpointProbes(obs *collectorapi.Observation) map[string]string {
 		case p.Outcome == "skipped":
 		case p.Outcome == "no-reply":
 			out[key] = "no-reply"
+		case p.ErrorClass == collectorapi.ErrClassTimeout && lateCollector(obs, p.Attempts, s.Error) != "":
+			out[key] = probeLate
 		case p.ErrorClass != "":
 			out[key] = p.ErrorClass
 		default:
@@ -268,6 +274,8 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 			c.Status, c.Problem, mismatched = r.mismatch(col), "stale", true
 		case !c.Expected:
 			c.Status = report.StatusSkipped
+		case c.Probe == probeLate:
+			c.Status, c.Problem = report.StatusUnknown, probeLate
 		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
 			c.Status, c.Problem = report.StatusFail, c.Probe
 		case math.Abs(c.Share-fair) > shareTolerance*fair:

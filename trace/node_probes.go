@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -218,6 +219,11 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	if s == nil || s.Data == nil {
 		return
 	}
+	// Timeouts on a node whose collector ran late, or was out of time
+	// before the retry, are not evidence (lateCollector): undetermined.
+	var lateFrontends, lateEndpoints []string
+	frontendWhy, endpointWhy := "", ""
+	slowKey := map[string]string{} // ready endpoint → its address, when it answered only on its second try
 	sc := nj.probeScope(node)
 	var okEndpoints int
 	var slow []string                           // answered only on the second, longer try
@@ -255,6 +261,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 				okEndpoints++
 				if p.Attempts > 1 {
 					slow = append(slow, p.Address)
+					slowKey[key] = p.Address
 				}
 				if answered[pk] == nil {
 					answered[pk] = map[string]bool{}
@@ -295,9 +302,15 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 			}
 			refused = append(refused, name)
 		default:
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			if routeFailed[ip] {
+				break
 			}
+			if why := lateCollector(obs, p.Attempts, s.Error); p.ErrorClass == collectorapi.ErrClassTimeout && why != "" {
+				lateEndpoints = append(lateEndpoints, p.Address)
+				endpointWhy = cmp.Or(endpointWhy, why)
+				break
+			}
+			timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
 		}
 	}
 
@@ -314,6 +327,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		}
 		usable := nj.usable(sc, node, f.probe, f.port, answered)
 		blockedHere, sameFailure, ok := false, false, 0
+		slowBehind := ""
 		for ep := range usable {
 			if b, isBlocked := sc.blocked[ep]; isBlocked {
 				blockedHere = true
@@ -326,6 +340,22 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 			}
 			if answered[f.port][ep] {
 				ok++
+				// The first slow one by address: the message does not
+				// depend on the map's order.
+				if a := slowKey[ep]; a != "" && (slowBehind == "" || a < slowBehind) {
+					slowBehind = a
+				}
+			}
+		}
+		// A frontend that timed out is no worse than the node: the
+		// collector ran late, or an endpoint behind it answered this node
+		// only when given twice the time, and the frontend's path to it
+		// is longer still.
+		why := ""
+		if f.probe.ErrorClass == collectorapi.ErrClassTimeout {
+			why = lateCollector(obs, f.probe.Attempts, s.Error)
+			if why == "" && slowBehind != "" {
+				why = "the endpoint " + slowBehind + " behind it answered this node only when probed again with twice the timeout: the node answers slowly"
 			}
 		}
 		switch {
@@ -334,6 +364,9 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
+		case why != "":
+			lateFrontends = append(lateFrontends, f.String())
+			frontendWhy = cmp.Or(frontendWhy, why)
 		case f.probe.Target == "nodePort":
 			// The datapath at fault is that of the node owning the address.
 			owner := f.probe.Node
@@ -366,6 +399,14 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
+	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		c := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": frontendWhy}, raw)
+		c.Status = report.StatusUnknown
+	}
+	if len(lateEndpoints) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints), "why": endpointWhy}, raw)
+		c.Status = report.StatusUnknown
 	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
 		if nj.skipped(report.LayerDatapath) {

@@ -93,7 +93,7 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog))
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog, lateCatalog))
 
 // apiSideCatalog are the codes of the layers the API alone decides.
 var apiSideCatalog = []CheckSpec{

@@ -52,6 +52,14 @@ type CollectorInfo struct {
 	Capabilities Capabilities `json:"capabilities"`
 	// Resources is measured at the end of the run with getrusage.
 	Resources Resources `json:"resources"`
+	// LateMillis is how late the collector ran on its node: the longest
+	// its heartbeat timer fired behind time while it collected, time the
+	// node kept a runnable collector off the CPU. A few milliseconds on a
+	// healthy node; on a starved one as long as a probe's timeout, and a
+	// probe or DNS query that timed out there says more about the node
+	// than about the datapath. Added within v1alpha1: observations of
+	// earlier collectors lack it (0, read as "not measured").
+	LateMillis float64 `json:"lateMillis,omitempty"`
 }
 
 // Capabilities is the process's effective capability set.
