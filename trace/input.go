@@ -97,6 +97,12 @@ type Input struct {
 	// --from Pod's); UnreadPolicyNamespaces the namespaces whose list failed.
 	NetworkPolicies        []networkingv1.NetworkPolicy `json:"networkPolicies,omitempty"`
 	UnreadPolicyNamespaces []string                     `json:"unreadPolicyNamespaces,omitempty"`
+	// NamespaceLabels are every namespace's labels, by name, read with one
+	// paged list only when a policy's namespaceSelector needs more than a
+	// namespace's name; NamespaceLabelsUnread says why that list failed
+	// (the answers that need the labels are then undetermined, not denied).
+	NamespaceLabels       map[string]map[string]string `json:"namespaceLabels,omitempty"`
+	NamespaceLabelsUnread string                       `json:"namespaceLabelsUnread,omitempty"`
 
 	// Gaps are the reads that failed; each turns its layer unknown.
 	Gaps []Gap `json:"gaps,omitempty"`
@@ -310,6 +316,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fetchNamespaceLabels(ctx, client, in)
 	fetchFailurePaths(ctx, client, in)
 	if err := ctx.Err(); err != nil {
 		return nil, err

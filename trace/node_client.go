@@ -47,6 +47,7 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 	answered := map[probePort]map[string]bool{}
 	reached := map[string]bool{}
 	var policyFails, unexplained, notEnforced []string
+	var undetermined undeterminedDrops
 	policies, bypassed := map[string]bool{}, map[string]bool{}
 	var frontends []collectorapi.Probe
 	ok, total := 0, 0
@@ -75,6 +76,18 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			name = "pod " + pod + " (" + p.Address + ")"
 		}
 		b, isBlocked := blocked[key]
+		if isBlocked && !b.denied() {
+			// The policies' answer for this client is undetermined: a
+			// connection proves nothing about enforcement, a failure
+			// nothing about the policy.
+			switch {
+			case success:
+				reached[key] = true
+			case eps.ready[ip]:
+				undetermined.add(name+" "+p.ErrorClass, b)
+			}
+			continue
+		}
 		switch {
 		case success && isBlocked:
 			notEnforced = append(notEnforced, name)
@@ -118,12 +131,15 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		}
 		usable := nj.usable(sc, node, p, pk, answered)
 		blockedHere, n := false, 0
+		var unsure *policyBlock
 		for ep := range usable {
-			if b, isBlocked := blocked[ep]; isBlocked {
+			if b, isBlocked := blocked[ep]; isBlocked && b.denied() {
 				blockedHere = true
 				for _, pol := range b.policies {
 					policies[pol] = true
 				}
+			} else if isBlocked && unsure == nil {
+				unsure = &b
 			}
 			if answered[pk][ep] {
 				n++
@@ -132,6 +148,8 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		switch {
 		case blockedHere:
 			policyFails = append(policyFails, fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass))
+		case unsure != nil:
+			undetermined.add(fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass), *unsure)
 		case n > 0:
 			dpFails = append(dpFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
 			okCount = max(okCount, n)
@@ -148,9 +166,12 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		if len(unexplained) > 0 {
 			nj.EmitNode(report.CodeRTClientTimeout, node, args(report.Args{"targets": listNames(unexplained)}), raw)
 		}
+		if len(undetermined.targets) > 0 {
+			nj.EmitNode(report.CodeRTClientPolicyUndetermined, node, args(undetermined.args()), raw, fieldItems("policies", undetermined.policyList()))
+		}
 		var cleared []string
-		for key := range nj.policyBlocks(node) {
-			if reached[key] {
+		for key, b := range nj.policyBlocks(node) {
+			if b.denied() && reached[key] {
 				cleared = append(cleared, key)
 			}
 		}

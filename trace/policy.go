@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -41,6 +42,103 @@ func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) 
 			opts.Continue = list.Continue
 		}
 	}
+}
+
+const resNamespaces = "namespaces"
+
+// fetchNamespaceLabels reads every namespace's labels, one paged list, when
+// a policy's namespaceSelector needs more than the namespace's name (the API
+// server's kubernetes.io/metadata.name label, known without a read). A
+// failed list is not a gap that blinds the layer: only the answers that need
+// the labels become undetermined, and they quote why.
+func fetchNamespaceLabels(ctx context.Context, client kubernetes.Interface, in *Input) {
+	if in.NamespaceLabels != nil || in.NamespaceLabelsUnread != "" || !in.needsNamespaceLabels() {
+		return
+	}
+	labels := map[string]map[string]string{}
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		list, err := client.CoreV1().Namespaces().List(ctx, opts)
+		if err != nil {
+			in.NamespaceLabelsUnread = "cannot list namespaces: " + shortErr(Gap{Err: err, Forbidden: apierrors.IsForbidden(err)})
+			return
+		}
+		for _, ns := range list.Items {
+			labels[ns.Name] = ns.Labels
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	in.NamespaceLabels = labels
+}
+
+// needsNamespaceLabels says whether some policy selects namespaces by a
+// label other than their name.
+func (in *Input) needsNamespaceLabels() bool {
+	for i := range in.NetworkPolicies {
+		if netpol.NeedsNamespaceLabels(&in.NetworkPolicies[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// policiesMayDecide says whether some policy read, or one that could not be
+// read, may decide traffic to the backends.
+func (in *Input) policiesMayDecide() bool {
+	return len(in.NetworkPolicies) > 0 || len(in.UnreadPolicyNamespaces) > 0
+}
+
+// netpolInput is the NetworkPolicy evaluation's input for one client.
+func netpolInput(in *Input, client netpol.Client, ports []netpol.TargetPort) *netpol.Input {
+	return &netpol.Input{
+		Backends:              in.Pods,
+		Ports:                 ports,
+		Policies:              in.NetworkPolicies,
+		UnreadNamespaces:      in.UnreadPolicyNamespaces,
+		NamespaceLabels:       in.NamespaceLabels,
+		NamespaceLabelsUnread: in.NamespaceLabelsUnread,
+		Client:                client,
+	}
+}
+
+// policyAnswer is the policies' three-valued answer for one client at one
+// backend Pod and port, both sides (the backend's ingress, a client Pod's
+// egress) combined, with the policies that decide it and why.
+type policyAnswer struct {
+	Pod      netpol.PodRef
+	Port     netpol.PortRef
+	Verdict  netpol.Verdict
+	Policies []string
+	Reason   string
+}
+
+// policyAnswers evaluates the policies for a client that is a Pod or a
+// node (not AnyClient, whose answers say who is admitted instead).
+func policyAnswers(in *Input, client netpol.Client, ports []netpol.TargetPort) []policyAnswer {
+	res := netpol.Evaluate(netpolInput(in, client, ports))
+	out := make([]policyAnswer, 0, len(res.Decisions))
+	for _, d := range res.Decisions {
+		a := policyAnswer{Pod: d.Pod, Port: d.Port, Verdict: d.Allowed, Reason: d.Reason}
+		if d.IngressAllowed != netpol.Allowed {
+			for _, m := range d.MatchingPolicies {
+				if slices.Contains(m.PolicyTypes, netpol.Ingress) && !slices.Contains(a.Policies, m.Policy) {
+					a.Policies = append(a.Policies, m.Policy)
+				}
+			}
+		}
+		if eg := d.ClientEgress; eg != nil && eg.Allowed != netpol.Allowed {
+			for _, m := range eg.MatchingPolicies {
+				if !slices.Contains(a.Policies, m.Policy) {
+					a.Policies = append(a.Policies, m.Policy)
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // dnsPodLimit bounds the DNS Pods read for the client's DNS egress check.
@@ -103,13 +201,7 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	case from != nil:
 		client = netpol.Client{Kind: netpol.ClientNode, Name: from.NodeName}
 	}
-	npIn := &netpol.Input{
-		Backends:         in.Pods,
-		Ports:            portsForPolicy(svc, t.Metadata.Port),
-		Policies:         in.NetworkPolicies,
-		UnreadNamespaces: in.UnreadPolicyNamespaces,
-		Client:           client,
-	}
+	npIn := netpolInput(in, client, portsForPolicy(svc, t.Metadata.Port))
 	if client.Kind == netpol.ClientPod && in.DNSService != nil {
 		dt := &netpol.DNSTarget{Pods: in.DNSPods, Ports: netpol.TargetPortsOf(in.DNSService)}
 		for _, ip := range in.DNSService.Spec.ClusterIPs {
@@ -173,7 +265,18 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 		withRaw(add(report.CodeNPDenied, report.Args{"line": s.Line, "policies": policies, "firstPolicy": first(s.DenyingPolicies)},
 			fieldItems("denyingPolicies", s.DenyingPolicies)))
 	case s.Unknown > 0:
-		withRaw(add(report.CodeNPUndecided, report.Args{"line": s.Line}))
+		// Undetermined is neither admitted nor denied: the layer says
+		// it could not judge, and the exit code with it.
+		line := s.Line
+		for _, d := range res.Decisions {
+			if d.Allowed == netpol.Unknown {
+				line += "; " + d.Reason
+				break
+			}
+		}
+		c := add(report.CodeNPUndecided, report.Args{"line": line})
+		c.Status = report.StatusUnknown
+		withRaw(c)
 	default:
 		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}
@@ -225,8 +328,7 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 	if l == nil || in.Service == nil || len(in.NetworkPolicies) == 0 || len(in.Pods) == 0 {
 		return
 	}
-	res := netpol.Evaluate(&netpol.Input{Backends: in.Pods, Ports: netpol.TargetPortsOf(in.Service),
-		Policies: in.NetworkPolicies, UnreadNamespaces: in.UnreadPolicyNamespaces, Client: netpol.AnyClient()})
+	res := netpol.Evaluate(netpolInput(in, netpol.AnyClient(), netpol.TargetPortsOf(in.Service)))
 	pods := map[string][]string{}
 	policies := map[string][]string{}
 	for _, d := range res.Decisions {

@@ -97,6 +97,7 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	}
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
 		fetchDNSPods(ctx, client, in)
+		fetchNamespaceLabels(ctx, client, in) // the client's egress policies may need them too
 	}
 	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {

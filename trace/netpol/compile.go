@@ -345,3 +345,32 @@ func resolveTarget(pod *corev1.Pod, tp TargetPort) PortRef {
 	ref.Number = tp.Port.IntVal
 	return ref
 }
+
+// NeedsNamespaceLabels says whether a policy has a namespaceSelector that
+// cannot be decided knowing only a namespace's name, so that a caller reads
+// namespace labels only when they matter.
+func NeedsNamespaceLabels(np *networkingv1.NetworkPolicy) bool {
+	need := func(peers []networkingv1.NetworkPolicyPeer) bool {
+		for _, p := range peers {
+			if p.NamespaceSelector == nil {
+				continue
+			}
+			s, err := metav1.LabelSelectorAsSelector(p.NamespaceSelector)
+			if err == nil && !s.Empty() && !nameOnly(s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range np.Spec.Ingress {
+		if need(r.From) {
+			return true
+		}
+	}
+	for _, r := range np.Spec.Egress {
+		if need(r.To) {
+			return true
+		}
+	}
+	return false
+}

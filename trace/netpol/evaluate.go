@@ -228,6 +228,9 @@ func (e *evaluator) matchPeer(pe *peer, ep *endpoint) peerResult {
 		switch {
 		case !known && !pe.nsNameOnly:
 			nsV, why = Unknown, "the labels of namespace "+ep.ns+" were not given, needed for namespaceSelector "+pe.ns.String()
+			if e.in.NamespaceLabelsUnread != "" {
+				why = "the labels of namespace " + ep.ns + " could not be read (" + e.in.NamespaceLabelsUnread + "), needed for namespaceSelector " + pe.ns.String()
+			}
 		case !pe.ns.Matches(set):
 			nsV, why = Denied, "namespace "+ep.ns+" does not match namespaceSelector "+pe.ns.String()
 		}

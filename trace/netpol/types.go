@@ -205,6 +205,10 @@ type Input struct {
 	// kubernetes.io/metadata.name label: selectors that need more are
 	// Unknown for it.
 	NamespaceLabels map[string]map[string]string
+	// NamespaceLabelsUnread, when set, says why the namespaces' labels
+	// could not be read (a forbidden list); it is quoted in the Unknown
+	// answers that needed them.
+	NamespaceLabelsUnread string
 	// Client is where traffic comes from; the zero value is AnyClient.
 	Client Client
 	// DNS, when set and the client is a Pod, adds the DNS egress check.

@@ -349,6 +349,9 @@ const (
 	CodeRTPodTimeout     = "RT007"
 	CodeRTPodsReached    = "RT008"
 	CodeRTPolicyExplains = "RT009"
+	// CodeRTPolicyUndetermined: probes failed where the policies' answer
+	// for the prober is undetermined (RT031 is the client's own).
+	CodeRTPolicyUndetermined = "RT030"
 
 	CodeEpsRefused        = "EPS012"
 	CodeEpsListening      = "EPS013"
@@ -564,6 +567,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
 		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyUndetermined, Layer: LayerRoute, Severity: SeverityWarning, Title: "Probes failed where the policy is undetermined",
+		Message:  "node {node}'s probes to {targets} failed, and whether the policies {policies} admit this node there is undetermined ({reason}): a policy drop and a path fault are equally possible, so neither is named",
+		NextStep: "kubectl svctrace {service} -n {namespace} --from pod/<client> -o yaml  # a client Pod's own view"},
 	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
 		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
 		NextStep: "kubectl describe networkpolicy -n {namespace}"},

@@ -7,6 +7,9 @@ const (
 	CodeRTClientSkipped    = "RT021"
 	CodeRTClientTimeout    = "RT022"
 	CodeRTClientClearsNode = "RT023"
+	// CodeRTClientPolicyUndetermined: the client's connections fail where
+	// the policies' answer for it is undetermined.
+	CodeRTClientPolicyUndetermined = "RT031"
 
 	CodeDPClientClusterIPFails = "DP055"
 	CodeDPHairpinOK            = "DP056"
@@ -33,6 +36,9 @@ var clientCatalog = []CheckSpec{
 		NextStep: clientNetnsCmd},
 	{Code: CodeRTClientTimeout, Layer: LayerRoute, Severity: SeverityError, Title: "Client cannot reach the Pods",
 		Message:  "from pod {clientNamespace}/{client}'s network namespace, connections to {targets} time out or are unreachable, and no NetworkPolicy denies this client there: the packets from this client do not get to the Pods or back",
+		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientPolicyUndetermined, Layer: LayerRoute, Severity: SeverityError, Title: "Client's connections fail, policy undetermined",
+		Message:  "from pod {clientNamespace}/{client}'s network namespace, {targets} got no answer, and whether the policies {policies} admit this client there is undetermined ({reason}): an enforced policy and a path fault are equally possible, so neither is named",
 		NextStep: clientNetnsCmd},
 	{Code: CodeRTClientClearsNode, Layer: LayerRoute, Severity: SeverityInfo, Title: "Client reaches what the node could not",
 		Message:  "node {node}'s own probes to {targets} failed where the NetworkPolicies keep the node out, and pod {clientNamespace}/{client} reached them from its namespace: those node probe failures are not faults",
