@@ -59,7 +59,7 @@ func TestClientProbesKeepThePolicyAnswerThreeValued(t *testing.T) {
 			want: []string{report.CodeNPClientNotEnforced}, policy: report.StatusFail, verdict: report.StatusFail},
 		{name: "labels unread, connects: nothing claimed", unread: "cannot list namespaces: forbidden", outcome: "connected",
 			wantNot: []string{report.CodeNPClientNotEnforced, report.CodeNPClientDropSeen, report.CodeRTClientTimeout},
-			policy: report.StatusUnknown, verdict: report.StatusUnknown},
+			policy:  report.StatusUnknown, verdict: report.StatusUnknown},
 		{name: "labels unread, times out: failure stated, cause not named", unread: "cannot list namespaces: forbidden", outcome: "timeout",
 			want:    []string{report.CodeRTClientPolicyUndetermined},
 			wantNot: []string{report.CodeNPClientDropSeen, report.CodeRTClientTimeout},
