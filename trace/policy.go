@@ -386,7 +386,11 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 
 // nodeEnforcer is the policy enforcer a node's observation shows: kube-router
 // with the chains seen, or an eBPF datapath's name (no chains), or "" with
-// the reason the iptables tables could not tell.
+// the reason svctrace cannot say: an enforcer it does not read, or a table
+// or hook it does not recognise, named as seen. "" with no reason is the
+// positive answer that nothing on the node enforces NetworkPolicies: every
+// hook of the filter table and every nf_tables table was read and belongs to
+// kube-proxy, the kubelet, CNI plugins without policy, or iptables-nft.
 func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string, reason string) {
 	if p := o.Sections.Proxy; p != nil && p.Data != nil {
 		for _, f := range p.Data.Fingerprints {
@@ -412,5 +416,113 @@ func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string
 			return "", nil, "reading " + b.Backend + " " + b.Family + ": " + b.Error
 		}
 	}
+	var seen, unread []string
+	for _, b := range s.Data.Backends {
+		where := "iptables (" + b.Backend + ", " + b.Family + ")"
+		if !b.FilterJumpsRead {
+			if b.Backend != collectorapi.IPTablesBackendLegacy || slices.Contains(b.LegacyTables, "filter") {
+				unread = append(unread, "the filter table's INPUT, FORWARD and OUTPUT rules of "+where)
+			}
+			continue
+		}
+		for _, target := range b.FilterJumps {
+			if who, known := filterHookOwner(target); !known || who != "" {
+				seen = append(seen, where+" filter jump to "+target+" ("+orUnrecognised(who)+")")
+			}
+		}
+	}
+	var tables []string
+	if p := o.Sections.Proxy; p != nil && p.Data != nil {
+		tables = p.Data.NetfilterTables
+	}
+	if tables == nil {
+		unread = append(unread, "its nf_tables table list")
+	}
+	for _, t := range tables {
+		if who, known := netfilterTableOwner(t); !known || who != "" {
+			seen = append(seen, "nf_tables table "+t+" ("+orUnrecognised(who)+")")
+		}
+	}
+	switch {
+	case len(seen) > 0:
+		return "", nil, "seen: " + strings.Join(seen, "; ") + ": svctrace does not read this enforcer's policy state, or does not recognise what it saw"
+	case len(unread) > 0:
+		return "", nil, "not read: " + strings.Join(unread, "; ")
+	}
 	return "", nil, ""
+}
+
+func orUnrecognised(who string) string {
+	if who == "" {
+		return "not recognised"
+	}
+	return who
+}
+
+// policyHookPrefixes are the chains policy enforcers that filter with
+// iptables hook into the filter table's built-in chains, and whose they are.
+var policyHookPrefixes = []struct{ prefix, owner string }{
+	{"cali-", "Calico's iptables dataplane"},
+	{"ANTREA-", "Antrea"},
+	{"OVN-KUBE-", "OVN-Kubernetes"},
+	{"WEAVE-NPC", "Weave Net's policy controller"},
+	{"AZURE-NPM", "Azure Network Policy Manager"},
+	{"AWS-", "the AWS VPC CNI"},
+	{"KUBE-ROUTER-", "kube-router"},
+	{"KUBE-NWPLCY-", "kube-router"},
+	{"KUBE-POD-FW-", "kube-router"},
+}
+
+// benignHooks are the chains of programs that enforce no NetworkPolicy:
+// kube-proxy and the kubelet (KUBE-*), CNI plugins' portmap and firewall
+// (CNI-*), flannel and Docker; and the verdicts a rule may give directly.
+var benignHooks = []string{"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
+	"KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY", "KUBE-KUBELET-CANARY",
+	"ACCEPT", "DROP", "RETURN", "REJECT", "LOG"}
+
+var benignHookPrefixes = []string{"CNI-", "FLANNEL-", "DOCKER"}
+
+// filterHookOwner says whose a filter hook's target is: a policy enforcer
+// (its name), a program that enforces none ("", true), or unknown (false).
+func filterHookOwner(target string) (string, bool) {
+	for _, p := range policyHookPrefixes {
+		if strings.HasPrefix(target, p.prefix) {
+			return p.owner, true
+		}
+	}
+	if slices.Contains(benignHooks, target) {
+		return "", true
+	}
+	for _, p := range benignHookPrefixes {
+		if strings.HasPrefix(target, p) {
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// netfilterTableOwner says whose an nf_tables table ("family name") is, as
+// filterHookOwner does for hooks: iptables-nft's, arptables' and ebtables'
+// tables and kube-proxy's own enforce no NetworkPolicy.
+func netfilterTableOwner(table string) (string, bool) {
+	family, name, _ := strings.Cut(table, " ")
+	switch {
+	case (family == "ip" || family == "ip6") && slices.Contains([]string{"filter", "nat", "mangle", "raw", "security", "kube-proxy"}, name),
+		family == "arp" && name == "filter",
+		family == "bridge" && slices.Contains([]string{"filter", "nat", "broute"}, name):
+		return "", true
+	case strings.Contains(name, "kube-network-policies"):
+		return "kube-network-policies", true
+	case strings.Contains(name, "kube-router"):
+		return "kube-router's nftables mode", true
+	case strings.Contains(name, "calico"):
+		return "Calico's nftables dataplane", true
+	case strings.Contains(name, "antrea"):
+		return "Antrea", true
+	case strings.Contains(name, "ovn"):
+		return "OVN-Kubernetes", true
+	case strings.Contains(name, "cilium"):
+		return "Cilium", true
+	}
+	return "", false
 }

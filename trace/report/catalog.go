@@ -669,7 +669,7 @@ var policyCatalog = []CheckSpec{
 		Message:  "NetworkPolicies are enforced on node {node} by {enforcer} (filter chains {chains} seen); it holds isolated backend Pods {pods}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPNotEnforced, Layer: LayerPolicy, Severity: SeverityWarning, Title: "No policy enforcer on the node",
-		Message:  "no NetworkPolicy enforcer is seen on node {node} (no kube-router chains in its iptables filter tables, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
+		Message:  "no NetworkPolicy enforcer is seen on node {node} (its iptables filter tables hook only kube-proxy's, the kubelet's and CNI plugins' chains, its nf_tables tables are only iptables-nft's and kube-proxy's, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPEnforcementUnknown, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement on the node not determined",
 		Message:  "whether NetworkPolicies are enforced on node {node} (isolated backend Pods {pods}) is not known: {reason}",
