@@ -77,6 +77,9 @@ func fetchNamespaceLabels(ctx context.Context, client kubernetes.Interface, in *
 // needsNamespaceLabels says whether some policy selects namespaces by a
 // label other than their name.
 func (in *Input) needsNamespaceLabels() bool {
+	if len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 {
+		return true // their subjects and peers select namespaces by label
+	}
 	for i := range in.NetworkPolicies {
 		if netpol.NeedsNamespaceLabels(&in.NetworkPolicies[i]) {
 			return true
@@ -88,7 +91,9 @@ func (in *Input) needsNamespaceLabels() bool {
 // policiesMayDecide says whether some policy read, or one that could not be
 // read, may decide traffic to the backends.
 func (in *Input) policiesMayDecide() bool {
-	return len(in.NetworkPolicies) > 0 || len(in.UnreadPolicyNamespaces) > 0
+	return len(in.NetworkPolicies) > 0 || len(in.UnreadPolicyNamespaces) > 0 ||
+		len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 || in.AdminPoliciesUnread != "" ||
+		len(in.unevaluatedPresent()) > 0
 }
 
 // netpolInput is the NetworkPolicy evaluation's input for one client.
@@ -101,6 +106,11 @@ func netpolInput(in *Input, client netpol.Client, ports []netpol.TargetPort) *ne
 		NamespaceLabels:       in.NamespaceLabels,
 		NamespaceLabelsUnread: in.NamespaceLabelsUnread,
 		Client:                client,
+
+		AdminNetworkPolicies:         in.AdminNetworkPolicies,
+		BaselineAdminNetworkPolicies: in.BaselineAdminNetworkPolicies,
+		AdminPoliciesUnread:          in.AdminPoliciesUnread,
+		Unevaluated:                  in.unevaluatedReason(),
 	}
 }
 
@@ -252,9 +262,31 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 		}
 	}
 
+	judgeUnevaluatedPolicies(in, e)
+	// For any client an Unknown answer is usually "some sources"; one that
+	// is not says svctrace could not decide who is admitted at all. A port
+	// the Pod does not define is no policy question (the endpoints and
+	// service layers say why): it leaves the answer a warning.
+	var undecided, portless *netpol.Decision
+	for i := range res.Decisions {
+		d := &res.Decisions[i]
+		switch {
+		case d.Allowed != netpol.Unknown || client.Kind == netpol.ClientAny && d.AnySourceAdmitted:
+		case d.Port.Number == 0:
+			if portless == nil {
+				portless = d
+			}
+		case undecided == nil:
+			undecided = d
+		}
+	}
 	switch {
 	case s.Isolated == 0 && s.Unknown == 0:
 		add(report.CodeNPNone, nil)
+	case client.Kind == netpol.ClientAny && undecided != nil && s.Denied == 0:
+		c := add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + undecided.Reason})
+		c.Status = report.StatusUnknown
+		withRaw(c)
 	case client.Kind == netpol.ClientAny && s.Isolated > 0 && len(sources) == 0 && s.Unknown == 0:
 		withRaw(add(report.CodeNPNothingAdmits, report.Args{"policies": strings.Join(isolating, ", "), "firstPolicy": first(isolating)}))
 	case client.Kind == netpol.ClientAny:
@@ -264,19 +296,14 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	case s.Denied > 0:
 		withRaw(add(report.CodeNPDenied, report.Args{"line": s.Line, "policies": policies, "firstPolicy": first(s.DenyingPolicies)},
 			fieldItems("denyingPolicies", s.DenyingPolicies)))
-	case s.Unknown > 0:
+	case s.Unknown > 0 && undecided != nil:
 		// Undetermined is neither admitted nor denied: the layer says
 		// it could not judge, and the exit code with it.
-		line := s.Line
-		for _, d := range res.Decisions {
-			if d.Allowed == netpol.Unknown {
-				line += "; " + d.Reason
-				break
-			}
-		}
-		c := add(report.CodeNPUndecided, report.Args{"line": line})
+		c := add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + undecided.Reason})
 		c.Status = report.StatusUnknown
 		withRaw(c)
+	case s.Unknown > 0 && portless != nil:
+		withRaw(add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + portless.Reason}))
 	default:
 		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}

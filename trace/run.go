@@ -37,6 +37,9 @@ type Options struct {
 	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *report.PolicyClient
+	// Policies reads the policy kinds beyond NetworkPolicy (nil: they are
+	// reported present but unread wherever the API serves them).
+	Policies PolicyReader
 	// Planned, when set, is told how many nodes the plan runs collectors
 	// on before they start: the command lets the trace's time grow with
 	// them.
@@ -97,7 +100,15 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	}
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
 		fetchDNSPods(ctx, client, in)
-		fetchNamespaceLabels(ctx, client, in) // the client's egress policies may need them too
+	}
+	if svc := in.Service; svc != nil && len(svc.Spec.Selector) > 0 {
+		namespaces := []string{namespace}
+		if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace {
+			namespaces = append(namespaces, f.Pod.Namespace)
+		}
+		fetchPolicyKinds(ctx, opts.Policies, in, namespaces)
+		// The client's egress policies and the admin tiers may need them too.
+		fetchNamespaceLabels(ctx, client, in)
 	}
 	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {

@@ -64,6 +64,7 @@ type port struct {
 	all      bool // port unset: every port of proto
 	num, end int32
 	name     string // named port, resolved against the destination Pod
+	anyProto bool   // an admin policy's named port: the container port's protocol
 }
 
 func compilePolicy(np *networkingv1.NetworkPolicy) (*policy, error) {
@@ -261,6 +262,8 @@ func (pt port) String() string {
 	switch {
 	case pt.all:
 		return "all " + string(pt.proto) + " ports"
+	case pt.name != "" && pt.anyProto:
+		return pt.name
 	case pt.name != "":
 		return pt.name + "/" + string(pt.proto)
 	case pt.end != pt.num:
@@ -272,6 +275,9 @@ func (pt port) String() string {
 // match says whether the port admits target on the destination Pod dst
 // (nil when the destination is not a Pod, e.g. a ClusterIP).
 func (pt port) match(target PortRef, dst *corev1.Pod) Verdict {
+	if pt.anyProto {
+		pt.proto = target.Protocol
+	}
 	if pt.proto != target.Protocol {
 		return Denied
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
 
 // EnforcementNote is stated next to every policy decision: the decisions say
@@ -32,8 +33,8 @@ const HostNetworkBackendNote = "the backend Pod uses hostNetwork: the API leaves
 	"undefined and most CNIs do not enforce it there"
 
 // OutOfScopeNote says which policy kinds the decisions ignore.
-const OutOfScopeNote = "AdminNetworkPolicy, BaselineAdminNetworkPolicy and CNI-specific policy kinds " +
-	"(e.g. CiliumNetworkPolicy) are not evaluated"
+const OutOfScopeNote = "CNI-specific policy kinds (e.g. CiliumNetworkPolicy, Calico's NetworkPolicy and " +
+	"GlobalNetworkPolicy) are not evaluated"
 
 // Verdict is a three-valued answer: Unknown means an input needed to decide
 // was missing, never a guess.
@@ -209,6 +210,16 @@ type Input struct {
 	// could not be read (a forbidden list); it is quoted in the Unknown
 	// answers that needed them.
 	NamespaceLabelsUnread string
+	// AdminNetworkPolicies and BaselineAdminNetworkPolicies are the admin
+	// tiers (cluster-scoped); AdminPoliciesUnread, when set, says why they
+	// could not be read, and every answer they could change is Unknown.
+	AdminNetworkPolicies         []anpv1alpha1.AdminNetworkPolicy
+	BaselineAdminNetworkPolicies []anpv1alpha1.BaselineAdminNetworkPolicy
+	AdminPoliciesUnread          string
+	// Unevaluated, when set, says which policies this package does not
+	// evaluate may decide the traffic (e.g. CiliumNetworkPolicies exist):
+	// no answer is then Allowed, and Reason quotes it.
+	Unevaluated string
 	// Client is where traffic comes from; the zero value is AnyClient.
 	Client Client
 	// DNS, when set and the client is a Pod, adds the DNS egress check.

@@ -631,6 +631,9 @@ const (
 	CodeNPUndecided     = "NP008"
 	CodeNPDNSDenied     = "NP009"
 	CodeNPDNSTCPDenied  = "NP010"
+	// CodeNPKindNotEvaluated: policy kinds svctrace does not evaluate
+	// exist where they could decide the traffic.
+	CodeNPKindNotEvaluated = "NP013"
 	// Enforcement as seen on the nodes holding isolated backend Pods.
 	CodeNPEnforced           = "NP020"
 	CodeNPNotEnforced        = "NP021"
@@ -674,6 +677,9 @@ var policyCatalog = []CheckSpec{
 	{Code: CodeNPEnforcementUnknown, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement on the node not determined",
 		Message:  "whether NetworkPolicies are enforced on node {node} (isolated backend Pods {pods}) is not known: {reason}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeNPKindNotEvaluated, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy kinds not evaluated",
+		Message:  "policies of kinds svctrace does not evaluate exist where they may decide traffic to the backends: {kinds}; whether the client is admitted is undetermined",
+		NextStep: "kubectl get ciliumnetworkpolicies,ciliumclusterwidenetworkpolicies -A  # Calico: kubectl get networkpolicies.crd.projectcalico.org,globalnetworkpolicies.crd.projectcalico.org -A"},
 	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
 		Message:  "{line}",
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
