@@ -274,8 +274,8 @@ func verdict(t *report.ServiceTrace) report.Verdict {
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
-				if cause := checkByRef(t, c.ExplainedBy); cause != nil {
-					v.RootCauseLayer = c.ExplainedBy.Layer
+				if cause, ref := deepestCause(t, c.ExplainedBy); cause != nil {
+					v.RootCauseLayer = ref.Layer
 					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
 					if cause.Node != "" {
 						v.Summary += " on " + cause.Node
