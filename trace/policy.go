@@ -314,20 +314,84 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 			break
 		}
 	}
-	if d := res.DNS; d != nil && d.Isolated {
-		// Resolvers ask over UDP first and fall back to TCP for long
-		// answers: UDP denied breaks every lookup, TCP denied the large ones.
-		a := report.Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
-		switch {
-		case d.UDP == netpol.Denied:
-			add(report.CodeNPDNSDenied, a)
-		case d.TCP == netpol.Denied:
-			add(report.CodeNPDNSTCPDenied, a)
-		}
-	}
+	emitDNSEgress(e, res.DNS, from)
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {
 		add(report.CodeNPEnforcement, report.Args{"note": netpol.EnforcementNote})
 	}
+}
+
+// emitDNSEgress says whether the client's egress policies admit its DNS.
+// Resolvers ask over UDP first and fall back to TCP for long answers: UDP
+// denied breaks every lookup, TCP denied the large ones.
+func emitDNSEgress(e *report.Emitter, d *netpol.DNSDecision, from *report.PolicyClient) {
+	if d == nil || !d.Isolated {
+		return
+	}
+	a := report.Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
+	switch {
+	case d.UDP == netpol.Denied:
+		e.Emit(report.CodeNPDNSDenied, a)
+	case d.TCP == netpol.Denied:
+		e.Emit(report.CodeNPDNSTCPDenied, a)
+	}
+}
+
+// judgeClientResolverEgress judges the client's DNS egress again against
+// the nameservers its own resolv.conf names, when the collector read them
+// from its network namespace and they are not the DNS Service's ClusterIPs
+// (NodeLocal DNSCache's 169.254.20.10, a custom dnsConfig): the policy
+// layer's first answer assumed the client asks kube-dns.
+func judgeClientResolverEgress(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) {
+	l := t.Layer(report.LayerPolicy)
+	if l == nil || l.Status == report.StatusSkipped || from == nil || from.Pod == nil || in.Service == nil || len(in.Pods) == 0 {
+		return
+	}
+	resolvers := clientNameservers(views)
+	if len(resolvers) == 0 {
+		return
+	}
+	cluster := map[netip.Addr]bool{}
+	if in.DNSService != nil {
+		for _, ip := range in.DNSService.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				cluster[a] = true
+			}
+		}
+	}
+	if !slices.ContainsFunc(resolvers, func(a netip.Addr) bool { return !cluster[a] }) {
+		return // it asks kube-dns, as judged
+	}
+	npIn := netpolInput(in, netpol.ClientFromPod(from.Pod), portsForPolicy(in.Service, t.Metadata.Port))
+	npIn.DNS = &netpol.DNSTarget{Resolvers: resolvers}
+	res := netpol.Evaluate(npIn)
+	l.Checks = slices.DeleteFunc(l.Checks, func(c report.Check) bool {
+		return c.Code == report.CodeNPDNSDenied || c.Code == report.CodeNPDNSTCPDenied
+	})
+	e := report.NewEmitter(t, templateArgs(in, serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)))
+	emitDNSEgress(e, res.DNS, from)
+}
+
+// clientNameservers are the nameservers of the --from Pod's resolv.conf,
+// as the collector read them in its network namespace.
+func clientNameservers(views []NodeView) []netip.Addr {
+	for _, v := range views {
+		o := v.Observation
+		if o == nil || o.Sections.Probe == nil || o.Sections.Probe.Data == nil {
+			continue
+		}
+		c := o.Sections.Probe.Data.Client
+		if c == nil || c.Resolver == nil || c.Resolver.Error != "" {
+			continue
+		}
+		var out []netip.Addr
+		for _, ns := range c.Resolver.Nameservers {
+			if a, err := netip.ParseAddr(ns); err == nil {
+				out = append(out, a.Unmap())
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // portsForPolicy is the Service's target ports, limited by --port.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -181,6 +182,61 @@ func TestFetchNamespaceLabels(t *testing.T) {
 			}
 			if len(in.Gaps) > 0 {
 				t.Errorf("gaps %v: a forbidden namespace list must not blind the layer", in.Gaps)
+			}
+		})
+	}
+}
+
+// The client's DNS egress is judged against the nameserver its resolv.conf
+// names: with NodeLocal DNSCache (169.254.20.10) an egress policy that
+// admits that address and not kube-dns lets every lookup through, and one
+// that admits only kube-dns's Pods breaks them, whatever kube-dns says.
+func TestClientDNSEgressUsesItsResolver(t *testing.T) {
+	allowTo := func(peer networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicy {
+		udp := corev1.ProtocolUDP
+		port := intstr.FromInt32(53)
+		return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fe-dns", Namespace: "default"},
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+				Egress: []networkingv1.NetworkPolicyEgressRule{
+					{To: []networkingv1.NetworkPolicyPeer{peer}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &port}}},
+					{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}},
+			}}
+	}
+	nodeLocal := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "169.254.20.10/32"}}
+	kubeDNS := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}
+	for _, tc := range []struct {
+		name      string
+		policy    networkingv1.NetworkPolicy
+		resolvers []string
+		want      bool // NP009
+	}{
+		{"NodeLocal DNSCache admitted", allowTo(nodeLocal), []string{"169.254.20.10"}, false},
+		{"NodeLocal DNSCache not admitted", allowTo(kubeDNS), []string{"169.254.20.10"}, true},
+		{"kube-dns asked, NodeLocal admitted only", allowTo(nodeLocal), []string{"10.96.0.10"}, true},
+		{"resolver not read: kube-dns assumed", allowTo(nodeLocal), nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := nodeInput()
+			in.NetworkPolicies = []networkingv1.NetworkPolicy{tc.policy}
+			in.DNSService.Spec.Ports = []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP}}
+			coredns := pod("coredns", "coredns", "10.244.0.2", "n2")
+			coredns.Namespace, coredns.Labels = "kube-system", map[string]string{"k8s-app": "kube-dns"}
+			in.DNSPods = []corev1.Pod{*coredns}
+			client := pod("frontend", "frontend", "10.244.1.9", "n1")
+			cp := clientProbes("frontend", probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
+			if tc.resolvers != nil {
+				cp.Resolver = &collectorapi.ClientResolver{Nameservers: tc.resolvers, Search: []string{"default.svc.cluster.local"}, Ndots: 5,
+					Name: "web", Answered: "web.default.svc.cluster.local.", Addrs: []string{"10.96.0.20"}}
+			}
+			tr := judgeFrom(t, in, report.PolicyClientFromPod(client), clientView(t, nil, cp))
+			c, got := nodeCodes(tr, report.LayerPolicy, "")[report.CodeNPDNSDenied]
+			if got != tc.want {
+				t.Fatalf("NP009 %v (%s), want %v; policy: %s", got, c.Message, tc.want, summarizeChecks(tr.Layer(report.LayerPolicy)))
+			}
+			if got && tc.resolvers != nil && !strings.Contains(c.Message, tc.resolvers[0]) && tc.resolvers[0] != "10.96.0.10" {
+				t.Errorf("NP009 does not name the resolver: %s", c.Message)
 			}
 		})
 	}

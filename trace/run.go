@@ -196,6 +196,9 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 					}
 				}
 			} else {
+				// Before the node findings link to it: the client's DNS
+				// egress against the resolver it really asks.
+				judgeClientResolverEgress(in, t, nodes.Nodes, opts.From)
 				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes), opts.From)
 				judgePolicyEnforcement(in, t, nodes.Nodes)
 				t.Matrix = endpointMatrix(nj, nodes.Nodes)

@@ -666,6 +666,9 @@ func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
 	var parts []string
 	for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
 		v, why, ev, allowing, cni := e.dnsProto(cs, t, ports, proto)
+		if len(t.Resolvers) > 0 {
+			v, why, ev, allowing, cni = e.resolverProto(cs, t, proto)
+		}
 		if proto == corev1.ProtocolUDP {
 			d.UDP = v
 		} else {
@@ -678,8 +681,34 @@ func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
 		d.Evidence = append(d.Evidence, ev...)
 		parts = append(parts, string(proto)+" "+strings.ToLower(string(v))+why)
 	}
-	d.Reason = cs.selPhrase + " " + cs.ep.what + " for egress; DNS to kube-dns: " + strings.Join(parts, ", ")
+	to := "kube-dns"
+	if len(t.Resolvers) > 0 {
+		to = "the client's resolver " + joinAddrs(t.Resolvers)
+	}
+	d.Reason = cs.selPhrase + " " + cs.ep.what + " for egress; DNS to " + to + ": " + strings.Join(parts, ", ")
 	return d
+}
+
+// resolverProto decides the client's egress to its own nameservers on
+// port 53 over proto: admitted when any of them is.
+func (e *evaluator) resolverProto(cs *clientSide, t *DNSTarget, proto corev1.Protocol) (Verdict, string, []RuleEvidence, *RuleRef, bool) {
+	target := PortRef{Number: 53, Protocol: proto}
+	v, why := Denied, ""
+	var evidence []RuleEvidence
+	for _, r := range t.Resolvers {
+		dst := &endpoint{ips: []netip.Addr{r}, what: "resolver " + r.String()}
+		o := evalRules(cs.pols, Egress, func(ru *rule) peerResult { return e.matchPeers(ru, dst) }, nil, target, target.String())
+		if evidence == nil || o.v == Allowed {
+			evidence = o.evidence
+		}
+		switch o.v {
+		case Allowed:
+			return Allowed, " (" + o.allowing.String() + " to " + dst.what + ")", o.evidence, o.allowing, o.viaBlockOnly
+		case Unknown:
+			v, why = Unknown, " ("+o.unknownWhy+")"
+		}
+	}
+	return v, why, evidence, nil, false
 }
 
 func (e *evaluator) dnsProto(cs *clientSide, t *DNSTarget, ports []TargetPort, proto corev1.Protocol) (Verdict, string, []RuleEvidence, *RuleRef, bool) {

@@ -186,6 +186,11 @@ type DNSTarget struct {
 	ClusterIPs []netip.Addr
 	// Ports are the DNS Service's target ports; nil means 53/UDP and 53/TCP.
 	Ports []TargetPort
+	// Resolvers, when set, are the client's own nameservers (its
+	// resolv.conf), which it queries instead of the DNS Service: a
+	// NodeLocal DNSCache address such as 169.254.20.10, say. They are no
+	// Pods, so only ipBlock peers and rules without "to" admit them, on 53.
+	Resolvers []netip.Addr
 }
 
 // Input is everything Evaluate needs. All of it comes from the API.
