@@ -330,3 +330,41 @@ func (nj *nodeJudge) addrsAreService(addrs []string) bool {
 	}
 	return true
 }
+
+// judgeClientDroppedByDesign: internalTrafficPolicy Local drops ClusterIP
+// traffic on a node without a usable local endpoint (DP027 there), which is a
+// warning for a node, since other clients elsewhere are served. For the
+// client named with --from, running on such a node, it is the failure: every
+// connection it makes to the ClusterIP is dropped, whatever its probes show.
+func (nj *nodeJudge) judgeClientDroppedByDesign() {
+	if nj.from == nil || nj.skipped(report.LayerDatapath) {
+		return
+	}
+	node, client := nj.from.NodeName, "node "+nj.from.NodeName
+	if p := nj.from.Pod; p != nil {
+		node, client = p.Spec.NodeName, "pod "+p.Namespace+"/"+p.Name
+	}
+	if node == "" {
+		return
+	}
+	l := nj.t.Layer(report.LayerDatapath)
+	if !slices.ContainsFunc(l.Checks, func(c report.Check) bool { return c.Code == report.CodeDPDroppedByDesign && c.Node == node }) {
+		return
+	}
+	var endpointNodes []string
+	for i := range nj.in.Slices {
+		for _, e := range nj.in.Slices[i].Endpoints {
+			if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) && !slices.Contains(endpointNodes, *e.NodeName) {
+				endpointNodes = append(endpointNodes, *e.NodeName)
+			}
+		}
+	}
+	slices.Sort(endpointNodes)
+	c := nj.EmitNode(report.CodeDPClientDroppedByDesign, node, report.Args{"client": client, "endpointNodes": listOrNone(endpointNodes)}, nil)
+	// The node's result was taken before: it now has this failure.
+	for i := range l.Nodes {
+		if r := &l.Nodes[i]; r.Node == node && statusRank[c.Status] > statusRank[r.Status] {
+			r.Status, r.Reason = c.Status, c.Title
+		}
+	}
+}

@@ -15,6 +15,9 @@ const (
 	CodeDPHairpinOK            = "DP056"
 	CodeDPHairpinFails         = "DP057"
 	CodeDPHairpinNotSelected   = "DP058"
+	// CodeDPClientDroppedByDesign: the named client's node drops the
+	// ClusterIP by design (DP027 there), so this client's traffic fails.
+	CodeDPClientDroppedByDesign = "DP070"
 
 	CodeNPClientDropSeen    = "NP011"
 	CodeNPClientNotEnforced = "NP012"
@@ -47,6 +50,9 @@ var clientCatalog = []CheckSpec{
 	{Code: CodeDPClientClusterIPFails, Layer: LayerDatapath, Severity: SeverityError, Title: "ClusterIP fails from the client",
 		Message:  "from pod {clientNamespace}/{client}'s network namespace, {frontend} fails while {okCount} endpoint(s) it may use answer the same client directly: node {node}'s datapath does not carry this client's Service traffic",
 		NextStep: "kubectl svctrace {service} -n {namespace} --node {node} -o yaml"},
+	{Code: CodeDPClientDroppedByDesign, Layer: LayerDatapath, Severity: SeverityError, Title: "Client's node drops the ClusterIP by design",
+		Message:  "{client} runs on node {node}, where the Service's ClusterIP traffic is dropped by design (DP027: internalTrafficPolicy Local and no endpoint kube-proxy can use on {node}): every connection this client makes to the ClusterIP fails; the Service's endpoints run on {endpointNodes}",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.internalTrafficPolicy}'  # Local serves only clients on nodes with an endpoint"},
 	{Code: CodeDPHairpinOK, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Hairpin works",
 		Message:  "pod {clientNamespace}/{client} reached itself ({self}) through {frontend} in {attempts} connection(s), seen from {peer}; {rules}",
 		NextStep: clientNetnsCmd},
