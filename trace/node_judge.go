@@ -61,6 +61,7 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *repor
 		nj.judge(&views[i])
 	}
 	nj.judgeDNS(views)
+	nj.judgeClientDroppedByDesign()
 	nj.explainCauses()
 	return nj
 }

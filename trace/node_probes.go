@@ -54,11 +54,18 @@ type probeScope struct {
 	blocked map[string]policyBlock
 }
 
-// policyBlock is why the NetworkPolicies keep a node from one endpoint.
+// policyBlock is the NetworkPolicies' answer, for one client, at one
+// endpoint they isolate and do not admit it to: Denied (the policies keep it
+// out) or Unknown (an input they need was not read). Unknown is never
+// counted as kept out, nor as admitted.
 type policyBlock struct {
 	policies []string
 	verdict  netpol.Verdict
+	reason   string
 }
+
+// denied says the policies keep the client out: a drop there is theirs.
+func (b policyBlock) denied() bool { return b.verdict == netpol.Denied }
 
 func (nj *nodeJudge) probeScope(node string) *probeScope {
 	ne := nj.expectation(node)
@@ -122,10 +129,6 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 // Only isolation that does not admit the node counts: an endpoint no policy
 // selects is open to it.
 func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
-	out := map[string]policyBlock{}
-	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
-		return out
-	}
 	client := netpol.Client{Kind: netpol.ClientNode, Name: node}
 	if n := nj.in.Nodes[node]; n != nil {
 		client = netpol.ClientFromNode(n)
@@ -133,38 +136,26 @@ func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
 	return nj.policyBlocksFor(client)
 }
 
-// policyBlocksFor is, for one client, the endpoints (ip:port/PROTO) whose
-// isolation does not admit it, and the policies isolating them.
+// policyBlocksFor is, for one client, the endpoints (ip:port/PROTO) the
+// policies do not admit it to (Denied) or whose answer is undetermined
+// (Unknown), with the policies that decide them. For a Pod client both
+// sides count: the backend's ingress and the client's own egress.
 func (nj *nodeJudge) policyBlocksFor(client netpol.Client) map[string]policyBlock {
 	out := map[string]policyBlock{}
-	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
+	if !nj.in.policiesMayDecide() || len(nj.in.Pods) == 0 || nj.in.Service == nil {
 		return out
 	}
-	res := netpol.Evaluate(&netpol.Input{
-		Backends:         nj.in.Pods,
-		Ports:            portsForPolicy(nj.in.Service, nj.t.Metadata.Port),
-		Policies:         nj.in.NetworkPolicies,
-		UnreadNamespaces: nj.in.UnreadPolicyNamespaces,
-		Client:           client,
-	})
-	for _, d := range res.Decisions {
-		if !d.Isolated || d.IngressAllowed == netpol.Allowed || d.Port.Number == 0 {
+	for _, a := range policyAnswers(nj.in, client, portsForPolicy(nj.in.Service, nj.t.Metadata.Port)) {
+		if a.Verdict == netpol.Allowed || a.Port.Number == 0 {
 			continue
 		}
-		var pols []string
-		for _, m := range d.MatchingPolicies {
-			for _, t := range m.PolicyTypes {
-				if t == netpol.Ingress {
-					pols = append(pols, m.Policy)
-				}
-			}
-		}
-		for _, ip := range d.Pod.IPs {
-			a, err := netip.ParseAddr(ip)
+		for _, ip := range a.Pod.IPs {
+			addr, err := netip.ParseAddr(ip)
 			if err != nil {
 				continue
 			}
-			out[endpointKey(a, uint16(d.Port.Number), strings.ToUpper(orTCP(string(d.Port.Protocol))))] = policyBlock{policies: pols, verdict: d.IngressAllowed}
+			out[endpointKey(addr, uint16(a.Port.Number), strings.ToUpper(orTCP(string(a.Port.Protocol))))] =
+				policyBlock{policies: a.Policies, verdict: a.Verdict, reason: a.Reason}
 		}
 	}
 	return out
@@ -230,6 +221,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	answered := map[probePort]map[string]bool{} // ready endpoints that answered, per port
 	failedClass := map[string]string{}          // endpoint key → error class of its direct probe
 	var refused, timeouts, policyExplained []string
+	var undetermined undeterminedDrops
 	policies := map[string]bool{}
 	refusedPods := map[string]string{} // pod → refused ip:port
 	var refusedKeys []string
@@ -281,6 +273,12 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 			if pod := podOf[ip]; pod != "" {
 				name = "pod " + pod + " (" + p.Address + ")"
 			}
+			if !b.denied() {
+				// Neither the policy's drop nor a path fault: which one
+				// is not known.
+				undetermined.add(name+" "+p.ErrorClass, b)
+				continue
+			}
 			policyExplained = append(policyExplained, name+" "+p.ErrorClass)
 			for _, pol := range b.policies {
 				policies[pol] = true
@@ -328,12 +326,15 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		usable := nj.usable(sc, node, f.probe, f.port, answered)
 		blockedHere, sameFailure, ok := false, false, 0
 		slowBehind := ""
+		var unsure *policyBlock
 		for ep := range usable {
-			if b, isBlocked := sc.blocked[ep]; isBlocked {
+			if b, isBlocked := sc.blocked[ep]; isBlocked && b.denied() {
 				blockedHere = true
 				for _, pol := range b.policies {
 					policies[pol] = true
 				}
+			} else if isBlocked && unsure == nil {
+				unsure = &b
 			}
 			if c, failed := failedClass[ep]; failed && c == f.probe.ErrorClass {
 				sameFailure = true
@@ -361,6 +362,8 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		switch {
 		case blockedHere:
 			policyExplained = append(policyExplained, fmt.Sprintf("%s %s %s", f.probe.Target, f.probe.Address, f.probe.ErrorClass))
+		case unsure != nil:
+			undetermined.add(fmt.Sprintf("%s %s %s", f.probe.Target, f.probe.Address, f.probe.ErrorClass), *unsure)
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
@@ -395,6 +398,10 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		pols := sortedKeys(policies)
 		nj.EmitNode(report.CodeRTPolicyExplains, node, report.Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
 			fieldItems("policies", pols))
+	}
+	if len(undetermined.targets) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTPolicyUndetermined, node, undetermined.args(), raw, fieldItems("policies", undetermined.policyList()))
+		c.Status = report.StatusUnknown
 	}
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
@@ -536,4 +543,32 @@ func intOrNone(p *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*p)
+}
+
+// undeterminedDrops are failed probes to endpoints where the policies'
+// answer for the prober is undetermined: a policy drop and a path fault are
+// equally possible, so they are neither explained nor blamed.
+type undeterminedDrops struct {
+	targets  []string
+	policies map[string]bool
+	reason   string
+}
+
+func (u *undeterminedDrops) add(target string, b policyBlock) {
+	u.targets = append(u.targets, target)
+	if u.policies == nil {
+		u.policies = map[string]bool{}
+	}
+	for _, p := range b.policies {
+		u.policies[p] = true
+	}
+	if u.reason == "" {
+		u.reason = b.reason
+	}
+}
+
+func (u *undeterminedDrops) policyList() []string { return sortedKeys(u.policies) }
+
+func (u *undeterminedDrops) args() report.Args {
+	return report.Args{"targets": listNames(u.targets), "policies": listOrNone(u.policyList()), "reason": u.reason}
 }

@@ -37,6 +37,9 @@ type Options struct {
 	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *report.PolicyClient
+	// Policies reads the policy kinds beyond NetworkPolicy (nil: they are
+	// reported present but unread wherever the API serves them).
+	Policies PolicyReader
 	// Planned, when set, is told how many nodes the plan runs collectors
 	// on before they start: the command lets the trace's time grow with
 	// them.
@@ -116,6 +119,15 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	}
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
 		fetchDNSPods(ctx, client, in)
+	}
+	if svc := in.Service; svc != nil && len(svc.Spec.Selector) > 0 {
+		namespaces := []string{namespace}
+		if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace {
+			namespaces = append(namespaces, f.Pod.Namespace)
+		}
+		fetchPolicyKinds(ctx, opts.Policies, in, namespaces)
+		// The client's egress policies and the admin tiers may need them too.
+		fetchNamespaceLabels(ctx, client, in)
 	}
 	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
@@ -214,6 +226,9 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 					}
 				}
 			} else {
+				// Before the node findings link to it: the client's DNS
+				// egress against the resolver it really asks.
+				judgeClientResolverEgress(in, t, nodes.Nodes, opts.From)
 				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes), opts.From)
 				judgePolicyEnforcement(in, t, nodes.Nodes)
 				t.Matrix = endpointMatrix(nj, nodes.Nodes)
@@ -307,8 +322,8 @@ func verdict(t *report.ServiceTrace) report.Verdict {
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
-				if cause := checkByRef(t, c.ExplainedBy); cause != nil {
-					v.RootCauseLayer = c.ExplainedBy.Layer
+				if cause, ref := deepestCause(t, c.ExplainedBy); cause != nil {
+					v.RootCauseLayer = ref.Layer
 					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
 					if cause.Node != "" {
 						v.Summary += " on " + cause.Node

@@ -78,6 +78,8 @@ type MCPOptions struct {
 	deps   deps
 	// slot is held by the call whose collectors are running.
 	slot chan struct{}
+	// policies reads the policy kinds beyond NetworkPolicy (nil in tests).
+	policies trace.PolicyReader
 	genericiooptions.IOStreams
 }
 
@@ -105,6 +107,7 @@ func (o *MCPOptions) Complete(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot build a Kubernetes client: %w", err)
 	}
+	o.policies = policyReaderFor(o.deps, o.getter)
 	o.slot = make(chan struct{}, 1)
 	return nil
 }
@@ -204,6 +207,7 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 		Now:           o.deps.now,
 		NoNode:        args.NoNode,
 		Nodes:         trace.NodeSelection{Nodes: args.Nodes},
+		Policies:      o.policies,
 	}
 	if !args.NoNode {
 		// One trace's collectors at a time: wait for the slot.

@@ -320,6 +320,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 			NoNode:        f.NoNode,
 			Inspector:     inspector,
 			Nodes:         sel,
+			Policies:      policyReaderFor(f.deps, getter),
 		},
 		IOStreams: streams,
 	}, nil

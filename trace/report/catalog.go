@@ -352,6 +352,9 @@ const (
 	CodeRTPodTimeout     = "RT007"
 	CodeRTPodsReached    = "RT008"
 	CodeRTPolicyExplains = "RT009"
+	// CodeRTPolicyUndetermined: probes failed where the policies' answer
+	// for the prober is undetermined (RT031 is the client's own).
+	CodeRTPolicyUndetermined = "RT030"
 
 	CodeEpsRefused        = "EPS012"
 	CodeEpsListening      = "EPS013"
@@ -576,6 +579,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
 		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyUndetermined, Layer: LayerRoute, Severity: SeverityWarning, Title: "Probes failed where the policy is undetermined",
+		Message:  "node {node}'s probes to {targets} failed, and whether the policies {policies} admit this node there is undetermined ({reason}): a policy drop and a path fault are equally possible, so neither is named",
+		NextStep: "kubectl svctrace {service} -n {namespace} --from pod/<client> -o yaml  # a client Pod's own view"},
 	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
 		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
 		NextStep: "kubectl describe networkpolicy -n {namespace}"},
@@ -637,6 +643,9 @@ const (
 	CodeNPUndecided     = "NP008"
 	CodeNPDNSDenied     = "NP009"
 	CodeNPDNSTCPDenied  = "NP010"
+	// CodeNPKindNotEvaluated: policy kinds svctrace does not evaluate
+	// exist where they could decide the traffic.
+	CodeNPKindNotEvaluated = "NP013"
 	// Enforcement as seen on the nodes holding isolated backend Pods.
 	CodeNPEnforced           = "NP020"
 	CodeNPNotEnforced        = "NP021"
@@ -675,11 +684,14 @@ var policyCatalog = []CheckSpec{
 		Message:  "NetworkPolicies are enforced on node {node} by {enforcer} (filter chains {chains} seen); it holds isolated backend Pods {pods}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPNotEnforced, Layer: LayerPolicy, Severity: SeverityWarning, Title: "No policy enforcer on the node",
-		Message:  "no NetworkPolicy enforcer is seen on node {node} (no kube-router chains in its iptables filter tables, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
+		Message:  "no NetworkPolicy enforcer is seen on node {node} (its iptables filter tables hook only kube-proxy's, the kubelet's and CNI plugins' chains, its nf_tables tables are only iptables-nft's and kube-proxy's, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPEnforcementUnknown, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement on the node not determined",
 		Message:  "whether NetworkPolicies are enforced on node {node} (isolated backend Pods {pods}) is not known: {reason}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeNPKindNotEvaluated, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy kinds not evaluated",
+		Message:  "policies of kinds svctrace does not evaluate exist where they may decide traffic to the backends: {kinds}; whether the client is admitted is undetermined",
+		NextStep: "kubectl get ciliumnetworkpolicies,ciliumclusterwidenetworkpolicies -A  # Calico: kubectl get networkpolicies.crd.projectcalico.org,globalnetworkpolicies.crd.projectcalico.org -A"},
 	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
 		Message:  "{line}",
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},

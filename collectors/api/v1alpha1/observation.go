@@ -111,6 +111,11 @@ type ProxyObservation struct {
 	Metrics   *ProxyMetrics    `json:"metrics,omitempty"`
 	// Fingerprints lists every check made, found or not.
 	Fingerprints []Fingerprint `json:"fingerprints"`
+	// NetfilterTables are every nf_tables table of the node, as "family
+	// name" (e.g. "ip kube-proxy", "inet calico"), sorted; nil when they
+	// were not listed (an error, or observations older than this field).
+	// Policy enforcers that use nftables keep their own tables.
+	NetfilterTables []string `json:"netfilterTables,omitempty"`
 }
 
 // KubeProxyHealth is kube-proxy's /healthz answer (port 10256).
