@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,15 +20,17 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/bundle"
 	"github.com/svctrace/kubectl-svctrace/cmd/cli"
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // savedWeb writes, into a temporary directory, the bundle --save would
-// write for default/web traced with --no-node: one Pod, ready or not. It
-// goes through the same calls as the command (Collect, Assemble,
-// bundle.New, Write), on a fake API server.
-func savedWeb(t *testing.T, ready bool) (string, *report.ServiceTrace) {
+// write for default/web: one Pod, ready or not, traced with --no-node or,
+// with nodes given, judged with that node report as the node side would
+// have returned it. It goes through the same calls as the command
+// (Collect, Assemble, bundle.New, Write), on a fake API server.
+func savedWeb(t *testing.T, ready bool, nodes ...trace.NodeView) (string, *report.ServiceTrace) {
 	t.Helper()
 	cond := corev1.ConditionFalse
 	if ready {
@@ -55,13 +58,16 @@ func savedWeb(t *testing.T, ready bool) (string, *report.ServiceTrace) {
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	opts := trace.Options{Now: func() time.Time { return at }, Version: "v-test", ClusterDomain: "cluster.local", NoNode: true}
-	in, nodes, err := trace.Collect(context.Background(), client, "default", "web", opts)
+	opts := trace.Options{Now: func() time.Time { return at }, Version: "v-test", ClusterDomain: "cluster.local", NoNode: len(nodes) == 0}
+	in, nr, err := trace.Collect(context.Background(), client, "default", "web", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := trace.Assemble(in, nodes, opts)
-	b, err := bundle.New(in, nodes, opts, live)
+	if len(nodes) > 0 {
+		nr = &trace.NodeReport{Nodes: nodes}
+	}
+	live := trace.Assemble(in, nr, opts)
+	b, err := bundle.New(in, nr, opts, live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +146,48 @@ func TestScenarioRunnerCatchesARenamedField(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "zeroUnderANewName") {
 		t.Errorf("a zero value reported as lost:\n%v", err)
+	}
+}
+
+// TestScenarioRunnerReadsRecordedObservationsWhole: the lossless check
+// passes on the collector's recorded observations of the real kube-proxy
+// (every section it writes, as nodes.json holds them), so that a
+// complaint about a real bundle means a field was really lost.
+func TestScenarioRunnerReadsRecordedObservationsWhole(t *testing.T) {
+	var views []trace.NodeView
+	for _, mode := range []string{"iptables", "nftables"} {
+		data, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obs collectorapi.Observation
+		if err := json.Unmarshal(data, &obs); err != nil {
+			t.Fatal(err)
+		}
+		obs.NodeName += "-" + mode
+		views = append(views, trace.NodeView{Node: obs.NodeName, Roles: []string{trace.RoleSelected}, Observation: &obs})
+	}
+	dir, live := savedWeb(t, true, views...)
+	nodes, err := os.ReadFile(filepath.Join(dir, bundle.NodesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, section := range []string{`"proxy"`, `"iptables"`, `"nftables"`, `"conntrack"`, `"route"`, `"probe"`} {
+		if !strings.Contains(string(nodes), section) {
+			t.Errorf("nodes.json lacks the %s section: the test covers less than it says", section)
+		}
+	}
+	got, err := judgeScenario(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if !strings.Contains(got, "\ndatapath "+v.Node+" ") {
+			t.Errorf("no datapath finding for %s in the summary:\n%s", v.Node, got)
+		}
+	}
+	if live.Layer(report.LayerDatapath).Status == report.StatusSkipped {
+		t.Error("the datapath was not judged: the observations were not used")
 	}
 }
 
