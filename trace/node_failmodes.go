@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -37,7 +38,7 @@ func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Obse
 		if ct.Stats != nil {
 			total = ct.Stats.Invalid
 		}
-		mode, _ := datapathOwner(obs)
+		mode, _ := programmed.Owner(obs)
 		behaviour := invalidBehaviour(mode, ct.TCPBeLiberal)
 		nj.EmitNode(report.CodeCTInvalid, node, report.Args{"delta": u64(d.Invalid), "interval": interval, "total": u64(total),
 			"liberal": orUnknown(ct.TCPBeLiberal), "behaviour": behaviour}, nil,
@@ -169,7 +170,7 @@ func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observat
 // bridge-nf-call-iptables=1 makes it pass conntrack, which reverses the
 // Service's DNAT. eBPF datapaths translate before the bridge and do not need it.
 func (nj *nodeJudge) judgeBridgeNF(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
-	if mode, _ := datapathOwner(obs); mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+	if mode, _ := programmed.Owner(obs); mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
 		return 0
 	}
 	var br *collectorapi.Bridge
@@ -618,7 +619,7 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 	}
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
-		live := liveIPTablesBackends(s.Data.Backends)
+		live := programmed.LiveIPTablesBackends(s.Data.Backends)
 		for i, b := range s.Data.Backends {
 			if !b.KubeProxyChains {
 				continue
@@ -669,27 +670,6 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 			}
 		}
 	}
-}
-
-// liveIPTablesBackends marks, per family, the backend kube-proxy writes
-// when both hold its chains: the one capturing the Service the most, as the
-// datapath judge picks it; the other holds leftovers, whose masquerade path
-// nothing goes through.
-func liveIPTablesBackends(bs []collectorapi.IPTablesBackendObservation) map[int]bool {
-	best := map[string]int{}
-	for i, b := range bs {
-		if !b.KubeProxyChains {
-			continue
-		}
-		if j, ok := best[b.Family]; !ok || captureScore(fromIPTables(b)) > captureScore(fromIPTables(bs[j])) {
-			best[b.Family] = i
-		}
-	}
-	live := map[int]bool{}
-	for _, i := range best {
-		live[i] = true
-	}
-	return live
 }
 
 // judgeIPTablesPostrouting follows a packet KUBE-MARK-MASQ marked through

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -74,7 +75,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	for _, v := range views {
 		ne := nj.expectation(v.Node)
 		expect, choices := ne.expect, ne.choices
-		var ports []programmedPort
+		var ports []programmed.Port
 		readable, reason := v.Observation != nil, v.Failure
 		if v.Observation == nil && reason == "" {
 			reason = "no observation"
@@ -83,11 +84,11 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		var np *nodeProgrammed
 		if obs := v.Observation; obs != nil {
 			np = nj.programmed(v.Node, obs)
-			switch np.mode {
+			switch np.Mode {
 			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
-				readable, reason = false, np.owner+": programmed endpoints not compared per endpoint"
+				readable, reason = false, np.Owner+": programmed endpoints not compared per endpoint"
 			default:
-				ports = np.ports
+				ports = np.Ports
 			}
 			probes = endpointProbes(obs)
 		}
@@ -109,7 +110,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 				row.behind, row.reason = true, "kube-proxy has not applied the Service's latest change yet: "+why
 			}
 			if np != nil {
-				row.changed = nj.readChanges(np.mode, pe.Family)
+				row.changed = nj.readChanges(np.Mode, pe.Family)
 			}
 			if !g.sets[row.expected] {
 				g.sets[row.expected] = true

@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
@@ -370,7 +373,13 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
 			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
 	}
-	nj.judgeHealthCheck(node, s.Data.HealthCheck)
+	hcs := s.Data.HealthChecks
+	if len(hcs) == 0 && s.Data.HealthCheck != nil {
+		hcs = []collectorapi.HealthCheckProbe{*s.Data.HealthCheck}
+	}
+	for i := range hcs {
+		nj.judgeHealthCheck(node, &hcs[i])
+	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(report.LayerRoute) {
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
@@ -423,13 +432,23 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 // EndpointSlices: it counts this node's ready endpoints by IP
 // (LocalReadyEndpoints in pkg/proxy/endpointschangetracker.go) and answers
 // 200 only while that count is above zero and kube-proxy is healthy. Load
-// balancers send traffic only to nodes that answer 200.
+// balancers send traffic only to nodes that answer 200. Each family's
+// proxier runs its own health server (healthcheck.newServiceHealthServer
+// listens on tcp4 or tcp6) over its own family's endpoints, so the address
+// asked decides which family's endpoints count.
 func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
 	if hc == nil || nj.skipped(report.LayerDatapath) {
 		return
 	}
+	family := corev1.IPv4Protocol
+	if host, _, err := net.SplitHostPort(hc.Address); err == nil {
+		family = programmed.AddressFamily(host)
+	}
 	want := map[string]bool{}
 	for i := range nj.in.Slices {
+		if sliceFamily(nj.in.Slices[i].AddressType) != family {
+			continue
+		}
 		for _, e := range nj.in.Slices[i].Endpoints {
 			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
 				want[e.Addresses[0]] = true

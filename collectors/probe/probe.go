@@ -161,8 +161,14 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 			obs.Probes[i].FirstError = first[i].Error
 		}
 	}
-	if hc := healthCheckAddr(req); hc.IsValid() && ctx.Err() == nil {
-		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
+	for _, hc := range healthCheckAddrs(req) {
+		if ctx.Err() != nil {
+			break
+		}
+		obs.HealthChecks = append(obs.HealthChecks, *HealthCheck(ctx, hc, 2*timeout))
+	}
+	if len(obs.HealthChecks) > 0 {
+		obs.HealthCheck = &obs.HealthChecks[0]
 	}
 	obs.PathMTU = PathMTU(ctx, PathMTUTargets(targets), timeout, concurrency)
 	if req.Client != nil && ctx.Err() == nil {
@@ -171,23 +177,44 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 	return obs, ctx.Err()
 }
 
-// healthCheckAddr is this node's address and the Service's health-check
-// node port, or the zero value when there is none to ask.
-func healthCheckAddr(req *collectorapi.Request) netip.AddrPort {
+// healthCheckAddrs are this node's addresses with the Service's
+// health-check node port, one per IP family of the Service (its
+// ClusterIPs'), in that order; none when there is no port to ask. Each
+// family's proxier serves its own health check (tcp4 and tcp6 listeners),
+// so a dual-stack Service is asked in both.
+func healthCheckAddrs(req *collectorapi.Request) []netip.AddrPort {
 	port := req.Service.HealthCheckNodePort
 	if port <= 0 {
-		return netip.AddrPort{}
+		return nil
 	}
-	for _, na := range req.NodeAddresses {
-		if na.Node == req.NodeName {
-			if a, err := netip.ParseAddr(na.IP); err == nil {
-				return netip.AddrPortFrom(a.Unmap(), uint16(port))
-			}
+	var families []bool // Is6, in the Service's order
+	seen := map[bool]bool{}
+	for _, ip := range req.Service.ClusterIPs {
+		if a, err := netip.ParseAddr(ip); err == nil && !seen[a.Unmap().Is6()] {
+			seen[a.Unmap().Is6()] = true
+			families = append(families, a.Unmap().Is6())
 		}
 	}
-	// kube-proxy serves the health check on every node address by default
-	// (nodePortAddresses unset), loopback included.
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	if len(families) == 0 {
+		families = []bool{false}
+	}
+	var out []netip.AddrPort
+	for _, six := range families {
+		// kube-proxy serves the health check on every node address by
+		// default (nodePortAddresses unset), loopback included.
+		addr := netip.MustParseAddr("127.0.0.1")
+		if six {
+			addr = netip.IPv6Loopback()
+		}
+		for _, na := range req.NodeAddresses {
+			if a, err := netip.ParseAddr(na.IP); err == nil && na.Node == req.NodeName && a.Unmap().Is6() == six {
+				addr = a.Unmap()
+				break
+			}
+		}
+		out = append(out, netip.AddrPortFrom(addr, uint16(port)))
+	}
+	return out
 }
 
 // HealthCheck asks kube-proxy's health-check server for the Service.

@@ -23,8 +23,10 @@
 //     proxyutil.ShouldSkipService (ExternalName and headless Services, and
 //     Services carrying the service.kubernetes.io/service-proxy-name label,
 //     which the informer filters out, are skipped), one proxier per IP
-//     family, and the load-balancer ingress IPs in VIP mode that make a port
-//     externally accessible (pkg/proxy/serviceport.go).
+//     family, and the externalIPs and load-balancer ingress IPs (in VIP mode)
+//     of the proxier's own family that, with a NodePort, make a port
+//     externally accessible in that family (pkg/proxy/serviceport.go
+//     newBaseServiceInfo).
 //   - endpointslicecache.go: pkg/proxy/endpointslicecache.go
 //     endpointInfoByServicePort and addEndpoints: a slice port joins the
 //     Service port whose name and protocol it carries, nil names and nil or

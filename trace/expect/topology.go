@@ -6,12 +6,17 @@ import (
 
 // categorize is CategorizeEndpoints for one Service port and family on
 // node, with the policy flags newBaseServiceInfo derives from the Service
-// (internalPolicyLocal, externalPolicyLocal, ExternallyAccessible).
+// for that family's proxier (internalPolicyLocal, externalPolicyLocal,
+// ExternallyAccessible).
 func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string) PortExpectation {
 	pe := PortExpectation{
 		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
-		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || HasVIPIngress(svc),
+		InternalPolicyLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		// Each family's proxier sees only that family's externalIPs and
+		// load-balancer IPs (newBaseServiceInfo), so a dual-stack Service
+		// with an IPv4 externalIP and no NodePort is externally accessible
+		// in IPv4 only.
+		ExternallyAccessible: sp.NodePort != 0 || len(ExternalIPs(svc, fam)) > 0 || len(LoadBalancerVIPs(svc, fam)) > 0,
 	}
 	if pe.Protocol == "" {
 		pe.Protocol = string(corev1.ProtocolTCP)

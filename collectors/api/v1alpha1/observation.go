@@ -588,7 +588,14 @@ type ProbeObservation struct {
 	Probes          []Probe `json:"probes"`
 	// HealthCheck is kube-proxy's answer on the health-check node port of an
 	// externalTrafficPolicy Local Service, asked at this node's address.
+	// With HealthChecks set it is HealthChecks[0], kept for readers that
+	// predate HealthChecks.
 	HealthCheck *HealthCheckProbe `json:"healthCheck,omitempty"`
+	// HealthChecks asks the same port once per IP family of the Service:
+	// each family's proxier runs its own health server over its own
+	// family's endpoints. Absent in observations of collectors that asked
+	// one family only.
+	HealthChecks []HealthCheckProbe `json:"healthChecks,omitempty"`
 	// PathMTU are don't-fragment probes to each endpoint IP at a small size
 	// and at the route's MTU.
 	PathMTU []PathMTUProbe `json:"pathMTU,omitempty"`
