@@ -84,6 +84,11 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
+// VerdictExitCode is the exit code of a trace or an analyze that printed t.
+// Exported so that a re-judgement outside the command (the judge's scenario
+// goldens) states the code the user would get, from the same mapping.
+func VerdictExitCode(t *report.ServiceTrace) int { return ExitCode(verdictError(t)) }
+
 // Silent reports whether main should print nothing for err (the result
 // already says everything).
 func Silent(err error) bool {
