@@ -427,16 +427,26 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 		wg.Add(1)
 		go func(v *trace.NodeView, n trace.PlannedNode, runner *Runner, profile Profile) {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+			notStarted := func() {
 				v.Failure = "interrupted before the collector started"
 				if !interrupted(ctx) {
 					v.Failure = "not inspected: the trace's time for the nodes ran out before this node's turn (" + flagTimeout + " raises it)"
 				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				notStarted()
 				return
 			}
 			defer func() { <-sem }()
+			// A slot freed by a collector the end of the time stopped is
+			// as ready as the end itself: select picks either, so a node
+			// that got its turn only then never started.
+			if ctx.Err() != nil {
+				notStarted()
+				return
+			}
 			// The node's own limit runs from its turn: waiting for a
 			// --max-parallel slot is not the node's slowness.
 			nctx, cancel := ctx, context.CancelFunc(func() {})
