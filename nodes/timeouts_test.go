@@ -191,9 +191,14 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 				t.Fatal(err)
 			}
 			running := make(chan string, 3)
+			// The time ends only once the nodes that answer have: a node
+			// whose goroutine had not reached its collector yet would
+			// rightly not be started.
+			answered := make(chan string, 3)
 			in := &Inspector{Client: fake.NewClientset(privilegedNS()), Flags: *f,
 				runner: func(_ *Runner, c context.Context, node string, _ []byte) (*Output, error) {
 					if !slices.Contains(tt.hung, node) {
+						defer func() { answered <- node }()
 						return &Output{Node: node, Log: sample}, nil
 					}
 					running <- node
@@ -203,6 +208,9 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 			go func() {
 				for range tt.wait {
 					<-running
+				}
+				for range tt.answered {
+					<-answered
 				}
 				ctx.end()
 			}()
