@@ -50,6 +50,20 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 	var undetermined undeterminedDrops
 	policies, bypassed := map[string]bool{}, map[string]bool{}
 	var frontends []collectorapi.Probe
+	// Timeouts from a collector that ran late are not evidence
+	// (lateCollector): undetermined, as the node's own probes' are.
+	late := func(p collectorapi.Probe) string {
+		if p.ErrorClass != collectorapi.ErrClassTimeout || v.Observation == nil {
+			return ""
+		}
+		sectionErr := ""
+		if s := v.Observation.Sections.Probe; s != nil {
+			sectionErr = s.Error
+		}
+		return lateCollector(v.Observation, p.Attempts, sectionErr)
+	}
+	var lateEndpoints, lateFrontends []string
+	lateWhy := ""
 	ok, total := 0, 0
 	for _, p := range c.Probes {
 		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
@@ -110,6 +124,8 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			}
 		case p.ErrorClass == collectorapi.ErrClassRefused:
 			// The node's probes and the Pod's sockets judge a refusal.
+		case late(p) != "":
+			lateEndpoints, lateWhy = append(lateEndpoints, p.Address), late(p)
 		default:
 			unexplained = append(unexplained, p.Address+" ("+p.ErrorClass+")")
 		}
@@ -150,6 +166,8 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			policyFails = append(policyFails, fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass))
 		case unsure != nil:
 			undetermined.add(fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass), *unsure)
+		case n > 0 && late(p) != "":
+			lateFrontends, lateWhy = append(lateFrontends, fmt.Sprintf("%s %s/%s (%s) from pod %s/%s", p.Target, p.Address, p.Protocol, p.ErrorClass, c.Namespace, c.Name)), late(p)
 		case n > 0:
 			dpFails = append(dpFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
 			okCount = max(okCount, n)
@@ -165,6 +183,10 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			"command": orNone(c.Command), "profile": orNone(v.Profile), "summary": summary}), raw)
 		if len(unexplained) > 0 {
 			nj.EmitNode(report.CodeRTClientTimeout, node, args(report.Args{"targets": listNames(unexplained)}), raw)
+		}
+		if len(lateEndpoints) > 0 {
+			ck := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints) + " from pod " + c.Namespace + "/" + c.Name, "why": lateWhy}, raw)
+			ck.Status = report.StatusUnknown
 		}
 		if len(undetermined.targets) > 0 {
 			nj.EmitNode(report.CodeRTClientPolicyUndetermined, node, args(undetermined.args()), raw, fieldItems("policies", undetermined.policyList()))
@@ -182,6 +204,10 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 	}
 	if len(dpFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClientClusterIPFails, node, args(report.Args{"frontend": listNames(dpFails), "okCount": strconv.Itoa(okCount)}), raw)
+	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		ck := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": lateWhy}, raw)
+		ck.Status = report.StatusUnknown
 	}
 	if !nj.skipped(report.LayerPolicy) {
 		if len(policyFails) > 0 {

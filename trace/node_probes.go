@@ -1,13 +1,17 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
@@ -201,10 +205,16 @@ func (f frontendFailure) String() string {
 	return fmt.Sprintf("%s %s/%s (%s)", f.probe.Target, f.probe.Address, f.probe.Protocol, f.probe.ErrorClass)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	s := obs.Sections.Probe
 	if s == nil || s.Data == nil {
 		return
 	}
+	// Timeouts on a node whose collector ran late, or was out of time
+	// before the retry, are not evidence (lateCollector): undetermined.
+	var lateFrontends, lateEndpoints []string
+	frontendWhy, endpointWhy := "", ""
+	slowKey := map[string]string{} // ready endpoint → its address, when it answered only on its second try
 	sc := nj.probeScope(node)
 	var okEndpoints int
 	var slow []string                           // answered only on the second, longer try
@@ -243,6 +253,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 				okEndpoints++
 				if p.Attempts > 1 {
 					slow = append(slow, p.Address)
+					slowKey[key] = p.Address
 				}
 				if answered[pk] == nil {
 					answered[pk] = map[string]bool{}
@@ -289,9 +300,15 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			}
 			refused = append(refused, name)
 		default:
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			if routeFailed[ip] {
+				break
 			}
+			if why := lateCollector(obs, p.Attempts, s.Error); p.ErrorClass == collectorapi.ErrClassTimeout && why != "" {
+				lateEndpoints = append(lateEndpoints, p.Address)
+				endpointWhy = cmp.Or(endpointWhy, why)
+				break
+			}
+			timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
 		}
 	}
 
@@ -308,6 +325,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		}
 		usable := nj.usable(sc, node, f.probe, f.port, answered)
 		blockedHere, sameFailure, ok := false, false, 0
+		slowBehind := ""
 		var unsure *policyBlock
 		for ep := range usable {
 			if b, isBlocked := sc.blocked[ep]; isBlocked && b.denied() {
@@ -323,6 +341,22 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			}
 			if answered[f.port][ep] {
 				ok++
+				// The first slow one by address: the message does not
+				// depend on the map's order.
+				if a := slowKey[ep]; a != "" && (slowBehind == "" || a < slowBehind) {
+					slowBehind = a
+				}
+			}
+		}
+		// A frontend that timed out is no worse than the node: the
+		// collector ran late, or an endpoint behind it answered this node
+		// only when given twice the time, and the frontend's path to it
+		// is longer still.
+		why := ""
+		if f.probe.ErrorClass == collectorapi.ErrClassTimeout {
+			why = lateCollector(obs, f.probe.Attempts, s.Error)
+			if why == "" && slowBehind != "" {
+				why = "the endpoint " + slowBehind + " behind it answered this node only when probed again with twice the timeout: the node answers slowly"
 			}
 		}
 		switch {
@@ -333,6 +367,9 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
+		case why != "":
+			lateFrontends = append(lateFrontends, f.String())
+			frontendWhy = cmp.Or(frontendWhy, why)
 		case f.probe.Target == "nodePort":
 			// The datapath at fault is that of the node owning the address.
 			owner := f.probe.Node
@@ -370,6 +407,14 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
 	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		c := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": frontendWhy}, raw)
+		c.Status = report.StatusUnknown
+	}
+	if len(lateEndpoints) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints), "why": endpointWhy}, raw)
+		c.Status = report.StatusUnknown
+	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
 		if nj.skipped(report.LayerDatapath) {
 			break
@@ -377,7 +422,13 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
 			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
 	}
-	nj.judgeHealthCheck(node, s.Data.HealthCheck)
+	hcs := s.Data.HealthChecks
+	if len(hcs) == 0 && s.Data.HealthCheck != nil {
+		hcs = []collectorapi.HealthCheckProbe{*s.Data.HealthCheck}
+	}
+	for i := range hcs {
+		nj.judgeHealthCheck(node, obs, &hcs[i])
+	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(report.LayerRoute) {
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
@@ -430,13 +481,23 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 // EndpointSlices: it counts this node's ready endpoints by IP
 // (LocalReadyEndpoints in pkg/proxy/endpointschangetracker.go) and answers
 // 200 only while that count is above zero and kube-proxy is healthy. Load
-// balancers send traffic only to nodes that answer 200.
-func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
+// balancers send traffic only to nodes that answer 200. Each family's
+// proxier runs its own health server (healthcheck.newServiceHealthServer
+// listens on tcp4 or tcp6) over its own family's endpoints, so the address
+// asked decides which family's endpoints count.
+func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation, hc *collectorapi.HealthCheckProbe) {
 	if hc == nil || nj.skipped(report.LayerDatapath) {
 		return
 	}
+	family := corev1.IPv4Protocol
+	if host, _, err := net.SplitHostPort(hc.Address); err == nil {
+		family = programmed.AddressFamily(host)
+	}
 	want := map[string]bool{}
 	for i := range nj.in.Slices {
+		if sliceFamily(nj.in.Slices[i].AddressType) != family {
+			continue
+		}
 		for _, e := range nj.in.Slices[i].Endpoints {
 			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
 				want[e.Addresses[0]] = true
@@ -445,19 +506,33 @@ func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckP
 	}
 	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
 	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
+	// A health server that counts other endpoints than the slices may only
+	// be behind a change kube-proxy has not applied yet; one that does not
+	// answer is not explained by that.
+	lag := nj.lagOf(node, obs, family)
+	lagArgs := func() report.Args {
+		out := report.Args{"port": fmt.Sprintf("%s/%s (health check node port, %s)", nj.in.Namespace, nj.in.Name, family), "datapath": "kube-proxy"}
+		for k, v := range a {
+			out[k] = v
+		}
+		return out
+	}
+	what := "its health check on " + hc.Address + " still counts the endpoints before the change"
 	switch {
 	case hc.Error != "":
 		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
 		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
 		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	case (hc.StatusCode == 200) != (len(want) > 0):
 		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
 		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
 			a["detail"] += ", kube-proxy itself unhealthy"
+			nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+			break
 		}
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	default:
 		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
 	}

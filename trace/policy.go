@@ -17,6 +17,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -485,7 +486,7 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string, reason string) {
 	if p := o.Sections.Proxy; p != nil && p.Data != nil {
 		for _, f := range p.Data.Fingerprints {
-			if f.Found && (f.Mode == collectorapi.ModeCilium || f.Mode == collectorapi.ModeCalico) {
+			if f.Found && programmed.IsEBPF(f.Mode) {
 				return string(f.Mode), nil, ""
 			}
 		}

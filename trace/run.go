@@ -44,6 +44,25 @@ type Options struct {
 	// on before they start: the command lets the trace's time grow with
 	// them.
 	Planned func(nodes int)
+	// NodesBy, when set, is when the node inspection must end, asked once
+	// the plan is known (Planned may have moved the trace's end): a node
+	// still collecting then is reported as not inspected, and the trace
+	// keeps the time after it to judge and render. The inspector sees it
+	// as its context's deadline.
+	NodesBy func() time.Time
+}
+
+// JudgeReserve is the part of a trace's timeout kept after the node
+// inspection for judging and rendering: a tenth, at least 2 s (a quarter
+// of a timeout under 8 s). Judging a thousand nodes takes a few seconds,
+// and a node that answers at the last moment must not cost the whole
+// result.
+func JudgeReserve(timeout time.Duration) time.Duration {
+	r := timeout / 10
+	if floor := min(2*time.Second, timeout/4); r < floor {
+		r = floor
+	}
+	return r
 }
 
 // PortNotFoundError says --port names no port of the Service: a usage error,
@@ -141,12 +160,23 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		opts.Planned(len(plan.Nodes))
 	}
 	stopWatch := watchSlices(ctx, client, in)
-	nodes, err := opts.Inspector.Inspect(ctx, plan)
+	ictx := ctx
+	if opts.NodesBy != nil {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithDeadline(ctx, opts.NodesBy())
+		defer cancel()
+	}
+	nodes, err := opts.Inspector.Inspect(ictx, plan)
 	in.SlicesChangedDuringRead = stopWatch()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if err != nil {
+		if ictx.Err() != nil {
+			// An inspector that gives up whole when its time ends: no
+			// node answered in the time the trace had for them.
+			return &NodeReport{Failure: "the nodes did not answer before the trace's time for them ran out (--timeout raises it)"}, nil
+		}
 		return &NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
 	}
 	return nodes, nil
@@ -242,6 +272,21 @@ func finishLayer(l *report.Layer) {
 		if statusRank[c.Status] > statusRank[worst] {
 			worst = c.Status
 			first = c
+		}
+	}
+	if statusRank[worst] < statusRank[report.StatusUnknown] {
+		// A node that could not be inspected leaves the layer unjudged
+		// there: nothing failed, but the layer was not looked at
+		// everywhere it was asked to be, and "could not look" is not
+		// "found nothing wrong".
+		for _, n := range l.Nodes {
+			if n.Status == report.StatusUnknown {
+				worst, first = report.StatusUnknown, nil
+				if l.Reason == "" {
+					l.Reason = "node " + n.Node + " not judged: " + n.Reason
+				}
+				break
+			}
 		}
 	}
 	if worst == "" {

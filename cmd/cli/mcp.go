@@ -120,7 +120,10 @@ func (o *MCPOptions) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.ClusterDomain); len(errs) > 0 {
 		return usageErrorf("invalid --cluster-domain %q", o.ClusterDomain)
 	}
-	return o.Collector.Validate()
+	if err := o.Collector.Validate(); err != nil {
+		return err
+	}
+	return o.Collector.ResolveTimeouts(o.Timeout)
 }
 
 // NewServer builds the MCP server: the tool and the resources.
@@ -223,6 +226,11 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if end, ok := ctx.Deadline(); ok {
+		// The nodes end before the call does, so a node that does not
+		// answer costs that node, not the result.
+		opts.NodesBy = func() time.Time { return end.Add(-trace.JudgeReserve(o.Timeout)) }
+	}
 	if args.From != "" {
 		pc, err := nodes.ResolveFrom(ctx, o.Client, namespace, args.From)
 		if err != nil {

@@ -93,7 +93,7 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog))
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog, lateCatalog))
 
 // apiSideCatalog are the codes of the layers the API alone decides.
 var apiSideCatalog = []CheckSpec{
@@ -330,6 +330,9 @@ const (
 	CodeDPEBPFQuarantined         = "DP045"
 	CodeDPEBPFMaintenance         = "DP046"
 	CodeDPSyncPending             = "DP059"
+	CodeDPIPVSExternalMissing     = "DP063"
+	CodeDPIPVSNodePortPartial     = "DP064"
+	CodeDPIPVSITPLocalFallback    = "DP065"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -505,6 +508,15 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSExternalRealServers, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server has wrong real servers",
 		Message:  "{datapath} {frontend} of {port} (externalTrafficPolicy {policy}) lacks {missing} and holds {extra}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server not programmed",
+		Message:  "{datapath} has no virtual server {frontend} for {port}: traffic to it on this node is not load-balanced to any endpoint",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSNodePortPartial, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort missing on some node addresses (IPVS)",
+		Message:  "{datapath} serves NodePort {nodePort} of {port} on {found} but has no virtual server on {missing}: clients using those addresses are not served (unless kube-proxy's nodePortAddresses leaves them out on purpose)",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSITPLocalFallback, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP falls back to other nodes (IPVS)",
+		Message:  "internalTrafficPolicy Local and no local ready endpoint: kube-proxy's IPVS mode sends this node's ClusterIP traffic for {port} to other nodes' endpoints, because the Service is also reachable from outside (NodePort, externalIP or LB IP); iptables and nftables modes drop it",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
 	{Code: CodeDPIPVSETPLocalFallback, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort falls back to other nodes (IPVS)",
 		Message:  "externalTrafficPolicy Local and no local ready endpoint: kube-proxy's IPVS mode sends traffic to NodePort {nodePort} on this node to other nodes' endpoints without masquerading, so external clients get replies from Pod addresses and drop them (only Pods on this node are served)",
 		NextStep: "kubectl get pods -n {namespace} -o wide --field-selector spec.nodeName={node}"},
