@@ -396,18 +396,29 @@ func (j *judge) topologyChecks() {
 		return
 	}
 	setting := strings.Join(settings, " and ")
-	ready, hinted := 0, 0
+	// kube-proxy routes by node hints when every ready endpoint has one
+	// (PreferSameNode: the EndpointSlice controller writes them, with or
+	// without zone labels on the nodes), else by zone hints when every one
+	// has those (topologyModeFromHints, pkg/proxy/topology.go).
+	ready, zoneHinted, nodeHinted := 0, 0, 0
 	for _, ep := range j.endpoints {
 		if !ep.Ready {
 			continue
 		}
 		ready++
 		if ep.Hints != nil && len(ep.Hints.Zones) > 0 {
-			hinted++
+			zoneHinted++
+		}
+		if ep.Hints != nil && len(ep.Hints.Nodes) > 0 {
+			nodeHinted++
 		}
 	}
+	hinted, kind := zoneHinted, "zone"
+	if s.TrafficDistribution == corev1.ServiceTrafficDistributionPreferSameNode {
+		hinted, kind = max(zoneHinted, nodeHinted), "node or zone"
+	}
 	args := report.Args{"setting": setting, "hinted": strconv.Itoa(hinted), "total": strconv.Itoa(ready),
-		"unhinted": strconv.Itoa(ready - hinted)}
+		"unhinted": strconv.Itoa(ready - hinted), "hintKind": kind}
 	fields := []report.Field{fieldValue("readyEndpoints", strconv.Itoa(ready)), fieldValue("withZoneHints", strconv.Itoa(hinted))}
 	if hinted == ready {
 		j.Emit(report.CodeSvcTopology, args, fields...)

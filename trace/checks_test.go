@@ -231,6 +231,17 @@ func TestChecks(t *testing.T) {
 		{name: "topology without hints", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.TrafficDistribution = ptr("PreferClose")
 		})), layer: report.LayerService, want: report.CodeSvcTopologyNoHints, status: report.StatusWarn, contains: "2 of 2 ready endpoints have no zone hint"},
+		// PreferSameNode on nodes without zone labels: the EndpointSlice
+		// controller writes node hints only, and kube-proxy routes by them.
+		{name: "PreferSameNode with node hints only", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.TrafficDistribution = ptr(corev1.ServiceTrafficDistributionPreferSameNode)
+		}), hintedSlice(true, false)), layer: report.LayerService, want: report.CodeSvcTopology, status: report.StatusPass},
+		{name: "PreferSameNode without hints", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.TrafficDistribution = ptr(corev1.ServiceTrafficDistributionPreferSameNode)
+		})), layer: report.LayerService, want: report.CodeSvcTopologyNoHints, status: report.StatusWarn, contains: "have no node or zone hint"},
+		{name: "PreferSameZone with node hints only", objs: replace(healthy(), service("web", func(s *corev1.Service) {
+			s.Spec.TrafficDistribution = ptr(corev1.ServiceTrafficDistributionPreferSameZone)
+		}), hintedSlice(true, false)), layer: report.LayerService, want: report.CodeSvcTopologyNoHints, status: report.StatusWarn, contains: "have no zone hint"},
 		{name: "publishNotReadyAddresses", objs: replace(healthy(), service("web", func(s *corev1.Service) {
 			s.Spec.PublishNotReadyAddresses = true
 		})), layer: report.LayerService, want: report.CodeSvcPublishNotReady, status: report.StatusPass},
@@ -836,4 +847,23 @@ func TestExternalNameInspectsAStandInNode(t *testing.T) {
 			t.Errorf("layer %s is %s, want skipped", l, s)
 		}
 	}
+}
+
+// hintedSlice is healthy()'s slice with node and/or zone hints on both
+// endpoints, each for its own node (zone z1).
+func hintedSlice(nodes, zones bool) *discoveryv1.EndpointSlice {
+	sl := slice("web-abc", "web", "http", 8080,
+		ep{ip: "10.244.1.5", pod: "web-1", node: "node-a", ready: true},
+		ep{ip: "10.244.2.5", pod: "web-2", node: "node-b", ready: true})
+	for i := range sl.Endpoints {
+		h := &discoveryv1.EndpointHints{}
+		if nodes {
+			h.ForNodes = []discoveryv1.ForNode{{Name: *sl.Endpoints[i].NodeName}}
+		}
+		if zones {
+			h.ForZones = []discoveryv1.ForZone{{Name: "z1"}}
+		}
+		sl.Endpoints[i].Hints = h
+	}
+	return sl
 }

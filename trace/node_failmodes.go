@@ -25,6 +25,25 @@ import (
 
 // ---- conntrack ----
 
+// The INVALID counter is node-wide and never quite still: a retransmitted
+// FIN or a RST after the entry expired, or a probe's own closed connection,
+// is INVALID on any node. Only a rate that can be the Service's connections
+// failing is reported: at least invalidMinPackets in the sample and
+// invalidMinPerSecond.
+const (
+	invalidMinPackets   = 10
+	invalidMinPerSecond = 20
+)
+
+// invalidRateMatters says whether delta INVALID packets in a sample of
+// intervalMillis (0: not known) are a rate worth reporting.
+func invalidRateMatters(delta uint64, intervalMillis int) bool {
+	if delta < invalidMinPackets {
+		return false
+	}
+	return intervalMillis <= 0 || float64(delta)*1000/float64(intervalMillis) >= invalidMinPerSecond
+}
+
 // judgeConntrackFailModes judges the INVALID counter and the DNS insert race.
 func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Observation, ct *collectorapi.ConntrackObservation) int {
 	d := ct.StatsDelta
@@ -33,7 +52,7 @@ func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Obse
 	}
 	interval := strconv.Itoa(ct.SampleIntervalMillis)
 	problems := 0
-	if d.Invalid > 0 {
+	if invalidRateMatters(d.Invalid, ct.SampleIntervalMillis) {
 		total := uint64(0)
 		if ct.Stats != nil {
 			total = ct.Stats.Invalid

@@ -62,10 +62,13 @@ func TestConntrackInvalidJudged(t *testing.T) {
 		behaviour string
 	}{
 		{name: "no INVALID packets", invalid: 0, liberal: "0", mode: collectorapi.ModeIPTables},
-		{name: "iptables mode drops them", invalid: 7, liberal: "0", mode: collectorapi.ModeIPTables, want: true, behaviour: "drops INVALID packets in KUBE-FORWARD"},
-		{name: "be_liberal set", invalid: 7, liberal: "1", mode: collectorapi.ModeIPTables, want: true, behaviour: "installs no INVALID drop"},
-		{name: "nftables mode", invalid: 3, liberal: "0", mode: collectorapi.ModeNFTables, want: true, behaviour: "programs no INVALID drop"},
-		{name: "Cilium", invalid: 3, liberal: "0", mode: collectorapi.ModeCilium, want: true, behaviour: "eBPF datapath, not kube-proxy"},
+		// One late packet in a 200 ms sample is any node's background.
+		{name: "one packet", invalid: 1, liberal: "0", mode: collectorapi.ModeIPTables},
+		{name: "below the packet floor", invalid: 9, liberal: "0", mode: collectorapi.ModeIPTables},
+		{name: "iptables mode drops them", invalid: 17, liberal: "0", mode: collectorapi.ModeIPTables, want: true, behaviour: "drops INVALID packets in KUBE-FORWARD"},
+		{name: "be_liberal set", invalid: 17, liberal: "1", mode: collectorapi.ModeIPTables, want: true, behaviour: "installs no INVALID drop"},
+		{name: "nftables mode", invalid: 13, liberal: "0", mode: collectorapi.ModeNFTables, want: true, behaviour: "programs no INVALID drop"},
+		{name: "Cilium", invalid: 13, liberal: "0", mode: collectorapi.ModeCilium, want: true, behaviour: "eBPF datapath, not kube-proxy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ipt *collectorapi.IPTablesObservation
@@ -667,4 +670,18 @@ func TestMasqueradePathOnlyOnLiveBackend(t *testing.T) {
 	obs = &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{leftover}}
 	tr = judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
 	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, "KUBE-POSTROUTING does not exist")
+}
+
+func TestInvalidRateThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		delta    uint64
+		interval int
+		want     bool
+	}{
+		{1, 200, false}, {9, 200, false}, {10, 200, true}, {10, 1000, false}, {20, 1000, true}, {10, 0, true}, {0, 0, false},
+	} {
+		if got := invalidRateMatters(tc.delta, tc.interval); got != tc.want {
+			t.Errorf("%d in %d ms: %v, want %v", tc.delta, tc.interval, got, tc.want)
+		}
+	}
 }

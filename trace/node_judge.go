@@ -237,8 +237,15 @@ func (nj *nodeJudge) judgeConntrack(node string, obs *collectorapi.Observation) 
 						pinnedCount += b.States["UNREPLIED"]
 					}
 				default:
-					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, b.Count, fe.Frontend))
-					goneCount += b.Count
+					// A closed connection (TIME_WAIT, CLOSE) carries nothing
+					// more: after a rollout, and after svctrace's own
+					// probes, those linger to replaced Pods and hang nothing.
+					live := b.Count - b.States["TIME_WAIT"] - b.States["CLOSE"]
+					if live <= 0 {
+						continue
+					}
+					gone = append(gone, fmt.Sprintf("%s (%d flows via %s)", b.Backend, live, fe.Frontend))
+					goneCount += live
 				}
 			}
 			nj.skew(node, fe, f.ExpectedBackends)
@@ -246,7 +253,7 @@ func (nj *nodeJudge) judgeConntrack(node string, obs *collectorapi.Observation) 
 		if goneCount > 0 {
 			var raw []string
 			for _, fl := range f.Unexpected {
-				if !unNATed[fl.Backend] {
+				if !unNATed[fl.Backend] && fl.TCPState != "TIME_WAIT" && fl.TCPState != "CLOSE" {
 					raw = append(raw, fmt.Sprintf("%s %s | reply %s %s", fl.Protocol, fl.Original, fl.Reply, fl.TCPState))
 				}
 			}

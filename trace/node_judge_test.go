@@ -1044,3 +1044,30 @@ func TestJudgeNodesUnreadBackend(t *testing.T) {
 		})
 	}
 }
+
+// Flows to replaced Pods count as pinned (CT005) only while they can still
+// carry traffic: TIME_WAIT and CLOSE entries, which every rollout and
+// svctrace's own earlier probes leave, hang nothing.
+func TestStaleFlowsCountOnlyLiveOnes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		states map[string]int
+		count  int
+		want   string // "" for no CT005
+	}{
+		{"closed probes only", map[string]int{"TIME_WAIT": 3, "CLOSE": 1}, 4, ""},
+		{"established ones among them", map[string]int{"TIME_WAIT": 3, "ESTABLISHED": 2}, 5, "2 conntrack flow(s)"},
+		{"UDP", map[string]int{"UDP": 2}, 2, "2 conntrack flow(s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: tc.count, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: tc.count,
+				Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: tc.count, States: tc.states}}}}}
+			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			c, ok := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTStaleFlows]
+			if ok != (tc.want != "") || ok && !strings.Contains(c.Message, tc.want) {
+				t.Fatalf("CT005 %v %q, want %q", ok, c.Message, tc.want)
+			}
+		})
+	}
+}

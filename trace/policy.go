@@ -45,8 +45,6 @@ func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) 
 	}
 }
 
-const resNamespaces = "namespaces"
-
 // fetchNamespaceLabels reads every namespace's labels, one paged list, when
 // a policy's namespaceSelector needs more than the namespace's name (the API
 // server's kubernetes.io/metadata.name label, known without a read). A

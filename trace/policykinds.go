@@ -71,7 +71,7 @@ var unevaluatedKinds = []unevaluatedKind{
 	{"Calico GlobalNetworkPolicy", schema.GroupVersionResource{Group: "projectcalico.org", Version: "v3", Resource: "globalnetworkpolicies"}, false},
 }
 
-var adminPolicyGV = anpv1alpha1.SchemeGroupVersion
+var adminPolicyGV = schema.GroupVersion{Group: anpv1alpha1.GroupVersion.Group, Version: anpv1alpha1.GroupVersion.Version}
 
 // fetchPolicyKinds reads, for the namespaces whose NetworkPolicies were
 // read, the other policy kinds the API serves: discovery says which exist

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
 
@@ -487,4 +488,101 @@ func (e *evaluator) egressTiers(cs *clientSide, pod *corev1.Pod, dst *endpoint, 
 		eg.Reason = o.rule + " passes the traffic on; " + eg.Reason
 	}
 	return eg
+}
+
+// dns decides the client Pod's egress to its DNS through the three tiers:
+// an AdminNetworkPolicy rule that matches decides; otherwise the
+// NetworkPolicies, and the baseline where none selects the client.
+func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
+	if e.in.AdminPoliciesUnread != "" {
+		return &DNSDecision{Isolated: true, UDP: Unknown, TCP: Unknown,
+			Reason: "the AdminNetworkPolicies could not be read (" + e.in.AdminPoliciesUnread + "); they may allow or deny the client's DNS"}
+	}
+	np := e.dnsNP(cs, t)
+	if len(e.admin) == 0 && e.baseline == nil {
+		return np
+	}
+	d := *np
+	var parts []string
+	for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
+		v, why := e.adminDNS(e.admin, cs, t, proto)
+		if v == "" && !np.Isolated && e.baseline != nil {
+			v, why = e.adminDNS([]*adminPolicy{e.baseline}, cs, t, proto)
+		}
+		if v == "" {
+			continue
+		}
+		d.Isolated = true
+		if proto == corev1.ProtocolUDP {
+			d.UDP = v
+		} else {
+			d.TCP = v
+		}
+		parts = append(parts, string(proto)+" "+strings.ToLower(string(v))+" ("+why+")")
+	}
+	if len(parts) > 0 {
+		d.Reason = "DNS from " + cs.ep.what + ": " + strings.Join(parts, ", ") + "; " + np.Reason
+	}
+	return &d
+}
+
+// adminDNS is a tier's answer for the client's DNS over proto: admitted
+// when a rule allows some DNS destination, denied when rules deny them all,
+// "" when no rule of the tier matches (or one passes).
+func (e *evaluator) adminDNS(pols []*adminPolicy, cs *clientSide, t *DNSTarget, proto corev1.Protocol) (Verdict, string) {
+	type dest struct {
+		ep     *endpoint
+		pod    *corev1.Pod
+		target PortRef
+	}
+	var dests []dest
+	if len(t.Resolvers) > 0 {
+		for _, r := range t.Resolvers {
+			dests = append(dests, dest{ep: &endpoint{ips: []netip.Addr{r}, what: "resolver " + r.String()}, target: PortRef{Number: 53, Protocol: proto}})
+		}
+	} else {
+		ports := t.Ports
+		if ports == nil {
+			ports = []TargetPort{{Port: intstr.FromInt32(53), Protocol: proto}}
+		}
+		for i := range t.Pods {
+			pod := &t.Pods[i]
+			for _, tp := range ports {
+				if orTCPProto(tp.Protocol) != proto {
+					continue
+				}
+				target := resolveTarget(pod, tp)
+				if target.Number == 0 {
+					continue
+				}
+				dests = append(dests, dest{ep: &endpoint{pod: true, ns: pod.Namespace, labels: labels.Set(pod.Labels), ips: PodIPs(pod),
+					what: "pod " + pod.Namespace + "/" + pod.Name}, pod: pod, target: target})
+			}
+		}
+	}
+	if len(dests) == 0 {
+		for _, p := range pols {
+			if v, _ := e.matchSelector(&p.subject, cs.ep); v != Denied {
+				return Unknown, p.key + " selects the client for egress and the DNS Pods were not given"
+			}
+		}
+		return "", ""
+	}
+	denied, why := 0, ""
+	for _, d := range dests {
+		o := e.adminDecide(pols, Egress, cs.ep, d.ep, d.pod, d.target)
+		switch o.v {
+		case Allowed:
+			return Allowed, o.rule + " to " + d.ep.what
+		case Unknown:
+			return Unknown, o.why
+		case Denied:
+			denied++
+			why = o.rule + " to " + d.ep.what
+		}
+	}
+	if denied == len(dests) {
+		return Denied, why
+	}
+	return "", ""
 }

@@ -127,3 +127,41 @@ func TestAdminEgressDeny(t *testing.T) {
 		t.Fatalf("%s: %s", d.Allowed, d.Reason)
 	}
 }
+
+// The client's DNS goes through the tiers too: an ANP Allow to the DNS Pods
+// overrides a NetworkPolicy that isolates the client's egress without a DNS
+// rule, and an ANP Deny denies DNS no NetworkPolicy restricts.
+func TestAdminDNS(t *testing.T) {
+	web := mkPod("shop", "web-1", map[string]string{"app": "web"}, "10.0.0.5", cport{"http", 8080, corev1.ProtocolTCP})
+	fe := mkPod("shop", "fe", map[string]string{"app": "frontend"}, "10.0.0.9")
+	coredns := mkPod("kube-system", "coredns", map[string]string{"k8s-app": "kube-dns"}, "10.0.1.2",
+		cport{"dns", 53, corev1.ProtocolUDP}, cport{"dns-tcp", 53, corev1.ProtocolTCP})
+	egressOnlyWeb := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "fe-out"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "frontend"), PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{podPeer(sel("app", "web"))}}}}}
+	dnsRule := func(action anpv1alpha1.AdminNetworkPolicyRuleAction) anpv1alpha1.AdminNetworkPolicy {
+		return anpv1alpha1.AdminNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns"}, Spec: anpv1alpha1.AdminNetworkPolicySpec{
+			Priority: 1, Subject: anpv1alpha1.AdminNetworkPolicySubject{Namespaces: &metav1.LabelSelector{}},
+			Egress: []anpv1alpha1.AdminNetworkPolicyEgressRule{{Action: action,
+				To: []anpv1alpha1.AdminNetworkPolicyEgressPeer{{Pods: &anpv1alpha1.NamespacedPod{PodSelector: *sel("k8s-app", "kube-dns")}}}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		nps  []networkingv1.NetworkPolicy
+		anps []anpv1alpha1.AdminNetworkPolicy
+		want Verdict
+	}{
+		{"NetworkPolicy alone denies DNS", []networkingv1.NetworkPolicy{egressOnlyWeb}, nil, Denied},
+		{"ANP Allow overrides it", []networkingv1.NetworkPolicy{egressOnlyWeb}, []anpv1alpha1.AdminNetworkPolicy{dnsRule(anpv1alpha1.AdminNetworkPolicyRuleActionAllow)}, Allowed},
+		{"ANP Deny without NetworkPolicy", nil, []anpv1alpha1.AdminNetworkPolicy{dnsRule(anpv1alpha1.AdminNetworkPolicyRuleActionDeny)}, Denied},
+		{"ANP Pass: the NetworkPolicy decides", []networkingv1.NetworkPolicy{egressOnlyWeb}, []anpv1alpha1.AdminNetworkPolicy{dnsRule(anpv1alpha1.AdminNetworkPolicyRuleActionPass)}, Denied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Evaluate(&Input{Backends: []corev1.Pod{web}, Ports: []TargetPort{{Port: intstr.FromInt32(8080)}}, Policies: tc.nps,
+				AdminNetworkPolicies: tc.anps, Client: ClientFromPod(&fe), DNS: &DNSTarget{Pods: []corev1.Pod{coredns}}})
+			if res.DNS == nil || res.DNS.UDP != tc.want {
+				t.Fatalf("DNS %+v, want UDP %s", res.DNS, tc.want)
+			}
+		})
+	}
+}

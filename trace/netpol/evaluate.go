@@ -643,7 +643,7 @@ func (e *evaluator) egressTo(cs *clientSide, pod *corev1.Pod, dst *endpoint, tar
 }
 
 // dns decides the client Pod's egress to the cluster DNS on UDP and TCP.
-func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
+func (e *evaluator) dnsNP(cs *clientSide, t *DNSTarget) *DNSDecision {
 	d := &DNSDecision{Isolated: len(cs.pols) > 0}
 	switch {
 	case cs.unread:

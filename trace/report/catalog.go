@@ -146,7 +146,7 @@ var apiSideCatalog = []CheckSpec{
 		Message:  "{setting}: {hinted} of {total} endpoints carry hints; kube-proxy prefers endpoints by those hints",
 		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o yaml"},
 	{Code: CodeSvcTopologyNoHints, Layer: LayerService, Severity: SeverityWarning, Title: "Topology hints missing",
-		Message:  "{setting}, but {unhinted} of {total} ready endpoints have no zone hint, so kube-proxy ignores hints and spreads traffic over all endpoints",
+		Message:  "{setting}, but {unhinted} of {total} ready endpoints have no {hintKind} hint, so kube-proxy ignores hints and spreads traffic over all endpoints",
 		NextStep: "kubectl get events -n {namespace} --field-selector involvedObject.name={service}"},
 	{Code: CodeSvcPublishNotReady, Layer: LayerService, Severity: SeverityInfo, Title: "publishNotReadyAddresses",
 		Message:  "publishNotReadyAddresses is true: Pods get traffic and DNS records before they are Ready",
