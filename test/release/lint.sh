@@ -29,6 +29,20 @@ if ! tidy_diff=$("$GO" mod tidy -diff 2>&1); then
 fi
 echo "lint: go mod tidy leaves go.mod and go.sum unchanged ($((SECONDS - t))s)"
 
+# Nested modules that build against this checkout (a replace of the main
+# module) inherit its go directive and requirements: a change here can leave
+# them untidy, and `make test-ebpf` then stops on "updates to go.mod needed".
+t=$SECONDS
+for mod in $(grep -l '^replace github.com/svctrace/kubectl-svctrace ' $(git ls-files '*/go.mod')); do
+  dir=$(dirname "$mod")
+  if ! tidy_diff=$(cd "$dir" && "$GO" mod tidy -diff 2>&1); then
+    echo "lint: $dir/go.mod is not tidy against this module; run 'cd $dir && go mod tidy'. go mod tidy -diff:" >&2
+    echo "$tidy_diff" | grep -v '^go: downloading' >&2
+    exit 1
+  fi
+done
+echo "lint: nested modules that replace this one are tidy ($((SECONDS - t))s)"
+
 t=$SECONDS
 "$GO" vet ./...
 echo "lint: go vet ok ($((SECONDS - t))s)"

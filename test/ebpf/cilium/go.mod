@@ -3,7 +3,7 @@
 // so that the svctrace module never sees Cilium's dependency graph.
 module svctrace.test/ebpf-cilium
 
-go 1.26.0
+go 1.26.6
 
 require (
 	github.com/cilium/cilium v1.20.2
