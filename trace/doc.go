@@ -15,5 +15,7 @@
 // backend, node_ipvs.go and node_ebpf.go add what only IPVS virtual servers
 // and the eBPF maps carry, and node_sync.go holds the one sync-lag excuse
 // every datapath finding shares. report holds the result model and the
-// catalog, netpol the NetworkPolicy evaluation.
+// catalog, netpol the NetworkPolicy evaluation, frontdoor the route, Gateway
+// and Ingress in front of a Service (frontdoor.go traces each backend
+// Service of one and puts the frontdoor layer first).
 package trace

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
+	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -117,6 +118,10 @@ type Input struct {
 
 	// Gaps are the reads that failed; each turns its layer unknown.
 	Gaps []Gap `json:"gaps,omitempty"`
+
+	// Frontdoor is the route, Gateway or Ingress the trace started at, nil
+	// for a trace of a Service (see CollectBackend).
+	Frontdoor *frontdoor.Input `json:"frontdoor,omitempty"`
 }
 
 // ProbeEvent is the newest probe failure the kubelet reported for a Pod.

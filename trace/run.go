@@ -205,7 +205,11 @@ func checkPort(in *Input, port string) error {
 // reported (nil: the node layers were not inspected), with no I/O. It is
 // the one function both a live trace and a saved one go through.
 func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
+	if in.Frontdoor != nil && in.Name == "" {
+		return frontdoorOnly(in, opts)
+	}
 	t := judgeAPI(in, opts)
+	judgeFrontdoor(in, t)
 	if !in.ServiceNotFound {
 		switch reason := opts.nodeSkipReason(); {
 		case reason != "":
@@ -309,7 +313,7 @@ func finishLayer(l *report.Layer) {
 }
 
 func verdict(t *report.ServiceTrace) report.Verdict {
-	svc := t.Service.Namespace + "/" + t.Service.Name
+	svc := t.Subject()
 	var warned, unknown, skipped []string
 	for i := range t.Layers {
 		l := &t.Layers[i]

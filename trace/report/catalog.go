@@ -27,7 +27,8 @@ type Args map[string]string
 
 // Catalog codes. Layer prefixes: API (any layer: the API could not be read),
 // SVC and PRT (service), EPS and POD (endpoints), DNS (dns), DP (datapath),
-// CT (conntrack), RT (route) and NP (policy): add a constant and an entry.
+// CT (conntrack), RT (route), NP (policy), GW and ING (frontdoor): add a
+// constant and an entry.
 const (
 	CodeAPIForbidden = "API001"
 	CodeAPIError     = "API002"
@@ -93,7 +94,7 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog, lateCatalog))
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog, lateCatalog, frontdoorCatalog))
 
 // apiSideCatalog are the codes of the layers the API alone decides.
 var apiSideCatalog = []CheckSpec{

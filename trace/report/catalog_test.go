@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var codeShape = regexp.MustCompile(`^(API|SVC|PRT|EPS|POD|DNS|DP|CT|RT|NP)[0-9]{3}$`)
+var codeShape = regexp.MustCompile(`^(API|SVC|PRT|EPS|POD|DNS|DP|CT|RT|NP|GW|ING)[0-9]{3}$`)
 
 func TestCatalogEntries(t *testing.T) {
 	for code, spec := range Catalog {
@@ -67,6 +67,9 @@ func TestNewCheckUnknownCodePanics(t *testing.T) {
 }
 
 func isLayer(n LayerName) bool {
+	if n == LayerFrontdoor {
+		return true // first in a trace that started at a front door
+	}
 	for _, l := range LayerOrder {
 		if l == n {
 			return true

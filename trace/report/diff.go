@@ -161,7 +161,7 @@ func Diff(before, after *ServiceTrace) *TraceDiff {
 	for _, k := range oldOrder {
 		d.Gone = append(d.Gone, old[k]...) // what pairing left
 	}
-	for _, name := range LayerOrder {
+	for _, name := range slices.Concat([]LayerName{LayerFrontdoor}, LayerOrder) {
 		b, a := before.Layer(name), after.Layer(name)
 		var bs, as Status
 		if b != nil {

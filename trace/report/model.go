@@ -68,6 +68,9 @@ type ServiceTrace struct {
 	Service    ServiceSummary   `json:"service"`
 	Endpoints  EndpointsSummary `json:"endpoints"`
 	Layers     []Layer          `json:"layers"`
+	// Frontdoor is set when the trace started at a route, a Gateway or an
+	// Ingress (Layers then begin with the frontdoor layer).
+	Frontdoor *Frontdoor `json:"frontdoor,omitempty"`
 	// Matrix is the node × endpoint grid of the inspected nodes.
 	Matrix *EndpointMatrix `json:"matrix,omitempty"`
 	// Shares is each inspected node's split of new connections.
