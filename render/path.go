@@ -209,7 +209,7 @@ func width(v string) int { return utf8.RuneCountInString(v) }
 // inspected nodes fanned out under the node hop. It stays inside lineWidth:
 // details shorten first, then the columns wrap onto another row.
 func writePath(w io.Writer, s *textStyle, t *report.ServiceTrace) {
-	hops := pathHops(t)
+	hops := hopsWithFrontdoor(t, pathHops(t))
 	for i := range hops {
 		hops[i].name = esc(hops[i].name)
 		for j := range hops[i].details {
@@ -243,7 +243,7 @@ func writePath(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	// Shorten, while the line is too wide, the least telling detail that
 	// still sticks out past its hop's name: DNS first, the Service's
 	// address last.
-	priority := []int{2, 5, 3, 1, 4, 0}
+	priority := pathPriority(t, []int{2, 5, 3, 1, 4, 0})
 	for total() > lineWidth {
 		best := -1
 		for k := len(priority) - 1; k >= 0 && best < 0; k-- {
@@ -273,7 +273,7 @@ func writePath(w io.Writer, s *textStyle, t *report.ServiceTrace) {
 	// picture and the headline name the same place.
 	failing := -1
 	if f := t.Verdict.FirstFailingLayer; f != "" {
-		failing = hopOfLayer(f)
+		failing = hopIndex(t, f)
 	}
 	// Rows of columns that fit; a hop never splits.
 	var rows [][]int

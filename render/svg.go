@@ -122,13 +122,13 @@ const svgStyle = `text{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,mo
 // picture, for a postmortem or a ticket.
 func SVG(w io.Writer, t *report.ServiceTrace) error {
 	doc := &svgDoc{Xmlns: "http://www.w3.org/2000/svg", Role: "img"}
-	name := t.Service.Namespace + "/" + t.Service.Name
+	name := t.Subject()
 	doc.Title = "svctrace " + name + ": " + string(t.Verdict.Status)
 	doc.Label = doc.Title
 	doc.Style = svgStyle
 	y := svgMargin + 18
 	doc.Items = append(doc.Items,
-		svgRect{X: 0, Y: 0, Width: svgWidth, Height: 1, Fill: "#ffffff"},
+		svgRect{X: 0, Y: 0, Width: svgWidthFor(t), Height: 1, Fill: "#ffffff"},
 		svgText{X: svgMargin, Y: y, Class: "title", Text: "kubectl svctrace " + name + "  " + strings.ToUpper(string(t.Verdict.Status))})
 	y += 22
 	doc.Items = append(doc.Items, svgText{X: svgMargin, Y: y, Class: "verdict", Style: "fill:" + svgColor(t.Verdict.Status), Text: t.Verdict.Summary})
@@ -150,7 +150,7 @@ func SVG(w io.Writer, t *report.ServiceTrace) error {
 		y += gh
 	}
 	doc.Height = y + svgMargin
-	doc.Width = svgWidth
+	doc.Width = svgWidthFor(t)
 	doc.Items[0] = svgRect{X: 0, Y: 0, Width: svgWidth, Height: doc.Height, Fill: "#ffffff"}
 	doc.ViewBox = fmt.Sprintf("0 0 %d %d", doc.Width, doc.Height)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -168,10 +168,10 @@ func SVG(w io.Writer, t *report.ServiceTrace) error {
 // svgPath draws the hops as boxes joined by arrows, the failing hop
 // outlined, and the inspected nodes listed under the node hop.
 func svgPath(t *report.ServiceTrace, top int) (svgGroup, int) {
-	hops := pathHops(t)
+	hops := hopsWithFrontdoor(t, pathHops(t))
 	failing := -1
 	if f := t.Verdict.FirstFailingLayer; f != "" {
-		failing = hopOfLayer(f)
+		failing = hopIndex(t, f)
 	}
 	g := svgGroup{Class: "path"}
 	height := hopHeight

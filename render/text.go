@@ -103,7 +103,7 @@ func Text(w io.Writer, t *report.ServiceTrace, opts TextOptions) error {
 	s := newTextStyle(w, opts)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
 
-	name := esc(t.Service.Namespace + "/" + t.Service.Name)
+	name := esc(t.Subject())
 	v := t.Verdict
 	p("%s %s %s\n", s.mark(v.Status), s.bold.Render(name), s.word(v.Status, strings.ToUpper(string(v.Status))))
 	p("  %s\n", esc(v.Summary))

@@ -235,7 +235,7 @@ func TestFrontdoorHealthyRoute(t *testing.T) {
 	if f == nil || f.Kind != "HTTPRoute" || len(f.Backends) != 1 || !f.Backends[0].Traced || f.Class != "eg" {
 		t.Errorf("frontdoor summary %+v", f)
 	}
-	if !strings.Contains(tr.Verdict.Summary, "HTTPRoute default/store → Service default/web") {
+	if !strings.Contains(tr.Verdict.Summary, "default/web via HTTPRoute default/store") {
 		t.Errorf("summary %q does not name the way in", tr.Verdict.Summary)
 	}
 }

@@ -44,7 +44,9 @@ type FrontdoorBackend struct {
 }
 
 // Subject names what a trace's verdict is about: the Service, or, for a trace
-// that started at a front door, the way in and the Service behind it.
+// that started at a front door, the Service and the way in ("default/web via
+// HTTPRoute default/store"; the front door alone when it sends to no
+// Service). It is plain ASCII: the text view prints it in ASCII mode too.
 func (t *ServiceTrace) Subject() string {
 	svc := t.Service.Namespace + "/" + t.Service.Name
 	f := t.Frontdoor
@@ -55,5 +57,22 @@ func (t *ServiceTrace) Subject() string {
 	if t.Service.Name == "" {
 		return entry
 	}
-	return entry + " → Service " + svc
+	return svc + " via " + entry
+}
+
+// ListKind is the kind of the document that holds several traces: one per
+// backend Service of a front door that sends to more than one.
+const ListKind = "ServiceTraceList"
+
+// ServiceTraceList is several ServiceTraces in one document, the way kubectl
+// prints several objects as a List.
+type ServiceTraceList struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Items      []*ServiceTrace `json:"items"`
+}
+
+// NewServiceTraceList wraps traces.
+func NewServiceTraceList(traces []*ServiceTrace) *ServiceTraceList {
+	return &ServiceTraceList{APIVersion: APIVersion, Kind: ListKind, Items: traces}
 }
