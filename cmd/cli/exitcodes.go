@@ -32,9 +32,11 @@ const (
 // exitCodesHelp is the exit-code section of --help.
 const exitCodesHelp = `Exit codes:
   0  no layer failed and every layer asked for was judged (warnings and skipped layers allowed)
-  1  the trace could not run (cluster unreachable, Service unreadable, timeout)
+  1  the trace could not run (cluster unreachable, Service unreadable, timeout; a route,
+     Gateway or Ingress that does not exist, or a route kind the cluster does not serve)
   2  usage error (bad arguments or flags)
-  3  at least one layer failed, including "Service not found" (the result is still printed)
+  3  at least one layer failed, including "Service not found" (the result is still printed;
+     for a front door with several backend Services, any of their traces)
   4  no layer failed, but at least one could not be judged: verdict "unknown", such as a
      collector that could not run or did not answer in time on some node, a timeout on a
      node too slow to tell, or a forbidden list (the result is still printed; 3 wins over 4;

@@ -24,6 +24,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -46,6 +47,16 @@ draws the path and the grid as a picture for a postmortem; -o json and -o yaml c
 SERVICE is NAME, svc/NAME, service/NAME or services/NAME. A Service named like a subcommand
 (version, cleanup, analyze, diff, mcp) must be given as svc/NAME.
 
+A trace can start at the front door instead: httproute/NAME, grpcroute/NAME, tlsroute/NAME,
+tcproute/NAME (where the cluster serves the Gateway API CRD), gateway/NAME or ingress/NAME.
+A frontdoor layer comes first: the controller's Accepted and ResolvedRefs conditions quoted, the
+Gateway's listeners and hostnames, every backendRef resolved to a Service port (ReferenceGrants
+for another namespace, weights), or the Ingress's class, TLS Secrets (metadata only), paths and
+address. Then each backend Service is traced as usual, from the gateway's own Pod: the first
+running Pod labelled gateway.networking.k8s.io/gateway-name=GATEWAY, or matching --gateway-pods,
+unless --from names the client, so a NetworkPolicy that keeps the gateway out is named. Several
+backend Services print as a ServiceTraceList (one ServiceTrace each).
+
 --save DIR also writes the trace to DIR as a bundle: what the API returned (Secrets never
 read, env values redacted), every node's raw observations and the result. kubectl svctrace
 analyze DIR judges it again later without a cluster; kubectl svctrace diff compares two.
@@ -60,6 +71,12 @@ the collector Pods deleted, and exits 0.
 
 var traceExample = `  # Trace the Service web in the current namespace
   kubectl svctrace web
+
+  # Start at an HTTPRoute: the route and its Gateway, then its backend Services, from the gateway's Pod
+  kubectl svctrace httproute/store -n shop
+
+  # Start at an Ingress whose controller Pods are labelled app.kubernetes.io/name=ingress-nginx
+  kubectl svctrace ingress/shop -n shop --gateway-pods app.kubernetes.io/name=ingress-nginx
 
   # Trace only the port named http of a Service in another namespace, API-side layers only
   kubectl svctrace svc/web -n shop --port http --no-node
@@ -100,6 +117,9 @@ type TraceFlags struct {
 	// Nodes are the node-selection and collector flags (--node, --all-nodes,
 	// --from, --image, --collector-namespace, …).
 	Nodes *nodes.Flags
+	// GatewayPods is --gateway-pods, the selector of a front door's
+	// data-plane Pods.
+	GatewayPods string
 
 	deps deps
 }
@@ -122,6 +142,8 @@ type deps struct {
 	getenv    func(string) string
 	inspector trace.NodeInspector
 	getter    genericclioptions.RESTClientGetter
+	// frontdoor builds the reader of a route, Gateway or Ingress.
+	frontdoor func(genericclioptions.RESTClientGetter, kubernetes.Interface) (*frontdoor.Reader, error)
 }
 
 func defaultDeps() deps {
@@ -134,9 +156,10 @@ func defaultDeps() deps {
 			withFleetRateLimit(cfg)
 			return kubernetes.NewForConfig(cfg)
 		},
-		now:    time.Now,
-		isTTY:  render.IsTerminal,
-		getenv: os.Getenv,
+		now:       time.Now,
+		isTTY:     render.IsTerminal,
+		getenv:    os.Getenv,
+		frontdoor: defaultFrontdoorReader,
 	}
 }
 
@@ -164,6 +187,7 @@ func (f *TraceFlags) AddFlags(flags *pflag.FlagSet) {
 	flags.BoolVarP(&f.Watch, "watch", "w", f.Watch, "after the first trace, watch the Service, its EndpointSlices and Pods and print only what changes, until Ctrl-C")
 	flags.DurationVar(&f.ReinspectInterval, "reinspect-interval", f.ReinspectInterval, "with --watch, inspect a node again at most this often (changes in between are judged against the last inspection)")
 	flags.StringVar(&f.Save, "save", f.Save, "also write the trace (API input, node observations, result) to this directory, for kubectl svctrace analyze and diff")
+	flags.StringVar(&f.GatewayPods, "gateway-pods", f.GatewayPods, "with a route, Gateway or Ingress: the label selector of the gateway's data-plane Pods, in any namespace; the first running one is the client (--from) (default: a Gateway's Pods by the gateway.networking.k8s.io/gateway-name label)")
 	if f.Nodes != nil {
 		f.Nodes.AddFlags(flags)
 	}
@@ -189,6 +213,12 @@ type TraceOptions struct {
 	// Watch and ReinspectInterval are --watch and --reinspect-interval.
 	Watch             bool
 	ReinspectInterval time.Duration
+	// Entry is the kind the trace starts at when it is not a Service
+	// (HTTPRoute, …, Gateway, Ingress; ServiceName is then its name),
+	// Frontdoor its reader and GatewayPods --gateway-pods.
+	Entry       string
+	Frontdoor   *frontdoor.Reader
+	GatewayPods string
 
 	genericiooptions.IOStreams
 }
@@ -218,8 +248,14 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if len(args) != 1 {
 		return nil, usageErrorf("exactly one SERVICE is required, got %d arguments", len(args))
 	}
-	name, err := ParseServiceArg(args[0])
+	entry, name, err := ParseTargetArg(args[0])
 	if err != nil {
+		return nil, err
+	}
+	if entry != "" && f.Watch {
+		return nil, usageErrorf("--watch follows one Service: watch a backend of %s with svc/NAME", args[0])
+	}
+	if err := validateGatewayPods(f.GatewayPods); err != nil {
 		return nil, err
 	}
 	switch f.Output {
@@ -300,7 +336,16 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 			inspector = collector
 		}
 	}
+	var reader *frontdoor.Reader
+	if entry != "" {
+		if reader, err = f.deps.frontdoor(getter, client); err != nil {
+			return nil, fmt.Errorf("cannot build the clients to read %s: %w", args[0], err)
+		}
+	}
 	return &TraceOptions{
+		Entry:             entry,
+		Frontdoor:         reader,
+		GatewayPods:       f.GatewayPods,
 		Client:            client,
 		Namespace:         namespace,
 		ServiceName:       name,
@@ -340,6 +385,9 @@ func (o *TraceOptions) Validate() error {
 // Run traces the Service, prints the result and returns a LayerFailedError
 // when a layer failed, or else a NotJudgedError when the verdict is unknown.
 func (o *TraceOptions) Run(ctx context.Context) error {
+	if o.Entry != "" {
+		return o.runFrontdoor(ctx)
+	}
 	if o.Watch {
 		if o.From != "" {
 			fctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -426,7 +474,7 @@ func NewCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo) *cobra.C
 func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *TraceFlags) *cobra.Command {
 	info = info.orDefaults()
 	cmd := &cobra.Command{
-		Use:     "svctrace SERVICE [flags]",
+		Use:     "svctrace SERVICE | TYPE/NAME [flags]",
 		Short:   "Trace why traffic to a Service does not reach its Pods",
 		Long:    traceLong,
 		Example: traceExample,
@@ -438,7 +486,7 @@ func newCmdSvctrace(streams genericiooptions.IOStreams, info BuildInfo, f *Trace
 		ValidArgsFunction: completeServices(f),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErrorf("exactly one SERVICE is required, got %d arguments", len(args))
+				return usageErrorf("exactly one SERVICE (or TYPE/NAME) is required, got %d arguments", len(args))
 			}
 			return nil
 		},
