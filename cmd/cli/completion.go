@@ -42,7 +42,8 @@ func (f *TraceFlags) clients() clientSource {
 }
 
 // completeServices completes SERVICE with the Service names of the namespace
-// (-n or the context's), keeping a typed svc/ prefix.
+// (-n or the context's), keeping a typed svc/ prefix; after httproute/,
+// gateway/, ingress/ … it completes that kind's names (targetNames).
 func completeServices(f *TraceFlags) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -52,9 +53,7 @@ func completeServices(f *TraceFlags) cobra.CompletionFunc {
 		if kind, rest, ok := strings.Cut(toComplete, "/"); ok {
 			prefix, partial = kind+"/", rest
 		}
-		names := listNames(f.clients(), func(ctx context.Context, c kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.CoreV1().Services(ns).List(ctx, opts)
-		})
+		names := targetNames(f, prefix)
 		var out []cobra.Completion
 		for _, n := range filterPrefix(names, partial) {
 			out = append(out, prefix+n)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -214,4 +216,45 @@ func listVerdictError(traces []*report.ServiceTrace) error {
 		}
 	}
 	return notJudged
+}
+
+// targetNames are the names completion offers after prefix ("" or
+// "svc/": Services; "ingress/": Ingresses; a Gateway API kind: that kind's
+// objects, where the cluster serves it). Errors yield none: a shell
+// completion prints no errors.
+func targetNames(f *TraceFlags, prefix string) []string {
+	kind := ""
+	if prefix != "" {
+		var err error
+		if kind, _, err = ParseTargetArg(prefix + "x"); err != nil {
+			return nil
+		}
+	}
+	switch kind {
+	case "":
+		return listNames(f.clients(), func(ctx context.Context, c kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services(ns).List(ctx, opts)
+		})
+	case frontdoor.KindIngress:
+		return listNames(f.clients(), func(ctx context.Context, c kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.NetworkingV1().Ingresses(ns).List(ctx, opts)
+		})
+	}
+	getter := f.restClientGetter()
+	client, err := f.deps.client(getter)
+	if err != nil {
+		return nil
+	}
+	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil
+	}
+	reader, err := f.deps.frontdoor(getter, client)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	names, _ := reader.Names(ctx, kind, ns, completionLimit)
+	return names
 }

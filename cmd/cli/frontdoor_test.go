@@ -229,3 +229,22 @@ func TestFrontdoorCommandIngress(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontdoorCompletion: after TYPE/ the shell gets that kind's names.
+func TestFrontdoorCompletion(t *testing.T) {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"}}
+	for _, tt := range []struct{ typed, want string }{
+		{"httproute/st", "httproute/store"},
+		{"gateway/", "gateway/gw"},
+		{"ing/s", "ing/shop"},
+		{"svc/w", "svc/web"},
+	} {
+		out, _, run := frontdoorCmd(append(objects(true), ing), nil, gatewayObjects("web")...)
+		if err := run("__complete", tt.typed); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tt.want+"\n") {
+			t.Errorf("%s: completions\n%s\nlack %s", tt.typed, out, tt.want)
+		}
+	}
+}

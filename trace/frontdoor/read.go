@@ -471,3 +471,26 @@ func (rd *reader) readIngress(ctx context.Context, opts ReadOptions) error {
 func metadataResource(m metadata.Interface, ns string) metadata.ResourceInterface {
 	return m.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns)
 }
+
+// Names lists (one page of at most limit) the names of kind in namespace,
+// for shell completion; a kind the cluster does not serve has none.
+func (r *Reader) Names(ctx context.Context, kind, namespace string, limit int64) ([]string, error) {
+	rd := &reader{Reader: r}
+	kinds, err := rd.servedKinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gvr, ok := kinds[kind]
+	if !ok {
+		return nil, nil
+	}
+	list, err := r.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, it := range list.Items {
+		names = append(names, it.GetName())
+	}
+	return names, nil
+}
