@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/cliexample"
+	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakegateway"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -41,7 +43,8 @@ type holmesToolsets struct {
 }
 
 // holmesSamples fill the tools' {{ parameters }}, naming objects of objects().
-var holmesSamples = map[string]string{"service": "web", "namespace": "default", "port": "http", "client_pod": "web-1"}
+var holmesSamples = map[string]string{"service": "web", "namespace": "default", "port": "http", "client_pod": "web-1",
+	"front_door": "httproute/store"}
 
 // exitAsResult is what every tool appends: svctrace's exit 3 (a layer
 // failed) and 4 (could not judge) come with a printed result, which Holmes
@@ -134,6 +137,9 @@ func TestHolmesGPTToolset(t *testing.T) {
 			f.deps.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 			f.deps.getenv = func(string) string { return "" }
 			f.deps.inspector = reportingInspector{}
+			f.deps.frontdoor = func(genericclioptions.RESTClientGetter, kubernetes.Interface) (*frontdoor.Reader, error) {
+				return fakegateway.Reader(client, fakegateway.ServedV1, nil, gatewayObjects("web")...), nil
+			}
 			cmd := newCmdSvctrace(streams, BuildInfo{Version: "v1.2.3"}, f)
 			cmd.SetArgs(args)
 			err = cmd.ExecuteContext(context.Background())

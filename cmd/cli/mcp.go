@@ -18,6 +18,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -32,7 +33,11 @@ var mcpLong = `Serve svctrace to AI agents and incident bots over the Model Cont
 stdout (the stdio transport an MCP client starts a server with).
 
 The server has one tool, ` + MCPToolTraceService + `, taking namespace, service, port, from, nodes and
-no_node (the trace's SERVICE, -n, --port, --from, --node and --no-node). It returns the
+no_node (the trace's SERVICE, -n, --port, --from, --node and --no-node). service may name a
+front door instead (httproute/NAME, gateway/NAME, ingress/NAME, …; gateway_pods is
+--gateway-pods): the result is then the trace of one backend Service, led by the frontdoor layer,
+the one backend names or else the one with the worst verdict; frontdoor.backends lists them all.
+It returns the
 ServiceTrace document -o json prints, as structured content validated against the JSON Schema
 it declares as its output schema. A failing layer is a result, not a tool error; an error is
 returned only when the trace could not run (Service unreadable, timeout, a bad argument).
@@ -55,11 +60,14 @@ var mcpExample = `  # Serve svctrace over MCP (stdio), with the current kubeconf
 // TraceServiceArgs are the arguments of the trace_service tool.
 type TraceServiceArgs struct {
 	Namespace string   `json:"namespace,omitempty" jsonschema:"the Service's namespace; default: the namespace of the server's kubeconfig context (or its -n)"`
-	Service   string   `json:"service" jsonschema:"the Service: NAME or svc/NAME"`
+	Service   string   `json:"service" jsonschema:"the Service (NAME or svc/NAME), or the front door to start at: httproute/NAME, grpcroute/NAME, tlsroute/NAME, tcproute/NAME, gateway/NAME or ingress/NAME"`
 	Port      string   `json:"port,omitempty" jsonschema:"trace only this Service port, by name or number; default: every port"`
 	From      string   `json:"from,omitempty" jsonschema:"the client: pod/NAME, pod/NAMESPACE/NAME or node/NAME; its node is inspected and NetworkPolicies are judged for it"`
 	Nodes     []string `json:"nodes,omitempty" jsonschema:"inspect these nodes; default: the nodes that host the Service's endpoints"`
 	NoNode    bool     `json:"no_node,omitempty" jsonschema:"judge only what the Kubernetes API shows: no collector Pod on any node"`
+	// Backend and GatewayPods apply to a front door only.
+	Backend     string `json:"backend,omitempty" jsonschema:"with a front door that sends to several Services: the one whose trace to return, NAMESPACE/NAME; default: the one with the worst verdict (frontdoor.backends lists them all)"`
+	GatewayPods string `json:"gateway_pods,omitempty" jsonschema:"with a front door: the label selector of the gateway's data-plane Pods (any namespace), the client when from is not given; default for a Gateway API route: the gateway.networking.k8s.io/gateway-name label"`
 }
 
 // MCPOptions is what the MCP server needs.
@@ -137,7 +145,9 @@ func (o *MCPOptions) NewServer() (*mcp.Server, error) {
 		Name:  MCPToolTraceService,
 		Title: "Trace a Kubernetes Service",
 		Description: "Trace why traffic to a Kubernetes Service does or does not reach its Pods, layer by layer " +
-			"(dns, service, endpoints, datapath, conntrack, route, policy). Returns the ServiceTrace document: " +
+			"(dns, service, endpoints, datapath, conntrack, route, policy), or start at an HTTPRoute, GRPCRoute, TLSRoute, " +
+			"TCPRoute, Gateway or Ingress (service: httproute/NAME, …): a frontdoor layer then comes first and the gateway's " +
+			"own Pod is the client. Returns the ServiceTrace document: " +
 			"verdict.status pass|warn|fail|unknown, verdict.code (a catalog code, see " + MCPCatalogURI + "), " +
 			"verdict.fingerprint (stable while the fault stays the same), and every layer's checks with evidence " +
 			"and a next step. Without no_node it starts one short-lived collector Pod per inspected node.",
@@ -188,7 +198,7 @@ func catalogJSON() ([]byte, error) {
 
 // traceService is the tool: one trace, as the root command runs it.
 func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, args TraceServiceArgs) (*mcp.CallToolResult, *report.ServiceTrace, error) {
-	name, err := ParseServiceArg(args.Service)
+	kind, name, err := ParseTargetArg(args.Service)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -238,7 +248,12 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 		}
 		opts.From = pc
 	}
-	t, err := trace.Run(ctx, o.Client, namespace, name, opts)
+	var t *report.ServiceTrace
+	if kind != "" {
+		t, err = o.traceFrontdoor(ctx, frontdoor.Entry{Kind: kind, Namespace: namespace, Name: name}, args, opts)
+	} else {
+		t, err = trace.Run(ctx, o.Client, namespace, name, opts)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, nil, fmt.Errorf("trace of %s/%s timed out after %s (the server's --timeout)", namespace, name, o.Timeout)

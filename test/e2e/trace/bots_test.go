@@ -346,6 +346,12 @@ func TestHolmesGPTToolsetOnTestbed(t *testing.T) {
 		}
 	}
 	for _, tool := range ts.Tools {
+		if strings.Contains(tool.Command, "{{ front_door }}") {
+			// The testbed runs no Gateway API or Ingress controller yet:
+			// the front door tools are run against fakes by
+			// cmd/cli/holmesgpt_test.go only.
+			continue
+		}
 		for _, c := range []struct {
 			ns      string
 			healthy bool
