@@ -262,6 +262,16 @@ func SessionAffinityClientIP(timeoutSeconds int32) ServiceOption {
 	}
 }
 
+// IPFamilies sets the Service's ipFamilyPolicy and, when given, its
+// ipFamilies in that order (the first is the primary: its ClusterIP is
+// spec.clusterIP).
+func IPFamilies(policy corev1.IPFamilyPolicy, families ...corev1.IPFamily) ServiceOption {
+	return func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = &policy
+		s.Spec.IPFamilies = families
+	}
+}
+
 // InternalTrafficLocal sets internalTrafficPolicy: Local.
 func InternalTrafficLocal() ServiceOption {
 	return func(s *corev1.Service) {
