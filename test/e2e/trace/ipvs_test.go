@@ -41,11 +41,11 @@ type ipvsNode struct {
 	Name, IP, Zone string
 	// IPs are the node's addresses of every family the cluster runs,
 	// primary first.
-	IPs []string
-	Pods           map[string]string // name → IP
-	script, dir    string
-	kubelet        bool
-	taint          corev1.Taint
+	IPs         []string
+	Pods        map[string]string // name → IP
+	script, dir string
+	kubelet     bool
+	taint       corev1.Taint
 }
 
 // ipvsEchoLabel marks the echo Pods a test runs on the IPVS node.
