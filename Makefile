@@ -68,6 +68,13 @@ bench-fleet: ## --all-nodes on 100/500/1,000 kwok nodes and a 5,000-endpoint Ser
 golden: ## regenerate render/testdata goldens (go test ./render/... -update)
 	$(GO) test ./render/... -update
 
+# The judge's scenario goldens: recorded bundles re-judged by this build (see
+# trace/testdata/scenarios/README.md). make test checks them; regenerate only
+# after an intended judge change, then review the diff of every want.txt.
+.PHONY: scenarios
+scenarios: ## re-judge trace/testdata/scenarios' recorded bundles and rewrite their goldens (want.txt)
+	$(GO) test ./trace/ -run '^TestScenarios$$' -count=1 -update
+
 # The two commands of the README.
 .PHONY: demo ci
 demo: deps ## newcomer's main job: local cluster up, demo app with a deliberate fault, kubectl svctrace on it

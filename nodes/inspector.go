@@ -47,8 +47,14 @@ type Flags struct {
 	Privileged         bool
 	// ClientNetns lets the collector on the --from Pod's node probe from
 	// inside that Pod's network namespace (ProfileNetns on that node only).
-	ClientNetns  bool
+	ClientNetns bool
+	// StartTimeout bounds a collector Pod's scheduling and image pull;
+	// NodeTimeout bounds one node's whole collection, from asking the node
+	// (the agent's exec or the Pod's creation) to its observation. Zero
+	// until ResolveTimeouts derives them from the trace's time; a zero
+	// NodeTimeout then means no limit of its own.
 	StartTimeout time.Duration
+	NodeTimeout  time.Duration
 	// Agent is auto (exec into the node agent where it runs and the user
 	// may exec, collector Pods elsewhere) or never.
 	Agent string
@@ -63,7 +69,7 @@ const DefaultMaxParallel = 50
 
 // NewFlags returns the defaults; image is the plugin's pinned collector image.
 func NewFlags(image string) *Flags {
-	return &Flags{MaxParallel: DefaultMaxParallel, Image: image, CollectorNamespace: DefaultCollectorNamespace, StartTimeout: 60 * time.Second, Agent: AgentAuto}
+	return &Flags{MaxParallel: DefaultMaxParallel, Image: image, CollectorNamespace: DefaultCollectorNamespace, Agent: AgentAuto}
 }
 
 // AddFlags registers the flags.
@@ -84,7 +90,8 @@ func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CollectorNamespace, "collector-namespace", f.CollectorNamespace, "namespace for the collector Pods (must allow privileged Pods under Pod Security Admission)")
 	fs.BoolVar(&f.Privileged, "privileged", f.Privileged, "run collector Pods privileged (default: only NET_ADMIN and NET_RAW)")
 	fs.StringVar(&f.Agent, "agent", f.Agent, "use the node agent (kubectl svctrace agent install) where it runs: auto or never")
-	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected")
+	fs.DurationVar(&f.StartTimeout, "collector-start-timeout", f.StartTimeout, "how long a collector Pod may take to be scheduled and pulled before its node is reported as not inspected (default: 2/3 of --node-timeout, at most 1m)")
+	fs.DurationVar(&f.NodeTimeout, "node-timeout", f.NodeTimeout, "how long one node may take to answer (collector start, collection, its output) before it is reported as not inspected and the trace goes on without it (default: 3/4 of --timeout)")
 }
 
 // Selection is the node selection the flags ask for.
@@ -141,13 +148,17 @@ type Inspector struct {
 	agentsRead bool
 	// prefetched delivers what Prefetch read, once.
 	prefetched chan agentList
-	// runner is replaced in tests.
-	runner func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
+	// runner and nodeDeadline are replaced in tests.
+	runner       func(r *Runner, ctx context.Context, node string, req []byte) (*Output, error)
+	nodeDeadline func(ctx context.Context, node string, limit time.Duration) (context.Context, context.CancelFunc)
 }
 
 // Inspect runs a collector on every planned node and reports what each saw.
-// It returns an error only when ctx ends; a collector namespace that
-// rejects the Pod or a missing permission is the report's Failure.
+// It returns an error only when ctx is canceled; a collector namespace that
+// rejects the Pod or a missing permission is the report's Failure. When
+// ctx's deadline passes (the time the trace gave its nodes) the nodes that
+// answered are reported with their observations and the others as not
+// inspected, each with why.
 func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
 	profile := ProfileNetAdmin
 	if in.Flags.Privileged {
@@ -191,8 +202,11 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	}
 	if len(plan.Nodes) > 0 {
 		if err := preflight; err != nil {
-			if ctx.Err() != nil {
+			if interrupted(ctx) {
 				return nil, ctx.Err()
+			}
+			if ctx.Err() != nil {
+				err = fmt.Errorf("the trace's time for the nodes ran out while checking that the collector Pod may run (%s raises it): %w", flagTimeout, err)
 			}
 			nr.Failure = err.Error()
 			for _, n := range plan.Nodes {
@@ -201,7 +215,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		} else {
 			in.transports = map[string]transport{}
 			ran := in.runAll(ctx, opts, plan.Nodes)
-			if ctx.Err() != nil {
+			if interrupted(ctx) {
 				return nil, ctx.Err()
 			}
 			if err := in.rereadEBPF(ctx, opts, plan.Nodes, ran); err != nil {
@@ -218,6 +232,9 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		}
 		if t, ok := in.transports[v.Node]; ok && cn.Inspected {
 			cn.Transport, cn.TransportNote = t.name, t.note
+		}
+		if o := v.Observation; o != nil && o.Collector.LateMillis >= 1 {
+			cn.LateMillis = o.Collector.LateMillis
 		}
 		nr.Collector.Nodes = append(nr.Collector.Nodes, cn)
 	}
@@ -289,7 +306,7 @@ func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planne
 	}
 	opts.Profile = ProfileBPF
 	reread := in.runAll(ctx, opts, again)
-	if ctx.Err() != nil {
+	if interrupted(ctx) {
 		return ctx.Err()
 	}
 	for j, i := range at {
@@ -380,6 +397,12 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 	if run == nil {
 		run = (*Runner).Run
 	}
+	deadline := in.nodeDeadline
+	if deadline == nil {
+		deadline = func(ctx context.Context, _ string, limit time.Duration) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, limit)
+		}
+	}
 	var tmu sync.Mutex
 	record := func(node string, t transport) {
 		tmu.Lock()
@@ -404,13 +427,33 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 		wg.Add(1)
 		go func(v *trace.NodeView, n trace.PlannedNode, runner *Runner, profile Profile) {
 			defer wg.Done()
+			notStarted := func() {
+				v.Failure = "interrupted before the collector started"
+				if !interrupted(ctx) {
+					v.Failure = "not inspected: the trace's time for the nodes ran out before this node's turn (" + flagTimeout + " raises it)"
+				}
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				v.Failure = "interrupted before the collector started"
+				notStarted()
 				return
 			}
 			defer func() { <-sem }()
+			// A slot freed by a collector the end of the time stopped is
+			// as ready as the end itself: select picks either, so a node
+			// that got its turn only then never started.
+			if ctx.Err() != nil {
+				notStarted()
+				return
+			}
+			// The node's own limit runs from its turn: waiting for a
+			// --max-parallel slot is not the node's slowness.
+			nctx, cancel := ctx, context.CancelFunc(func() {})
+			if in.Flags.NodeTimeout > 0 {
+				nctx, cancel = deadline(ctx, v.Node, in.Flags.NodeTimeout)
+			}
+			defer cancel()
 			// Encoded only once a slot is free: a request of every
 			// endpoint exists for the running collectors only. The
 			// parts every node shares are encoded once per plan.
@@ -422,23 +465,29 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			var log []byte
 			t := transport{name: TransportEphemeral, note: agentNote}
 			if pod, ok := agents[v.Node]; ok && profile == ProfileNetAdmin {
-				log, err = runAgent(ctx, in.Exec, opts.Namespace, pod, body)
+				log, err = runAgent(nctx, in.Exec, opts.Namespace, pod, body)
 				if err == nil {
 					t = transport{name: TransportAgent}
-				} else if ctx.Err() == nil {
+				} else if nctx.Err() == nil {
 					t.note = "the node agent's exec failed (" + err.Error() + "); used a collector Pod"
 				}
 			}
-			if log == nil && ctx.Err() == nil {
-				out, err := run(runner, ctx, v.Node, body)
+			if log == nil && nctx.Err() == nil {
+				out, err := run(runner, nctx, v.Node, body)
 				if err != nil {
 					v.Failure = failureText(err)
+					if late := notAnswered(ctx, nctx, v.Node, in.Flags.NodeTimeout, err); late != "" {
+						v.Failure = late
+					}
 					return
 				}
 				log = out.Log
 			}
 			if log == nil {
 				v.Failure = "interrupted"
+				if late := notAnswered(ctx, nctx, v.Node, in.Flags.NodeTimeout, nil); late != "" {
+					v.Failure = late
+				}
 				return
 			}
 			record(v.Node, t)
@@ -514,6 +563,35 @@ const (
 )
 
 type transport struct{ name, note string }
+
+// interrupted: ctx was canceled (Ctrl-C, the trace's own end), not ended
+// by the deadline the trace gave its nodes, after which the nodes that
+// answered are still reported.
+func interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// notAnswered is why a node whose collection ended with its context gave
+// no observation, naming the limit it hit and the flag that raises it; ""
+// when its context did not end by a deadline (a failure of its own, or an
+// interruption). all is the inspection's context, node the node's own.
+func notAnswered(all, node context.Context, name string, limit time.Duration, err error) string {
+	if !errors.Is(node.Err(), context.DeadlineExceeded) {
+		return ""
+	}
+	while := ""
+	var f *Failure
+	if errors.As(err, &f) && f.Stage != "" {
+		while = " (" + string(f.Stage) + ")"
+		if f.Pod != "" {
+			while = " (pod " + f.Pod + ", " + string(f.Stage) + ")"
+		}
+	}
+	if errors.Is(all.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("collector on node %s%s did not answer before the trace's time for the nodes ran out; %s raises it", name, while, flagTimeout)
+	}
+	return fmt.Sprintf("collector on node %s%s did not answer within %s; %s raises the limit", name, while, limit, flagNodeTimeout)
+}
 
 func failureText(err error) string {
 	var f *Failure

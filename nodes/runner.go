@@ -274,7 +274,7 @@ func (r *Runner) Run(ctx context.Context, node string, requestJSON []byte) (out 
 			}
 		}
 		if (stage == StageScheduling || stage == StagePulling) && time.Now().After(startBy) {
-			msg := fmt.Sprintf("not started after %s (%s)", startTimeout, detail)
+			msg := fmt.Sprintf("not started after %s (%s); %s raises the limit", startTimeout, detail, flagStartTimeout)
 			return nil, fail(FailNotStarted, stage, created.Name, msg, nil)
 		}
 	}

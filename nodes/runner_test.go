@@ -174,7 +174,7 @@ func TestRunFailuresAreSpecificAndDeletePod(t *testing.T) {
 		{"oom", []corev1.PodStatus{running(), exited(137, "OOMKilled")}, FailOOM, "OOM"},
 		{"crash", []corev1.PodStatus{running(), exited(2, "Error")}, FailCrash, "code 2"},
 		{"deadline", []corev1.PodStatus{running(), {Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}}, FailDeadline, "deadline"},
-		{"node never starts it", []corev1.PodStatus{{Phase: corev1.PodPending}}, FailNotStarted, "not started"},
+		{"node never starts it", []corev1.PodStatus{{Phase: corev1.PodPending}}, FailNotStarted, "not started after 200ms (waiting for the kubelet on the node to start the Pod); --collector-start-timeout raises the limit"},
 		{"kubelet rejects", []corev1.PodStatus{{Phase: corev1.PodFailed, Reason: "OutOfcpu", Message: "Node didn't have enough resource"}}, FailRejected, "OutOfcpu"},
 	}
 	for _, tt := range tests {

@@ -6,10 +6,14 @@
 // JSON or YAML.
 //
 // The files follow the layers they judge: checks_*.go are the checks the API
-// alone decides; what kube-proxy would program on each node is the
-// expect package's (pkg/proxy/topology.go's role); node_datapath.go compares
-// a node's datapath with it, whichever backend programmed it, and
-// node_iptables.go, node_nftables.go, node_ipvs.go and node_ebpf.go turn each
-// backend's observation into that backend-neutral form. report holds the
-// result model and the catalog, netpol the NetworkPolicy evaluation.
+// alone decides; what each node's programmer (kube-proxy per mode, the
+// Cilium agent, Felix) should program there, per IP family, is the expect
+// package's (pkg/proxy/topology.go's role, with each programmer's own
+// selection rules); what the node did program, read into one
+// backend-neutral form, is the programmed package's, the only one that
+// knows the datapath layouts. node_datapath.go compares the two for every
+// backend, node_ipvs.go and node_ebpf.go add what only IPVS virtual servers
+// and the eBPF maps carry, and node_sync.go holds the one sync-lag excuse
+// every datapath finding shares. report holds the result model and the
+// catalog, netpol the NetworkPolicy evaluation.
 package trace

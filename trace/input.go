@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -97,6 +98,22 @@ type Input struct {
 	// --from Pod's); UnreadPolicyNamespaces the namespaces whose list failed.
 	NetworkPolicies        []networkingv1.NetworkPolicy `json:"networkPolicies,omitempty"`
 	UnreadPolicyNamespaces []string                     `json:"unreadPolicyNamespaces,omitempty"`
+	// NamespaceLabels are every namespace's labels, by name, read with one
+	// paged list only when a policy's namespaceSelector needs more than a
+	// namespace's name; NamespaceLabelsUnread says why that list failed
+	// (the answers that need the labels are then undetermined, not denied).
+	NamespaceLabels       map[string]map[string]string `json:"namespaceLabels,omitempty"`
+	NamespaceLabelsUnread string                       `json:"namespaceLabelsUnread,omitempty"`
+
+	// AdminNetworkPolicies and BaselineAdminNetworkPolicies are the admin
+	// tiers, read when the API serves them; AdminPoliciesUnread says why
+	// they could not be (the answers they could change are undetermined).
+	AdminNetworkPolicies         []anpv1alpha1.AdminNetworkPolicy         `json:"adminNetworkPolicies,omitempty"`
+	BaselineAdminNetworkPolicies []anpv1alpha1.BaselineAdminNetworkPolicy `json:"baselineAdminNetworkPolicies,omitempty"`
+	AdminPoliciesUnread          string                                   `json:"adminPoliciesUnread,omitempty"`
+	// UnevaluatedPolicies are the policy kinds the API serves that svctrace
+	// does not evaluate (Cilium's, Calico's), counted where they could apply.
+	UnevaluatedPolicies []UnevaluatedPolicy `json:"unevaluatedPolicies,omitempty"`
 
 	// Gaps are the reads that failed; each turns its layer unknown.
 	Gaps []Gap `json:"gaps,omitempty"`
@@ -310,6 +327,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fetchNamespaceLabels(ctx, client, in)
 	fetchFailurePaths(ctx, client, in)
 	if err := ctx.Err(); err != nil {
 		return nil, err

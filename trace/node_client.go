@@ -47,8 +47,23 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 	answered := map[probePort]map[string]bool{}
 	reached := map[string]bool{}
 	var policyFails, unexplained, notEnforced []string
+	var undetermined undeterminedDrops
 	policies, bypassed := map[string]bool{}, map[string]bool{}
 	var frontends []collectorapi.Probe
+	// Timeouts from a collector that ran late are not evidence
+	// (lateCollector): undetermined, as the node's own probes' are.
+	late := func(p collectorapi.Probe) string {
+		if p.ErrorClass != collectorapi.ErrClassTimeout || v.Observation == nil {
+			return ""
+		}
+		sectionErr := ""
+		if s := v.Observation.Sections.Probe; s != nil {
+			sectionErr = s.Error
+		}
+		return lateCollector(v.Observation, p.Attempts, sectionErr)
+	}
+	var lateEndpoints, lateFrontends []string
+	lateWhy := ""
 	ok, total := 0, 0
 	for _, p := range c.Probes {
 		if p.Outcome == "skipped" || p.Outcome == "no-reply" {
@@ -75,6 +90,18 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			name = "pod " + pod + " (" + p.Address + ")"
 		}
 		b, isBlocked := blocked[key]
+		if isBlocked && !b.denied() {
+			// The policies' answer for this client is undetermined: a
+			// connection proves nothing about enforcement, a failure
+			// nothing about the policy.
+			switch {
+			case success:
+				reached[key] = true
+			case eps.ready[ip]:
+				undetermined.add(name+" "+p.ErrorClass, b)
+			}
+			continue
+		}
 		switch {
 		case success && isBlocked:
 			notEnforced = append(notEnforced, name)
@@ -97,6 +124,8 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 			}
 		case p.ErrorClass == collectorapi.ErrClassRefused:
 			// The node's probes and the Pod's sockets judge a refusal.
+		case late(p) != "":
+			lateEndpoints, lateWhy = append(lateEndpoints, p.Address), late(p)
 		default:
 			unexplained = append(unexplained, p.Address+" ("+p.ErrorClass+")")
 		}
@@ -118,12 +147,15 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		}
 		usable := nj.usable(sc, node, p, pk, answered)
 		blockedHere, n := false, 0
+		var unsure *policyBlock
 		for ep := range usable {
-			if b, isBlocked := blocked[ep]; isBlocked {
+			if b, isBlocked := blocked[ep]; isBlocked && b.denied() {
 				blockedHere = true
 				for _, pol := range b.policies {
 					policies[pol] = true
 				}
+			} else if isBlocked && unsure == nil {
+				unsure = &b
 			}
 			if answered[pk][ep] {
 				n++
@@ -132,6 +164,10 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		switch {
 		case blockedHere:
 			policyFails = append(policyFails, fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass))
+		case unsure != nil:
+			undetermined.add(fmt.Sprintf("%s %s %s", p.Target, p.Address, p.ErrorClass), *unsure)
+		case n > 0 && late(p) != "":
+			lateFrontends, lateWhy = append(lateFrontends, fmt.Sprintf("%s %s/%s (%s) from pod %s/%s", p.Target, p.Address, p.Protocol, p.ErrorClass, c.Namespace, c.Name)), late(p)
 		case n > 0:
 			dpFails = append(dpFails, fmt.Sprintf("%s %s/%s (%s)", p.Target, p.Address, p.Protocol, p.ErrorClass))
 			okCount = max(okCount, n)
@@ -148,9 +184,16 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 		if len(unexplained) > 0 {
 			nj.EmitNode(report.CodeRTClientTimeout, node, args(report.Args{"targets": listNames(unexplained)}), raw)
 		}
+		if len(lateEndpoints) > 0 {
+			ck := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints) + " from pod " + c.Namespace + "/" + c.Name, "why": lateWhy}, raw)
+			ck.Status = report.StatusUnknown
+		}
+		if len(undetermined.targets) > 0 {
+			nj.EmitNode(report.CodeRTClientPolicyUndetermined, node, args(undetermined.args()), raw, fieldItems("policies", undetermined.policyList()))
+		}
 		var cleared []string
-		for key := range nj.policyBlocks(node) {
-			if reached[key] {
+		for key, b := range nj.policyBlocks(node) {
+			if b.denied() && reached[key] {
 				cleared = append(cleared, key)
 			}
 		}
@@ -161,6 +204,10 @@ func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObserva
 	}
 	if len(dpFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClientClusterIPFails, node, args(report.Args{"frontend": listNames(dpFails), "okCount": strconv.Itoa(okCount)}), raw)
+	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		ck := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": lateWhy}, raw)
+		ck.Status = report.StatusUnknown
 	}
 	if !nj.skipped(report.LayerPolicy) {
 		if len(policyFails) > 0 {
@@ -308,4 +355,42 @@ func (nj *nodeJudge) addrsAreService(addrs []string) bool {
 		}
 	}
 	return true
+}
+
+// judgeClientDroppedByDesign: internalTrafficPolicy Local drops ClusterIP
+// traffic on a node without a usable local endpoint (DP027 there), which is a
+// warning for a node, since other clients elsewhere are served. For the
+// client named with --from, running on such a node, it is the failure: every
+// connection it makes to the ClusterIP is dropped, whatever its probes show.
+func (nj *nodeJudge) judgeClientDroppedByDesign() {
+	if nj.from == nil || nj.skipped(report.LayerDatapath) {
+		return
+	}
+	node, client := nj.from.NodeName, "node "+nj.from.NodeName
+	if p := nj.from.Pod; p != nil {
+		node, client = p.Spec.NodeName, "pod "+p.Namespace+"/"+p.Name
+	}
+	if node == "" {
+		return
+	}
+	l := nj.t.Layer(report.LayerDatapath)
+	if !slices.ContainsFunc(l.Checks, func(c report.Check) bool { return c.Code == report.CodeDPDroppedByDesign && c.Node == node }) {
+		return
+	}
+	var endpointNodes []string
+	for i := range nj.in.Slices {
+		for _, e := range nj.in.Slices[i].Endpoints {
+			if e.NodeName != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) && !slices.Contains(endpointNodes, *e.NodeName) {
+				endpointNodes = append(endpointNodes, *e.NodeName)
+			}
+		}
+	}
+	slices.Sort(endpointNodes)
+	c := nj.EmitNode(report.CodeDPClientDroppedByDesign, node, report.Args{"client": client, "endpointNodes": listOrNone(endpointNodes)}, nil)
+	// The node's result was taken before: it now has this failure.
+	for i := range l.Nodes {
+		if r := &l.Nodes[i]; r.Node == node && statusRank[c.Status] > statusRank[r.Status] {
+			r.Status, r.Reason = c.Status, c.Title
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -272,4 +273,55 @@ func TestHairpinNFTablesNamesTheSet(t *testing.T) {
 	obs.Sections.Probe.Data.Client = c
 	tr := judgeFrom(t, in, report.PolicyClientFromPod(client), NodeView{Node: "n1", Observation: obs})
 	mustCode(t, tr, report.LayerDatapath, report.CodeDPHairpinOK, "hairpin-connections set (10.244.1.5 . 10.244.1.5 . tcp . 8080)")
+}
+
+// internalTrafficPolicy Local with the only endpoint on n2: n1 drops the
+// ClusterIP by design (DP027, a warning for the node). For a client named
+// with --from on n1 that drop is the failure, stated with its cause; for a
+// client on n2, and without --from, it stays a warning.
+func TestClientOnNodeDroppingByDesign(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	for _, tc := range []struct {
+		name string
+		from *report.PolicyClient
+		fail bool
+	}{
+		{"client on the dropping node", report.PolicyClientFromPod(pod("frontend", "frontend", "10.244.1.9", "n1")), true},
+		{"node client on the dropping node", &report.PolicyClient{NodeName: "n1"}, true},
+		{"client on the endpoint's node", report.PolicyClientFromPod(pod("frontend", "frontend", "10.244.2.9", "n2")), false},
+		{"no --from", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := nodeInput(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = &local })
+			in.Slices[0].Endpoints = in.Slices[0].Endpoints[1:] // only web-2 on n2
+			in.Pods = in.Pods[1:]
+			obs := filterOnly(t, "default/web:http has no local endpoints", "DROP")
+			obs.Sections.Probe = probes(
+				probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
+				probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
+			tr := judgeFrom(t, in, tc.from, NodeView{Node: "n1", Observation: obs})
+			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPDroppedByDesign, "n1")
+			c, got := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPClientDroppedByDesign]
+			if got != tc.fail {
+				t.Fatalf("DP070 %v, want %v: %s", got, tc.fail, summarizeChecks(tr.Layer(report.LayerDatapath)))
+			}
+			if !tc.fail {
+				if tr.Verdict.Status == report.StatusFail {
+					t.Errorf("verdict fail: %s", tr.Verdict.Summary)
+				}
+				return
+			}
+			if c.Status != report.StatusFail || !strings.Contains(c.Message, "internalTrafficPolicy Local") || !strings.Contains(c.Message, "endpoints run on n2") {
+				t.Errorf("DP070 %s %q", c.Status, c.Message)
+			}
+			if tr.Verdict.Status != report.StatusFail || tr.Verdict.Code != report.CodeDPClientDroppedByDesign {
+				t.Errorf("verdict %s on %s, want fail on DP070: %s", tr.Verdict.Status, tr.Verdict.Code, tr.Verdict.Summary)
+			}
+			for _, r := range tr.Layer(report.LayerDatapath).Nodes {
+				if r.Node == "n1" && r.Status != report.StatusFail {
+					t.Errorf("n1's datapath result %s, want fail", r.Status)
+				}
+			}
+		})
+	}
 }

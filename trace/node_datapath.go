@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -30,82 +30,6 @@ import (
 // fair share itself is below it.
 const shareTolerance = 0.01
 
-// programmedPort is one Service port as one datapath programmed it, in the
-// same shape whichever datapath it came from, so that one comparison with
-// the API serves iptables (either backend), nftables and IPVS alike.
-type programmedPort struct {
-	Datapath string // "iptables (nf_tables, IPv4)", "nftables (ip)", …
-	Family   corev1.IPFamily
-	PortName string
-	Protocol string
-	Port     int32
-	NodePort int32
-
-	// Captured: traffic to the ClusterIP:port is sent to an endpoint chain/map.
-	Captured bool
-	// InternalLocal: the ClusterIP goes to the Local (SVL / local-) chain.
-	InternalLocal bool
-	// Rejected / DroppedNoLocal: the no-endpoint verdicts for the ClusterIP.
-	Rejected       bool
-	DroppedNoLocal bool
-	// Endpoints are the DNAT destinations the internal chain chooses from.
-	Endpoints []programmedEndpoint
-	// Unmatched is the share of new connections no rule selects.
-	Unmatched float64
-	// AffinitySeconds > 0 when session-affinity rules exist (-1: they
-	// exist but carry no readable timeout).
-	AffinitySeconds int
-	// AffinityTimeouts are the distinct timeouts the affinity rules carry,
-	// sorted: more than one means the rules disagree among themselves.
-	AffinityTimeouts []int
-	NodePortFound    bool
-	// ExternalChain is the chain external traffic enters ("" when the
-	// datapath has none); ExternalTo says where its unconditional last rule
-	// sends that traffic (externalToCluster, externalToLocal, "" nowhere),
-	// and ExternalEndpoints are the endpoints that chain chooses from.
-	ExternalChain     string
-	ExternalTo        string
-	ExternalEndpoints []programmedEndpoint
-	// externalRead says the reader looked for the external chain, so an
-	// empty ExternalChain means it is absent.
-	externalRead bool
-	Evidence     []string
-	// IPVS holds the IPVS-only details (fromIPVS); nil for other datapaths.
-	IPVS *ipvsDetail
-}
-
-// Where an external chain sends traffic.
-const (
-	externalToCluster = "cluster"
-	externalToLocal   = "local"
-)
-
-// addAffinityTimeout records one affinity rule's timeout; 0 is no affinity.
-func (pp *programmedPort) addAffinityTimeout(seconds int) {
-	if seconds <= 0 {
-		return
-	}
-	if seconds > pp.AffinitySeconds {
-		pp.AffinitySeconds = seconds
-	}
-	if i := sort.SearchInts(pp.AffinityTimeouts, seconds); i == len(pp.AffinityTimeouts) || pp.AffinityTimeouts[i] != seconds {
-		pp.AffinityTimeouts = slices.Insert(pp.AffinityTimeouts, i, seconds)
-	}
-}
-
-// evidenceOf is pp's evidence, none when the port was not programmed.
-func evidenceOf(pp *programmedPort) []string {
-	if pp == nil {
-		return nil
-	}
-	return pp.Evidence
-}
-
-type programmedEndpoint struct {
-	Endpoint string // ip:port the traffic is DNATed to
-	Share    float64
-}
-
 // judgeDatapath decides which datapath owns the Service on this node, turns
 // what it programmed into programmedPorts and compares each with kube-proxy's
 // expectation for this node.
@@ -116,28 +40,24 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 	nj.proxyHealth(node, obs)
 
 	np := nj.programmed(node, obs)
-	mode, owner := np.mode, np.owner
-	switch mode {
-	case collectorapi.ModeCilium, collectorapi.ModeCalico:
+	mode, owner := np.Mode, np.Owner
+	if programmed.IsEBPF(mode) {
 		nj.EmitNode(report.CodeDPEBPFOwner, node, report.Args{"owner": owner, "detail": "the collector reads the eBPF maps instead"}, nil)
 		nj.judgeCilium(node, obs, expect, choices)
 		return
 	}
-	ports, leftovers, errs := np.ports, np.leftovers, np.errs
-	for _, e := range errs {
-		nj.EmitNode(report.CodeDPSectionError, node, report.Args{"section": e[0], "error": e[1]}, nil)
+	for _, e := range np.Errors {
+		nj.EmitNode(report.CodeDPSectionError, node, report.Args{"section": e.Section, "error": e.Error}, nil)
 	}
 	nj.EmitNode(report.CodeDPOwner, node, report.Args{"owner": owner}, nil)
-	if mode == collectorapi.ModeIPVS {
+	if programmed.IsIPVS(mode) {
 		// cmd/kube-proxy/app/server_linux.go logs this and records an
 		// IPVSDeprecation Event at every start in IPVS mode.
 		nj.EmitNode(report.CodeDPIPVSDeprecated, node, nil, nil)
-	}
-	if mode == collectorapi.ModeIPVS {
 		nj.judgeIPVSNode(node, obs)
 	}
-	for _, lo := range leftovers {
-		nj.EmitNode(report.CodeDPLeftovers, node, report.Args{"datapath": lo.active, "other": lo.other, "evidence": lo.evidence}, lo.raw)
+	for _, lo := range np.Leftovers {
+		nj.EmitNode(report.CodeDPLeftovers, node, report.Args{"datapath": lo.Active, "other": lo.Other, "evidence": lo.Evidence}, lo.Raw)
 	}
 	if _, ignored := svc.Labels[labelServiceProxyName]; ignored {
 		nj.EmitNode(report.CodeDPIgnoredByProxy, node, nil, nil)
@@ -151,7 +71,7 @@ func (nj *nodeJudge) judgeDatapath(node string, obs *collectorapi.Observation) {
 			// DP021 above says what could not be read.
 			continue
 		}
-		pp := findProgrammed(ports, pe)
+		pp := findProgrammed(np.Ports, pe)
 		if choices != nil {
 			pe = fit(choices, i, pp)
 		}
@@ -186,7 +106,8 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 	// expectation: computed once, and the same object, so that what is
 	// derived from it (the endpoint sets the checks and the grid compare
 	// against) is derived once too.
-	zoneKey := fmt.Sprintf("%t/%s", zoneKnown, zone)
+	rules := programmed.RulesOf(nj.modes[node])
+	zoneKey := fmt.Sprintf("%t/%s/%v", zoneKnown, zone, rules)
 	if nj.nodeIndependent {
 		if ne := nj.byZone[zoneKey]; ne != nil {
 			nj.expectations[node] = ne
@@ -194,14 +115,14 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 		}
 	}
 	ne := &nodeExpectation{zone: zone,
-		expect: expect.ExpectForNode(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone})}
+		expect: expect.ExpectForProgrammer(svc, nj.in.Slices, node, map[string]string{corev1.LabelTopologyZone: zone}, rules)}
 	// Judging against an empty zone would expect every endpoint where
 	// kube-proxy, knowing its zone, programs only that zone's; judging one
 	// slice order would call kube-proxy's pick of a duplicate wrong.
 	if nj.readOrders == nil {
 		nj.readOrders = expect.NewReadOrders(nj.in.Slices)
 	}
-	ne.choices = expect.ChoicesForNode(svc, nj.readOrders, node, zone, zoneKnown)
+	ne.choices = expect.ChoicesForProgrammer(svc, nj.readOrders, node, zone, zoneKnown, rules)
 	nj.internLists(ne.expect)
 	if ne.choices != nil {
 		for _, set := range ne.choices.Sets {
@@ -246,7 +167,7 @@ func nodeZone(in *Input, node string) (zone string, known bool) {
 // endpoints match best: kube-proxy programs one of them, so rules that
 // match one are healthy and rules that match none are a real fault. Ties go
 // to the first (the slices as listed, no zone filtering).
-func fit(c *expect.Choices, i int, pp *programmedPort) expect.PortExpectation {
+func fit(c *expect.Choices, i int, pp *programmed.Port) expect.PortExpectation {
 	var best expect.PortExpectation
 	bestScore := -1
 	for _, set := range c.Sets {
@@ -276,18 +197,10 @@ func fit(c *expect.Choices, i int, pp *programmedPort) expect.PortExpectation {
 }
 
 // nodeProgrammed is what a node's datapath programmed for the Service, read
-// once per node from its observation. ports, leftovers and errs are read only
-// for the kube-proxy modes; Cilium and Calico are judged from their own maps.
+// once per node from its observation (programmed.Read), and per IP family
+// why its rules may be behind the API.
 type nodeProgrammed struct {
-	mode      collectorapi.DatapathMode
-	owner     string
-	ports     []programmedPort
-	leftovers []leftover
-	errs      [][2]string
-	// unread holds, per IP family ("" for every family), why the active
-	// datapath could not be read: a port missing from a read that failed is
-	// not a port kube-proxy left out, so such ports are not compared.
-	unread map[corev1.IPFamily]string
+	*programmed.Node
 	// pending holds, per IP family, why the rules may be behind the API
 	// (syncPending); "" when nothing says so.
 	pending map[corev1.IPFamily]string
@@ -306,19 +219,12 @@ func (np *nodeProgrammed) pendingFor(f corev1.IPFamily) string {
 }
 
 // unreadFor says why the rules of family f could not be read, "" when they
-// were (or np is nil: nothing was read to fail). A port of no known family
-// is unread when either family is, IPv4's reason first.
+// were.
 func (np *nodeProgrammed) unreadFor(f corev1.IPFamily) string {
 	if np == nil {
 		return ""
 	}
-	if why := np.unread[""]; why != "" {
-		return why
-	}
-	if f == "" {
-		return cmp.Or(np.unread[corev1.IPv4Protocol], np.unread[corev1.IPv6Protocol])
-	}
-	return np.unread[f]
+	return np.UnreadFor(f)
 }
 
 // programmed returns what obs says node programmed, reading it the first time.
@@ -326,19 +232,13 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	if np, ok := nj.programmedPorts[node]; ok {
 		return np
 	}
-	np := &nodeProgrammed{}
-	np.mode, np.owner = datapathOwner(obs)
-	switch np.mode {
-	case collectorapi.ModeCilium, collectorapi.ModeCalico:
-	default:
-		np.ports, np.leftovers, np.errs, np.unread = programmedFromObservation(obs, np.mode)
-		for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
-			if why := syncPending(obs, np.mode, f, nj.serviceChangedAt()); why != "" {
-				if np.pending == nil {
-					np.pending = map[corev1.IPFamily]string{}
-				}
-				np.pending[f] = why
+	np := &nodeProgrammed{Node: programmed.Read(obs)}
+	for _, f := range programmed.Families {
+		if why := syncPending(obs, np.Mode, f, nj.serviceChangedAt()); why != "" {
+			if np.pending == nil {
+				np.pending = map[corev1.IPFamily]string{}
 			}
+			np.pending[f] = why
 		}
 	}
 	if nj.programmedPorts == nil {
@@ -348,13 +248,18 @@ func (nj *nodeJudge) programmed(node string, obs *collectorapi.Observation) *nod
 	return np
 }
 
+// findProgrammed is the programmed port for pe.
+func findProgrammed(ports []programmed.Port, pe expect.PortExpectation) *programmed.Port {
+	return programmed.Find(ports, pe.PortName, pe.Protocol, pe.Port, pe.Family)
+}
+
 // portSelected applies --port.
 func (nj *nodeJudge) portSelected(name string, port int32) bool {
 	p := nj.t.Metadata.Port
 	return p == "" || p == name || p == strconv.Itoa(int(port))
 }
 
-func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe expect.PortExpectation, pp *programmedPort) {
+func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe expect.PortExpectation, pp *programmed.Port) {
 	nj.recordShares(node, obs, pe, pp)
 	svc := nj.in.Service
 	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
@@ -393,32 +298,32 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		if pp != nil && pp.DroppedNoLocal {
 			how = "the drop rule for it is programmed"
 		}
-		nj.EmitNode(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), evidenceOf(pp))
+		nj.EmitNode(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), programmed.EvidenceOf(pp))
 		return
 	}
 	// Rules that are behind the API only because kube-proxy has not
 	// applied the Service's latest change yet, or ahead of the API read
 	// because an endpoint changed while the node was read, are a warning,
 	// not a fault.
-	pending := nj.programmed(node, obs).pendingFor(pe.Family)
-	rc := nj.readChanges(mode, pe.Family)
+	lag := nj.lagOf(node, obs, pe.Family)
+	pending, rc := lag.pending, lag.changes
 	behind := func(why, what string, raw []string, fields ...report.Field) {
-		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why, "programmer": programmerOf(mode)}), raw, fields...)
+		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why, "programmer": programmed.ProgrammerOf(mode)}), raw, fields...)
 	}
 	if pp == nil || (!pp.Captured && !pp.Rejected) {
 		var raw []string
 		if pp != nil {
 			raw = pp.Evidence
 		}
-		if pending != "" {
-			behind(pending, "no rules for it yet", raw)
+		if why := lag.whole(); why != "" {
+			behind(why, "no rules for it yet", raw)
 			return
 		}
 		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
 		return
 	}
 	if pp.Rejected {
-		nj.EmitNode(report.CodeDPRejectWithEPs, node, base, pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPRejectWithEPs, base, "its REJECT for a Service without endpoints is still in place", pp.Evidence)
 		return
 	}
 	wantSet := nj.endpointSetOf(want)
@@ -438,7 +343,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		}
 		h, _, _ := net.SplitHostPort(ep)
 		if got, ok := gotByIP[h]; ok {
-			nj.EmitNode(report.CodeDPWrongDNATPort, node, with(report.Args{"got": got, "want": ep}), pp.Evidence)
+			nj.faultOrLag(node, lag, report.CodeDPWrongDNATPort, with(report.Args{"got": got, "want": ep}), "it still DNATs to "+got+" instead of "+ep, pp.Evidence)
 			problems++
 			continue
 		}
@@ -478,7 +383,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	}
 	if len(stale) > 0 {
 		disagree(stale, func(eps []string) report.Field { return fieldItems("stale", eps) },
-			"%d endpoint(s) no longer listed still programmed (%s)", report.CodeDPStaleEndpoints, report.Args{"programmer": programmerOf(mode)})
+			"%d endpoint(s) no longer listed still programmed (%s)", report.CodeDPStaleEndpoints, report.Args{"programmer": programmed.ProgrammerOf(mode)})
 	}
 	if n := len(pp.Endpoints); n > 0 {
 		fair := 1.0 / float64(n)
@@ -528,24 +433,28 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
-	problems += nj.compareExternal(node, pe, pp, with)
-	if mode == collectorapi.ModeIPVS {
-		problems += nj.judgeIPVSPort(node, obs, pe, pp, with)
-	}
+	problems += nj.compareExternal(node, lag, pe, pp, with)
+	problems += nj.judgeIPVSPort(node, obs, lag, pe, pp, with)
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
-			nj.EmitNode(report.CodeDPNodePortMissing, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), pp.Evidence)
+			nj.faultOrLag(node, lag, report.CodeDPNodePortMissing, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), "no rule for NodePort "+strconv.Itoa(int(pe.NodePort))+" yet", pp.Evidence)
 			problems++
 		}
-		if pe.ExternalPolicyLocal && len(pe.External) == 0 {
-			if mode == collectorapi.ModeIPVS {
+		if pe.ExternalPolicyLocal && len(pe.Local) == 0 {
+			if len(pe.External) > 0 {
 				// IPVS does not drop: its NodePort virtual servers fall
-				// back to the cluster endpoints (syncEndpoint, PR 97081).
+				// back to the cluster endpoints (syncEndpoint, PR 97081;
+				// expect.IPVSRules).
 				nj.EmitNode(report.CodeDPIPVSETPLocalFallback, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			} else {
 				nj.EmitNode(report.CodeDPETPLocalNoLocal, node, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), nil)
 			}
 		}
+	}
+	if pe.InternalPolicyLocal && len(pe.Local) == 0 && len(pe.Internal) > 0 {
+		// expect.IPVSRules: syncEndpoint gives the ClusterIP virtual server
+		// the cluster endpoints; the comparison above judged those.
+		nj.EmitNode(report.CodeDPIPVSITPLocalFallback, node, base, nil)
 	}
 	if problems == 0 {
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
@@ -558,18 +467,18 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 // cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
 // (Local). Where that is the chain the ClusterIP already uses, its
 // endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
-	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.externalRead {
+func (nj *nodeJudge) compareExternal(node string, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
+	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.ExternalRead {
 		return 0
 	}
-	wantTo, policy := externalToCluster, "Cluster"
+	wantTo, policy := programmed.ExternalToCluster, "Cluster"
 	if pe.ExternalPolicyLocal {
-		wantTo, policy = externalToLocal, "Local"
+		wantTo, policy = programmed.ExternalToLocal, "Local"
 	}
 	a := report.Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
 	switch {
 	case pp.ExternalChain == "":
-		nj.EmitNode(report.CodeDPExternalMissing, node, with(a), pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPExternalMissing, with(a), "no external chain for it yet", pp.Evidence)
 		return 1
 	case pp.ExternalTo != wantTo:
 		got := "no endpoint chain"
@@ -577,9 +486,9 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 			got = "the " + pp.ExternalTo + " endpoints"
 		}
 		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
-		nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence)
+		nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence)
 		return 1
-	case wantTo == externalToCluster && pp.Captured && !pp.InternalLocal:
+	case wantTo == programmed.ExternalToCluster && pp.Captured && !pp.InternalLocal:
 		return 0 // the same chain as the ClusterIP's, compared already
 	}
 	want := map[string]bool{}
@@ -608,7 +517,7 @@ func (nj *nodeJudge) compareExternal(node string, pe expect.PortExpectation, pp 
 	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
-	nj.EmitNode(report.CodeDPExternalWrong, node, with(a), pp.Evidence,
+	nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence,
 		fieldItems("missing", missing), fieldItems("stale", stale), nj.endpointsField("expected", nj.endpointSetOf(pe.External)))
 	return 1
 }
@@ -645,7 +554,7 @@ func servicePortLabel(ns, name string, pe expect.PortExpectation) string {
 
 // noRulesReason explains an empty datapath with what the node told.
 func (nj *nodeJudge) noRulesReason(obs *collectorapi.Observation, mode collectorapi.DatapathMode) string {
-	if mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+	if programmed.IsEBPF(mode) {
 		return "its load-balancer maps have no frontend for this ClusterIP and port (the agent has not synced the Service, or does not manage it)"
 	}
 	var why []string
@@ -669,7 +578,7 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 	}
 	p := s.Data
 	if p.Mode == "" {
-		if owner, _ := datapathOwner(obs); owner == collectorapi.ModeCilium || owner == collectorapi.ModeCalico {
+		if owner, _ := programmed.Owner(obs); programmed.IsEBPF(owner) {
 			return // no kube-proxy expected
 		}
 		nj.EmitNode(report.CodeDPProxyUnreachable, node, report.Args{"address": p.ProxyMode.URL, "error": orNone(p.ProxyMode.Error)}, nil)
@@ -688,229 +597,4 @@ func (nj *nodeJudge) proxyHealth(node string, obs *collectorapi.Observation) {
 				"queuedAge": (time.Duration(now-queued) * time.Second).String()}, nil)
 		}
 	}
-}
-
-// datapathOwner names the datapath that should hold the Service on the node:
-// kube-proxy's own /proxyMode first, else the fingerprints.
-func datapathOwner(obs *collectorapi.Observation) (mode collectorapi.DatapathMode, description string) {
-	if e := obs.Sections.EBPF; e != nil && e.Data != nil {
-		if c := e.Data.Cilium; c != nil && c.Detected {
-			return collectorapi.ModeCilium, "Cilium eBPF service maps (kube-proxy replacement)"
-		}
-		if c := e.Data.Calico; c != nil && c.Detected {
-			return collectorapi.ModeCalico, "Calico eBPF NAT maps"
-		}
-	}
-	if p := obs.Sections.Proxy; p != nil && p.Data != nil {
-		if p.Data.Mode != "" {
-			return p.Data.Mode, "kube-proxy in " + string(p.Data.Mode) + " mode (from /proxyMode)"
-		}
-		found := map[collectorapi.DatapathMode]bool{}
-		for _, f := range p.Data.Fingerprints {
-			if f.Found {
-				found[f.Mode] = true
-			}
-		}
-		switch {
-		case found[collectorapi.ModeNFTables]:
-			return collectorapi.ModeNFTables, "kube-proxy nftables rules (fingerprint; kube-proxy itself does not answer)"
-		case found[collectorapi.ModeIPVS]:
-			return collectorapi.ModeIPVS, "kube-proxy IPVS (fingerprint; kube-proxy itself does not answer)"
-		case found[collectorapi.ModeIPTables] || found[collectorapi.ModeIPTablesLegacy]:
-			return collectorapi.ModeIPTables, "kube-proxy iptables rules (fingerprint; kube-proxy itself does not answer)"
-		}
-	}
-	return "", "no kube-proxy or eBPF datapath found"
-}
-
-type leftover struct {
-	active, other, evidence string
-	raw                     []string
-}
-
-// programmedFromObservation reads the iptables/nftables/IPVS sections and
-// returns the active datapath's ports, leftovers of others, section and
-// backend errors, and per family why the active datapath was not read.
-func programmedFromObservation(obs *collectorapi.Observation, mode collectorapi.DatapathMode) ([]programmedPort, []leftover, [][2]string, map[corev1.IPFamily]string) {
-	var errs [][2]string
-	unread := map[corev1.IPFamily]string{}
-	iptMode := mode == collectorapi.ModeIPTables || mode == ""
-	var ipt *collectorapi.IPTablesObservation
-	if s := obs.Sections.IPTables; s != nil {
-		ipt = s.Data
-		if s.Error != "" && iptMode {
-			errs = append(errs, [2]string{collectorapi.SectionIPTables, s.Error})
-			unread[""] = s.Error
-		}
-	}
-	var nft *collectorapi.NFTablesObservation
-	if s := obs.Sections.NFTables; s != nil {
-		nft = s.Data
-		if s.Error != "" && (mode == collectorapi.ModeNFTables || mode == "") {
-			errs = append(errs, [2]string{collectorapi.SectionNFTables, s.Error})
-			unread[""] = s.Error
-		}
-	}
-	if nft != nil && mode == collectorapi.ModeNFTables {
-		for _, t := range nft.Tables {
-			if t.Error != "" {
-				errs = append(errs, [2]string{"nftables table " + t.Family + " " + t.Name, t.Error})
-				unread[familyOf(t.Family)] = t.Error
-			}
-		}
-	}
-
-	// Every kube-proxy-bearing iptables backend is a candidate.
-	var iptBackends []iptBackendPorts
-	if ipt != nil {
-		for _, b := range ipt.Backends {
-			if b.KubeProxyChains {
-				iptBackends = append(iptBackends, iptBackendPorts{b, fromIPTables(b)})
-			}
-		}
-	}
-	var nftPorts []programmedPort
-	nftPresent := false
-	if nft != nil {
-		for _, t := range nft.Tables {
-			if t.Present {
-				nftPresent = true
-				nftPorts = append(nftPorts, fromNFTables(nft.Source, t)...)
-			}
-		}
-	}
-
-	if ipt != nil && iptMode {
-		// A backend whose read failed may hold the live rules: its family is
-		// unread unless another backend of that family, read whole,
-		// captures the Service.
-		for _, b := range ipt.Backends {
-			if b.Error == "" {
-				continue
-			}
-			errs = append(errs, [2]string{"iptables (" + b.Backend + " " + b.Family + ")", b.Error})
-			covered := false
-			for _, o := range iptBackends {
-				covered = covered || (o.obs.Error == "" && o.obs.Family == b.Family && captureScore(o.ports) > 0)
-			}
-			if !covered {
-				unread[familyOf(b.Family)] = b.Error
-			}
-		}
-	}
-
-	var active []programmedPort
-	var lo []leftover
-	switch mode {
-	case collectorapi.ModeNFTables:
-		active = nftPorts
-		for _, b := range iptBackends {
-			lo = append(lo, leftover{active: string(collectorapi.ModeNFTables), other: "iptables (" + b.obs.Backend + ")",
-				evidence: "nat KUBE-SERVICES exists", raw: iptReadEvidence(b.obs)})
-		}
-	case collectorapi.ModeIPTables, "":
-		best := -1
-		for i, b := range iptBackends {
-			// kube-proxy keeps its canary in the backend it writes; with
-			// several backends, the one capturing the Service the most is
-			// live and the rest are leftovers.
-			if best < 0 || captureScore(b.ports) > captureScore(iptBackends[best].ports) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			active = iptBackends[best].ports
-			for i, b := range iptBackends {
-				if i != best {
-					lo = append(lo, leftover{active: "iptables (" + iptBackends[best].obs.Backend + ")", other: "iptables (" + b.obs.Backend + ")",
-						evidence: "nat KUBE-SERVICES exists in both backends", raw: iptReadEvidence(b.obs)})
-				}
-			}
-		}
-		if mode == collectorapi.ModeIPTables && nftPresent {
-			lo = append(lo, leftover{active: string(collectorapi.ModeIPTables), other: string(collectorapi.ModeNFTables), evidence: "table kube-proxy exists"})
-		}
-		if mode == "" && len(active) == 0 {
-			active = nftPorts
-		}
-	case collectorapi.ModeIPVS:
-		active = fromIPVS(obs)
-		// The IPVS proxier writes nat KUBE-SERVICES too (ipset matches), but
-		// never a KUBE-SVC chain: one that still captures this Service was
-		// written by kube-proxy in iptables mode, which neither mode removes
-		// when the other starts (cmd/kube-proxy platformCleanup cleans only
-		// across the iptables-based/nftables line).
-		for _, b := range iptBackends {
-			if captureScore(b.ports) > 0 {
-				lo = append(lo, leftover{active: string(collectorapi.ModeIPVS), other: "iptables (" + b.obs.Backend + ")",
-					evidence: "nat KUBE-SERVICES still jumps to a KUBE-SVC chain for this Service", raw: iptReadEvidence(b.obs)})
-			}
-		}
-	}
-	if mode == collectorapi.ModeIPTables || mode == collectorapi.ModeNFTables {
-		if vs := ipvsLeftovers(obs); len(vs) > 0 {
-			lo = append(lo, leftover{active: string(mode), other: "ipvs",
-				evidence: "IPVS virtual server(s) " + strings.Join(vs, ", ") + " for this Service still exist"})
-		}
-	}
-	return active, lo, errs, unread
-}
-
-func captureScore(ports []programmedPort) int {
-	n := 0
-	for _, p := range ports {
-		if p.Captured {
-			n += 1 + len(p.Endpoints)
-		}
-	}
-	return n
-}
-
-func findProgrammed(ports []programmedPort, pe expect.PortExpectation) *programmedPort {
-	for i := range ports {
-		p := &ports[i]
-		if p.PortName == pe.PortName && strings.EqualFold(p.Protocol, pe.Protocol) && p.Port == pe.Port &&
-			(p.Family == pe.Family || p.Family == "") {
-			return p
-		}
-	}
-	return nil
-}
-
-// portNameOf extracts the port name from a ServicePortName "ns/name:port".
-func portNameOf(spn string) string {
-	if i := strings.LastIndex(spn, ":"); i >= 0 && !strings.Contains(spn[i:], "/") {
-		return spn[i+1:]
-	}
-	return ""
-}
-
-func familyOf(s string) corev1.IPFamily {
-	switch strings.ToLower(s) {
-	case "ipv6", "ip6":
-		return corev1.IPv6Protocol
-	case "ipv4", "ip":
-		return corev1.IPv4Protocol
-	}
-	return ""
-}
-
-// ipFamily is the family of an address string, IPv4 when it does not parse.
-func ipFamily(addr string) corev1.IPFamily {
-	if ip := net.ParseIP(addr); ip != nil && ip.To4() == nil {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
-}
-
-// programmerOf names what writes the datapath's Service state on the node,
-// for the findings that say it has not caught up.
-func programmerOf(mode collectorapi.DatapathMode) string {
-	switch mode {
-	case collectorapi.ModeCilium:
-		return "the Cilium agent"
-	case collectorapi.ModeCalico:
-		return "Calico's Felix"
-	}
-	return "kube-proxy"
 }

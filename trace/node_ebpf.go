@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 
@@ -128,7 +129,7 @@ func ciliumAlgorithm(fe *collectorapi.CiliumFrontend) uint8 {
 // the slots), and the evidence. Random selection gives every slot 1/count;
 // Maglev gives each backend its entries in the lookup table over the table
 // size, which Maglev keeps within one entry of the fair share.
-func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumFrontend) (eps []programmedEndpoint, unmatched float64, evidence []string) {
+func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumFrontend) (eps []programmed.Endpoint, unmatched float64, evidence []string) {
 	selected, inactive := ciliumSlots(fe)
 	name := ciliumFrontendName(fe)
 	for _, b := range fe.Backends {
@@ -181,7 +182,7 @@ func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumF
 		}
 	}
 	for _, b := range found {
-		eps = append(eps, programmedEndpoint{Endpoint: ciliumEndpoint(b), Share: 1 / float64(len(selected))})
+		eps = append(eps, programmed.Endpoint{Endpoint: ciliumEndpoint(b), Share: 1 / float64(len(selected))})
 	}
 	if len(selected) > 0 {
 		unmatched = float64(len(selected)-len(found)) / float64(len(selected))
@@ -192,12 +193,12 @@ func (nj *nodeJudge) ciliumSelection(node, port string, fe *collectorapi.CiliumF
 // maglevShares gives each selectable backend its table share; a share
 // within one table entry of the fair one is the fair share, since Maglev
 // cannot split a table of M entries among n backends finer than that.
-func maglevShares(mg *collectorapi.CiliumMaglev, selected, found []collectorapi.CiliumBackend, n int) []programmedEndpoint {
+func maglevShares(mg *collectorapi.CiliumMaglev, selected, found []collectorapi.CiliumBackend, n int) []programmed.Endpoint {
 	entries := map[uint32]int{}
 	for _, s := range mg.Backends {
 		entries[s.BackendID] = s.Entries
 	}
-	var eps []programmedEndpoint
+	var eps []programmed.Endpoint
 	fair := float64(mg.TableSize) / float64(n)
 	for _, b := range found {
 		e := float64(entries[b.BackendID])
@@ -205,7 +206,7 @@ func maglevShares(mg *collectorapi.CiliumMaglev, selected, found []collectorapi.
 		if math.Abs(e-fair) <= 1 {
 			share = 1 / float64(n)
 		}
-		eps = append(eps, programmedEndpoint{Endpoint: ciliumEndpoint(b), Share: share})
+		eps = append(eps, programmed.Endpoint{Endpoint: ciliumEndpoint(b), Share: share})
 	}
 	return eps
 }
@@ -228,8 +229,8 @@ func maglevUnmatched(mg *collectorapi.CiliumMaglev, found []collectorapi.CiliumB
 
 // ciliumPort is the ClusterIP frontend of one Service port as Cilium
 // programmed it, in the shape every datapath is compared in.
-func (nj *nodeJudge) ciliumPort(node string, pe expect.PortExpectation, fe *collectorapi.CiliumFrontend) *programmedPort {
-	pp := &programmedPort{Datapath: "cilium", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
+func (nj *nodeJudge) ciliumPort(node string, pe expect.PortExpectation, fe *collectorapi.CiliumFrontend) *programmed.Port {
+	pp := &programmed.Port{Datapath: "cilium", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
 	if !fe.Found {
 		return pp
 	}
@@ -241,7 +242,7 @@ func (nj *nodeJudge) ciliumPort(node string, pe expect.PortExpectation, fe *coll
 		if fe.AffinityTimeoutSecs == 0 {
 			pp.AffinitySeconds = -1
 		}
-		pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
+		pp.AddAffinityTimeout(int(fe.AffinityTimeoutSecs))
 	}
 	return pp
 }
@@ -321,7 +322,7 @@ func (nj *nodeJudge) compareCiliumExternal(node string, pe expect.PortExpectatio
 	var order []key
 	for i := range c.Frontends {
 		fe := &c.Frontends[i]
-		if fe.Frontend == "clusterIP" || ipFamily(fe.Address) != pe.Family || !strings.EqualFold(fe.Protocol, pe.Protocol) || fe.Scope > 1 {
+		if fe.Frontend == "clusterIP" || programmed.AddressFamily(fe.Address) != pe.Family || !strings.EqualFold(fe.Protocol, pe.Protocol) || fe.Scope > 1 {
 			continue
 		}
 		want := uint16(pe.Port)
@@ -382,7 +383,7 @@ func (nj *nodeJudge) compareCiliumScope(node, port string, family corev1.IPFamil
 			got[ciliumEndpoint(b)] = true
 		}
 	}
-	nj.compareEndpointSets(node, port, collectorapi.ModeCilium, family, ciliumFrontendName(fe), got, want, policy, nil)
+	nj.compareEndpointSets(node, port, nj.modes[node], family, ciliumFrontendName(fe), got, want, policy, nil)
 }
 
 // ciliumNodePort finds the NodePort surrogate frontend of a port: the
@@ -437,7 +438,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 		}
 		fe := fes[0]
 		port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
-		pp := &programmedPort{Datapath: "calico", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
+		pp := &programmed.Port{Datapath: "calico", PortName: pe.PortName, Protocol: pe.Protocol, Port: pe.Port, Family: pe.Family}
 		if fe.Found {
 			pp.Evidence = calicoEvidence(fe)
 			if fe.Blackhole {
@@ -446,7 +447,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 				pp.Captured = true
 				pp.InternalLocal = fe.Flags&calicoFlagInternalLocal != 0
 				pp.Endpoints, pp.Unmatched = nj.calicoSelection(node, port, fe, pp.InternalLocal)
-				pp.addAffinityTimeout(int(fe.AffinityTimeoutSecs))
+				pp.AddAffinityTimeout(int(fe.AffinityTimeoutSecs))
 			}
 		}
 		if pe.NodePort != 0 {
@@ -461,7 +462,7 @@ func (nj *nodeJudge) judgeCalico(node string, obs *collectorapi.Observation, exp
 		if choices != nil {
 			pe = fit(choices, i, pp)
 		}
-		nj.comparePort(node, obs, collectorapi.ModeCalico, pe, pp)
+		nj.comparePort(node, obs, nj.modes[node], pe, pp)
 		nj.compareCalicoExternal(node, port, pe, c)
 	}
 }
@@ -472,7 +473,7 @@ func calicoFrontends(fes []collectorapi.CalicoFrontend, kind string, fam corev1.
 	var out []*collectorapi.CalicoFrontend
 	for i := range fes {
 		fe := &fes[i]
-		if fe.Frontend == kind && fe.Port == port && ipFamily(fe.Address) == fam && strings.EqualFold(fe.Protocol, proto) {
+		if fe.Frontend == kind && fe.Port == port && programmed.AddressFamily(fe.Address) == fam && strings.EqualFold(fe.Protocol, proto) {
 			out = append(out, fe)
 		}
 	}
@@ -497,7 +498,7 @@ func calicoEvidence(fe *collectorapi.CalicoFrontend) []string {
 // calicoSelection is what the frontend's ordinals send new connections to:
 // the first LocalCount ordinals under a Local policy, all Count otherwise,
 // each with an equal share; ordinals without a backend entry go nowhere.
-func (nj *nodeJudge) calicoSelection(node, port string, fe *collectorapi.CalicoFrontend, local bool) ([]programmedEndpoint, float64) {
+func (nj *nodeJudge) calicoSelection(node, port string, fe *collectorapi.CalicoFrontend, local bool) ([]programmed.Endpoint, float64) {
 	n := int(fe.Count)
 	if local {
 		n = int(fe.LocalCount)
@@ -505,14 +506,14 @@ func (nj *nodeJudge) calicoSelection(node, port string, fe *collectorapi.CalicoF
 	if n > len(fe.Backends) {
 		n = len(fe.Backends)
 	}
-	var eps []programmedEndpoint
+	var eps []programmed.Endpoint
 	var broken []string
 	for _, b := range fe.Backends[:n] {
 		if !b.Found {
 			broken = append(broken, fmt.Sprintf("ordinal %d of id %d has no backend entry", b.Ordinal, fe.ID))
 			continue
 		}
-		eps = append(eps, programmedEndpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(n)})
+		eps = append(eps, programmed.Endpoint{Endpoint: net.JoinHostPort(b.Address, strconv.Itoa(int(b.Port))), Share: 1 / float64(n)})
 	}
 	if len(broken) > 0 {
 		nj.EmitNode(report.CodeDPEBPFBrokenSlot, node, report.Args{"datapath": "Calico", "frontend": calicoFrontendName(fe), "port": port,
@@ -572,7 +573,7 @@ func (nj *nodeJudge) compareCalicoExternal(node, port string, pe expect.PortExpe
 		for _, e := range eps {
 			got[e.Endpoint] = true
 		}
-		nj.compareEndpointSets(node, port, collectorapi.ModeCalico, pe.Family, name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
+		nj.compareEndpointSets(node, port, nj.modes[node], pe.Family, name, got, pe.External, "externalTrafficPolicy", calicoEvidence(fe))
 	}
 }
 
@@ -598,15 +599,12 @@ func (nj *nodeJudge) compareEndpointSets(node, port string, mode collectorapi.Da
 	}
 	sort.Strings(missing)
 	sort.Strings(stale)
-	datapath := "Cilium"
-	if mode == collectorapi.ModeCalico {
-		datapath = "Calico"
-	}
+	datapath := programmed.EBPFName(mode)
 	rc := nj.readChanges(mode, family)
 	changedMissing, missing, why := rc.split(missing, "")
 	changedStale, stale, whyStale := rc.split(stale, "")
 	if len(changedMissing) > 0 || len(changedStale) > 0 {
-		nj.EmitNode(report.CodeDPSyncPending, node, report.Args{"port": port, "datapath": datapath + " " + frontend, "programmer": programmerOf(mode),
+		nj.EmitNode(report.CodeDPSyncPending, node, report.Args{"port": port, "datapath": datapath + " " + frontend, "programmer": programmed.ProgrammerOf(mode),
 			"what": fmt.Sprintf("it selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 				policy, listOrNone(changedMissing), listOrNone(changedStale)),
 			"why": cmp.Or(why, whyStale)}, evidence,
@@ -664,7 +662,7 @@ func (nj *nodeJudge) judgeCilium(node string, obs *collectorapi.Observation, exp
 			pe = fit(choices, i, pp)
 		}
 		pe = nj.withoutInactive(node, pe, fe, c)
-		nj.comparePort(node, obs, collectorapi.ModeCilium, pe, pp)
+		nj.comparePort(node, obs, nj.modes[node], pe, pp)
 		nj.compareCiliumExternal(node, pe, c)
 	}
 }
@@ -676,7 +674,7 @@ func ciliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.I
 	var best *collectorapi.CiliumFrontend
 	for i := range fes {
 		fe := &fes[i]
-		if fe.Frontend != kind || fe.Port != port || ipFamily(fe.Address) != fam {
+		if fe.Frontend != kind || fe.Port != port || programmed.AddressFamily(fe.Address) != fam {
 			continue
 		}
 		if !strings.EqualFold(fe.Protocol, proto) && fe.Protocol != "" && !strings.EqualFold(fe.Protocol, "ANY") {

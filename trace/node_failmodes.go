@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -37,7 +38,7 @@ func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Obse
 		if ct.Stats != nil {
 			total = ct.Stats.Invalid
 		}
-		mode, _ := datapathOwner(obs)
+		mode, _ := programmed.Owner(obs)
 		behaviour := invalidBehaviour(mode, ct.TCPBeLiberal)
 		nj.EmitNode(report.CodeCTInvalid, node, report.Args{"delta": u64(d.Invalid), "interval": interval, "total": u64(total),
 			"liberal": orUnknown(ct.TCPBeLiberal), "behaviour": behaviour}, nil,
@@ -91,13 +92,13 @@ func clashResolve(ct *collectorapi.ConntrackObservation) string {
 // nftables and IPVS proxiers program no such drop.
 func invalidBehaviour(mode collectorapi.DatapathMode, liberal string) string {
 	switch {
-	case mode == collectorapi.ModeIPTables && liberal == "0":
+	case programmed.IsIPTables(mode) && liberal == "0":
 		return "kube-proxy (iptables mode) drops INVALID packets in KUBE-FORWARD, so forwarded Service connections whose packets fall out of conntrack's TCP window stall or are reset; nf_conntrack_tcp_be_liberal=1 makes conntrack mark only out-of-window RSTs INVALID and kube-proxy then leaves the drop out"
-	case mode == collectorapi.ModeIPTables:
+	case programmed.IsIPTables(mode):
 		return "kube-proxy (iptables mode) installs no INVALID drop with be_liberal set, so these packets pass untranslated: the peer may answer them with a reset"
 	case mode == "":
 		return "with kube-proxy in iptables mode and be_liberal 0 they are dropped in KUBE-FORWARD; untranslated otherwise, and the peer may reset the connection"
-	case mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico:
+	case programmed.IsEBPF(mode):
 		return string(mode) + "'s eBPF datapath, not kube-proxy, handles this Service, so kube-proxy's INVALID drop is not in its path; the counter still says packets fell out of conntrack's TCP window (resets, stalls on the node's own connections)"
 	}
 	return "kube-proxy in " + string(mode) + " mode programs no INVALID drop, so these packets pass untranslated and the peer may answer them with a reset"
@@ -169,7 +170,7 @@ func (nj *nodeJudge) judgeRouteFailModes(node string, obs *collectorapi.Observat
 // bridge-nf-call-iptables=1 makes it pass conntrack, which reverses the
 // Service's DNAT. eBPF datapaths translate before the bridge and do not need it.
 func (nj *nodeJudge) judgeBridgeNF(node string, obs *collectorapi.Observation, r *collectorapi.RouteObservation) int {
-	if mode, _ := datapathOwner(obs); mode == collectorapi.ModeCilium || mode == collectorapi.ModeCalico {
+	if mode, _ := programmed.Owner(obs); programmed.IsEBPF(mode) {
 		return 0
 	}
 	var br *collectorapi.Bridge
@@ -618,7 +619,7 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 	}
 	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
-		live := liveIPTablesBackends(s.Data.Backends)
+		live := programmed.LiveIPTablesBackends(s.Data.Backends)
 		for i, b := range s.Data.Backends {
 			if !b.KubeProxyChains {
 				continue
@@ -669,27 +670,6 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 			}
 		}
 	}
-}
-
-// liveIPTablesBackends marks, per family, the backend kube-proxy writes
-// when both hold its chains: the one capturing the Service the most, as the
-// datapath judge picks it; the other holds leftovers, whose masquerade path
-// nothing goes through.
-func liveIPTablesBackends(bs []collectorapi.IPTablesBackendObservation) map[int]bool {
-	best := map[string]int{}
-	for i, b := range bs {
-		if !b.KubeProxyChains {
-			continue
-		}
-		if j, ok := best[b.Family]; !ok || captureScore(fromIPTables(b)) > captureScore(fromIPTables(bs[j])) {
-			best[b.Family] = i
-		}
-	}
-	live := map[int]bool{}
-	for _, i := range best {
-		live[i] = true
-	}
-	return live
 }
 
 // judgeIPTablesPostrouting follows a packet KUBE-MARK-MASQ marked through

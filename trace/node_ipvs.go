@@ -3,11 +3,13 @@ package trace
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -46,15 +48,11 @@ import (
 //     vs/conn_reuse_mode=0 on kernels before 5.9 (else a reused source port
 //     waits about a second for a new connection).
 
-// ipvsDetail is what fromIPVS keeps of one Service port beyond the shared
-// programmedPort: every virtual server of the port, whatever its frontend.
-type ipvsDetail struct {
-	VirtualServers []collectorapi.IPVSVirtualServer
-}
-
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
-// how many problems it reported.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmedPort, with func(report.Args) report.Args) int {
+// how many problems it reported. Every virtual server the collector looked
+// up is compared, one by one: each externalIP, LB IP and node address ×
+// NodePort must exist and hold the external endpoints.
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -62,24 +60,41 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 	data := s.Data
 	problems := 0
 
-	// External virtual servers and their real servers.
+	// External virtual servers and their real servers. With no local
+	// endpoint under ETP Local, expect.IPVSRules has already put the
+	// cluster endpoints here, as syncEndpoint does.
 	wantExt := pe.External
-	if len(wantExt) == 0 && pe.ExternalPolicyLocal {
-		wantExt = pe.Cluster
-	}
 	want := map[string]bool{}
 	for _, e := range wantExt {
 		want[e.String()] = true
 	}
-	var draining []string
+	policy := "Cluster"
+	if pe.ExternalPolicyLocal {
+		policy = "Local"
+	}
+	var draining, nodePortFound, nodePortMissing []string
 	for _, vs := range pp.IPVS.VirtualServers {
 		for _, rs := range vs.RealServers {
 			if rs.Weight == 0 && vs.Frontend == "clusterIP" {
 				draining = append(draining, fmt.Sprintf("%s (active %d, inactive %d)", net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), rs.ActiveConns, rs.InactiveConns))
 			}
 		}
-		if vs.Frontend == "clusterIP" || !vs.Found || !pe.ExternallyAccessible {
+		if vs.Frontend == "clusterIP" || !pe.ExternallyAccessible {
 			continue
+		}
+		frontend := fmt.Sprintf("%s %s", vs.Frontend, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port))))
+		if !vs.Found {
+			if vs.Frontend == "nodePort" {
+				nodePortMissing = append(nodePortMissing, vs.Address)
+				continue
+			}
+			if nj.faultOrLag(node, lag, report.CodeDPIPVSExternalMissing, with(report.Args{"frontend": frontend}), "no virtual server "+frontend+" yet", nil) {
+				problems++
+			}
+			continue
+		}
+		if vs.Frontend == "nodePort" {
+			nodePortFound = append(nodePortFound, vs.Address)
 		}
 		got := map[string]bool{}
 		for _, rs := range vs.RealServers {
@@ -103,14 +118,27 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 		}
 		sort.Strings(missing)
 		sort.Strings(extra)
-		policy := "Cluster"
-		if pe.ExternalPolicyLocal {
-			policy = "Local"
+		excusedMissing, faultyMissing, _ := lag.changes.split(missing, lag.pending)
+		excusedExtra, faultyExtra, _ := lag.changes.split(extra, lag.pending)
+		args := with(report.Args{"frontend": frontend, "policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))})
+		fields := []report.Field{fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt))}
+		if len(faultyMissing)+len(faultyExtra) == 0 && len(excusedMissing)+len(excusedExtra) > 0 {
+			// Every difference is one a pending sync or a slice change
+			// during the read explains.
+			why := lag.whole()
+			nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": frontend + " holds " + orNone(listNames(extra)) + " and lacks " + orNone(listNames(missing)),
+				"why": why, "programmer": lag.programmer}), programmed.IPVSEvidence(vs), fields...)
+			continue
 		}
-		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, with(report.Args{"frontend": fmt.Sprintf("%s %s:%d", vs.Frontend, vs.Address, vs.Port),
-			"policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))}), ipvsEvidence(vs),
-			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt)))
+		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, args, programmed.IPVSEvidence(vs), fields...)
 		problems++
+	}
+	if len(nodePortMissing) > 0 && len(nodePortFound) > 0 {
+		// Some node addresses serve the NodePort and others do not: the
+		// shared NodePort check (pp.NodePortFound) passed on the first.
+		nj.faultOrLag(node, lag, report.CodeDPIPVSNodePortPartial, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort)),
+			"found": listNames(nodePortFound), "missing": listNames(nodePortMissing)}), "no NodePort virtual server on "+listNames(nodePortMissing)+" yet", nil,
+			fieldItems("missing", nodePortMissing), fieldItems("found", nodePortFound))
 	}
 	if len(draining) > 0 {
 		sort.Strings(draining)
@@ -120,25 +148,21 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, p
 
 	// kube-ipvs0.
 	if k := data.KubeIPVS0; k != nil && len(k.Checked) > 0 && k.Error == "" {
+		// An address the node already holds on another link (a node IP
+		// used as externalIP or LB IP) is delivered locally without
+		// kube-ipvs0, and syncProxyRules does not bind it there
+		// (shouldBind := !nodeAddressSet.Has(address)).
 		bound := map[string]bool{}
-		for _, a := range k.Addresses {
+		for _, a := range append(slices.Clone(k.Addresses), k.LocalElsewhere...) {
 			bound[a] = true
 		}
 		var notBound []string
 		for _, a := range k.Checked {
-			if ipFamily(a) == pe.Family && !bound[a] {
+			if programmed.AddressFamily(a) == pe.Family && !bound[a] {
 				notBound = append(notBound, a)
 			}
 		}
-		if !k.Present || len(notBound) > 0 {
-			if !k.Present {
-				notBound = nil
-				for _, a := range k.Checked {
-					if ipFamily(a) == pe.Family {
-						notBound = append(notBound, a)
-					}
-				}
-			}
+		if len(notBound) > 0 {
 			nj.EmitNode(report.CodeDPIPVSNotOnDummy, node, with(report.Args{"addresses": listNames(notBound), "link": linkState(k)}), nil,
 				fieldItems("notBound", notBound), fieldItems("bound", k.Addresses))
 			problems++
@@ -275,99 +299,4 @@ func linkState(k *collectorapi.LinkAddresses) string {
 		return "kube-ipvs0 holds none of the Service's addresses"
 	}
 	return "kube-ipvs0 holds " + strings.Join(k.Addresses, ", ")
-}
-
-func ipvsEvidence(vs collectorapi.IPVSVirtualServer) []string {
-	out := []string{fmt.Sprintf("%s %s:%d %s %s", strings.ToUpper(vs.Protocol), vs.Address, vs.Port, vs.Scheduler, strings.Join(vs.FlagNames, ","))}
-	for _, rs := range vs.RealServers {
-		out = append(out, fmt.Sprintf("  -> %s:%d %s weight %d active %d inactive %d", rs.Address, rs.Port, rs.Forwarding, rs.Weight, rs.ActiveConns, rs.InactiveConns))
-	}
-	return out
-}
-
-// fromIPVS reads the IPVS section as kube-proxy's IPVS proxier programs it:
-// one virtual server per ClusterIP:port (the internal path), one per
-// externalIP, load-balancer IP and node IP × NodePort (the external paths),
-// each with the same real servers. Real servers of weight 0 are draining
-// (graceful termination): they keep their connections but get no new ones.
-// The scheduler decides the shares: rr and the hashing schedulers (sh, mh)
-// spread new connections evenly over the live real servers, the weighted
-// ones (wrr, wlc…) by weight; lc/wlc/sed/nq follow current load and are
-// judged as even.
-func fromIPVS(obs *collectorapi.Observation) []programmedPort {
-	s := obs.Sections.IPVS
-	if s == nil || s.Data == nil || !s.Data.Available {
-		return nil
-	}
-	type key struct {
-		name, proto string
-		fam         corev1.IPFamily
-	}
-	byPort := map[key]*programmedPort{}
-	var order []key
-	nodePorts := map[key]bool{}
-	all := map[key][]collectorapi.IPVSVirtualServer{}
-	for _, vs := range s.Data.VirtualServers {
-		k := key{vs.PortName, strings.ToUpper(vs.Protocol), ipFamily(vs.Address)}
-		all[k] = append(all[k], vs)
-		if vs.Frontend == "nodePort" {
-			if vs.Found {
-				nodePorts[k] = true
-			}
-			continue
-		}
-		if vs.Frontend != "clusterIP" {
-			continue
-		}
-		pp := programmedPort{Datapath: "ipvs (" + vs.Scheduler + ")", PortName: vs.PortName, Protocol: k.proto,
-			Port: int32(vs.Port), Family: k.fam, Captured: vs.Found}
-		pp.addAffinityTimeout(int(vs.TimeoutSeconds))
-		var live []collectorapi.IPVSRealServer
-		total := 0
-		for _, rs := range vs.RealServers {
-			pp.Evidence = append(pp.Evidence, fmt.Sprintf("-> %s:%d weight %d active %d inactive %d", rs.Address, rs.Port, rs.Weight, rs.ActiveConns, rs.InactiveConns))
-			if rs.Weight > 0 {
-				live = append(live, rs)
-				total += int(rs.Weight)
-			}
-		}
-		weighted := strings.HasPrefix(vs.Scheduler, "w")
-		for _, rs := range live {
-			share := 1 / float64(len(live))
-			if weighted && total > 0 {
-				share = float64(rs.Weight) / float64(total)
-			}
-			pp.Endpoints = append(pp.Endpoints, programmedEndpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), Share: share})
-		}
-		if _, dup := byPort[k]; !dup {
-			order = append(order, k)
-		}
-		byPort[k] = &pp
-	}
-	out := make([]programmedPort, 0, len(order))
-	for _, k := range order {
-		pp := byPort[k]
-		pp.NodePortFound = nodePorts[k]
-		pp.IPVS = &ipvsDetail{VirtualServers: all[k]}
-		out = append(out, *pp)
-	}
-	return out
-}
-
-// ipvsLeftovers lists this Service's IPVS virtual servers on a node whose
-// kube-proxy is not in IPVS mode: kube-proxy in iptables mode does not
-// remove what the IPVS proxier wrote, and while kube-ipvs0 still holds the
-// ClusterIP the node accepts connections to it locally.
-func ipvsLeftovers(obs *collectorapi.Observation) []string {
-	s := obs.Sections.IPVS
-	if s == nil || s.Data == nil || !s.Data.Available {
-		return nil
-	}
-	var out []string
-	for _, vs := range s.Data.VirtualServers {
-		if vs.Found {
-			out = append(out, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port)))+"/"+vs.Protocol)
-		}
-	}
-	return out
 }

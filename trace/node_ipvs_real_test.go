@@ -93,6 +93,12 @@ func TestJudgeRealIPVS(t *testing.T) {
 		{name: "ext", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
 		{name: "lb", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
 		{name: "empty", bad: healthyBad},
+		// internalTrafficPolicy Local on a NodePort Service, no local
+		// endpoint: the ClusterIP virtual server holds the cluster endpoint
+		// (syncEndpoint), not a drop and not a stale real server.
+		{name: "itp-local-np-none", want: []string{report.CodeDPIPVSITPLocalFallback, report.CodeDPRulesMatch}, bad: append(healthyBad, report.CodeDPDroppedByDesign)},
+		// An externalIP that is the node's own address: not on kube-ipvs0.
+		{name: "ext-node-ip", want: []string{report.CodeDPRulesMatch}, bad: healthyBad},
 		{name: "fault-rs-deleted", want: []string{report.CodeDPMissingEndpoints}, fail: true},
 		{name: "fault-no-kube-ipvs0", want: []string{report.CodeDPIPVSNotOnDummy}, bad: []string{report.CodeDPRulesMatch}, fail: true},
 		{name: "fault-weight0", want: []string{report.CodeDPIPVSDraining, report.CodeDPMissingEndpoints}, fail: true},

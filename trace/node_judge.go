@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -43,6 +44,12 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *repor
 	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from,
 		nodeCount: len(views), listSeed: maphash.MakeSeed()}
 	nj.sockets = nj.buildSocketIndex(views)
+	nj.modes = make(map[string]collectorapi.DatapathMode, len(views))
+	for _, v := range views {
+		if v.Observation != nil {
+			nj.modes[v.Node], _ = programmed.Owner(v.Observation)
+		}
+	}
 	if c := t.Metadata.Collector; c != nil {
 		for _, v := range views {
 			if o := v.Observation; o != nil && o.Sections.Sockets != nil && o.Sections.Sockets.Data != nil && o.Sections.Sockets.Data.HostPID {
@@ -54,6 +61,7 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *repor
 		nj.judge(&views[i])
 	}
 	nj.judgeDNS(views)
+	nj.judgeClientDroppedByDesign()
 	nj.explainCauses()
 	return nj
 }
@@ -72,7 +80,10 @@ type nodeJudge struct {
 	readOrders *expect.ReadOrders
 	// expectations and programmedPorts hold each node's expectation and
 	// programmed ports, computed once (expectation, programmed).
-	expectations    map[string]*nodeExpectation
+	expectations map[string]*nodeExpectation
+	// modes are the datapath owning the Service on each node observed
+	// (programmed.Owner): its programmer's rules decide the expectation.
+	modes           map[string]collectorapi.DatapathMode
 	programmedPorts map[string]*nodeProgrammed
 	// changedAt is when the Service last changed (serviceChangedAt).
 	changedAt     time.Time
@@ -310,7 +321,7 @@ func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observat
 	if !nj.skipped(report.LayerRoute) {
 		routeFailed = nj.judgeRoutes(node, obs, eps.node)
 	}
-	nj.judgeProbes(node, obs.Sections.Probe, eps.ready, routeFailed, eps.pod)
+	nj.judgeProbes(node, obs, eps.ready, routeFailed, eps.pod)
 }
 
 // endpointIndex maps endpoint IPs to their node, readiness and Pod. It does
@@ -514,6 +525,9 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					ta.queries = append(ta.queries, fmt.Sprintf("%s over %s: %s", q.Type, tr, listOrNone(got)))
 				}
 				switch {
+				case q.ErrorClass == collectorapi.ErrClassTimeout && lateCollector(v.Observation, q.Attempts, v.Observation.Sections.DNS.Error) != "":
+					code = report.CodeDNSLiveInconclusive
+					a["error"], a["why"] = q.Error, lateCollector(v.Observation, q.Attempts, v.Observation.Sections.DNS.Error)
 				case q.Error != "":
 					code = report.CodeDNSLiveFailed
 					a["error"] = q.Error
@@ -552,13 +566,15 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 					r.transports[tr] = true
 					continue
 				}
-				if code != report.CodeDNSLiveSlow {
+				if code != report.CodeDNSLiveSlow && code != report.CodeDNSLiveInconclusive {
 					failedByQuery[q.Name+"|"+q.Type] = true
 				}
 				c := key{code, v.Node + k + tr}
 				if !seen[c] {
 					seen[c] = true
-					nj.emitDNS(code, v.Node, a, q)
+					if ck := nj.emitDNS(code, v.Node, a, q); code == report.CodeDNSLiveInconclusive {
+						ck.Status = report.StatusUnknown
+					}
 				}
 			}
 			if u, ok1 := qs["udp"]; ok1 {
@@ -605,13 +621,13 @@ func (nj *nodeJudge) judgeDNS(views []NodeView) {
 	}
 }
 
-func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) {
+func (nj *nodeJudge) emitDNS(code, node string, a report.Args, q collectorapi.DNSQuery) *report.Check {
 	raw := []string{fmt.Sprintf("%s %s @%s (%s): rcode=%s answers=[%s] %.1fms %s", q.Name, q.Type, q.Server, q.Transport,
 		orNone(q.Rcode), strings.Join(q.Answers, "; "), q.LatencyMillis, q.Error)}
 	if q.FirstLatencyMillis > 0 {
 		raw = append(raw, fmt.Sprintf("asked twice: the first answer took %.1fms", q.FirstLatencyMillis))
 	}
-	nj.EmitNode(code, node, a, raw)
+	return nj.EmitNode(code, node, a, raw)
 }
 
 // expectedDNS is what the cluster DNS should answer: ClusterIPs; ready (or,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -74,7 +75,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 	for _, v := range views {
 		ne := nj.expectation(v.Node)
 		expect, choices := ne.expect, ne.choices
-		var ports []programmedPort
+		var ports []programmed.Port
 		readable, reason := v.Observation != nil, v.Failure
 		if v.Observation == nil && reason == "" {
 			reason = "no observation"
@@ -83,11 +84,10 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 		var np *nodeProgrammed
 		if obs := v.Observation; obs != nil {
 			np = nj.programmed(v.Node, obs)
-			switch np.mode {
-			case collectorapi.ModeCilium, collectorapi.ModeCalico, "":
-				readable, reason = false, np.owner+": programmed endpoints not compared per endpoint"
-			default:
-				ports = np.ports
+			if programmed.IsEBPF(np.Mode) || np.Mode == "" {
+				readable, reason = false, np.Owner+": programmed endpoints not compared per endpoint"
+			} else {
+				ports = np.Ports
 			}
 			probes = endpointProbes(obs)
 		}
@@ -109,7 +109,7 @@ func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
 				row.behind, row.reason = true, "kube-proxy has not applied the Service's latest change yet: "+why
 			}
 			if np != nil {
-				row.changed = nj.readChanges(np.mode, pe.Family)
+				row.changed = nj.readChanges(np.Mode, pe.Family)
 			}
 			if !g.sets[row.expected] {
 				g.sets[row.expected] = true
@@ -186,6 +186,10 @@ func allEndpointsOf(pe expect.PortExpectation) []string {
 	return out
 }
 
+// probeLate is the outcome of a probe that timed out where a timeout is
+// not evidence (lateCollector): its cell is unknown, as its RT026 is.
+const probeLate = "timeout on a slow node"
+
 // endpointProbes maps ip:port to the outcome of the node's direct probe.
 func endpointProbes(obs *collectorapi.Observation) map[string]string {
 	s := obs.Sections.Probe
@@ -207,6 +211,8 @@ func endpointProbes(obs *collectorapi.Observation) map[string]string {
 		case p.Outcome == "skipped":
 		case p.Outcome == "no-reply":
 			out[key] = "no-reply"
+		case p.ErrorClass == collectorapi.ErrClassTimeout && lateCollector(obs, p.Attempts, s.Error) != "":
+			out[key] = probeLate
 		case p.ErrorClass != "":
 			out[key] = p.ErrorClass
 		default:
@@ -268,6 +274,8 @@ func (r matrixRowCells) judge(columns []string, sparse bool) report.MatrixRow {
 			c.Status, c.Problem, mismatched = r.mismatch(col), "stale", true
 		case !c.Expected:
 			c.Status = report.StatusSkipped
+		case c.Probe == probeLate:
+			c.Status, c.Problem = report.StatusUnknown, probeLate
 		case c.Probe != "" && c.Probe != "ok" && c.Probe != "no-reply":
 			c.Status, c.Problem = report.StatusFail, c.Probe
 		case math.Abs(c.Share-fair) > shareTolerance*fair:

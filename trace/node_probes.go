@@ -1,13 +1,17 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
@@ -50,11 +54,18 @@ type probeScope struct {
 	blocked map[string]policyBlock
 }
 
-// policyBlock is why the NetworkPolicies keep a node from one endpoint.
+// policyBlock is the NetworkPolicies' answer, for one client, at one
+// endpoint they isolate and do not admit it to: Denied (the policies keep it
+// out) or Unknown (an input they need was not read). Unknown is never
+// counted as kept out, nor as admitted.
 type policyBlock struct {
 	policies []string
 	verdict  netpol.Verdict
+	reason   string
 }
+
+// denied says the policies keep the client out: a drop there is theirs.
+func (b policyBlock) denied() bool { return b.verdict == netpol.Denied }
 
 func (nj *nodeJudge) probeScope(node string) *probeScope {
 	ne := nj.expectation(node)
@@ -118,10 +129,6 @@ func (nj *nodeJudge) probeScope(node string) *probeScope {
 // Only isolation that does not admit the node counts: an endpoint no policy
 // selects is open to it.
 func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
-	out := map[string]policyBlock{}
-	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
-		return out
-	}
 	client := netpol.Client{Kind: netpol.ClientNode, Name: node}
 	if n := nj.in.Nodes[node]; n != nil {
 		client = netpol.ClientFromNode(n)
@@ -129,38 +136,26 @@ func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
 	return nj.policyBlocksFor(client)
 }
 
-// policyBlocksFor is, for one client, the endpoints (ip:port/PROTO) whose
-// isolation does not admit it, and the policies isolating them.
+// policyBlocksFor is, for one client, the endpoints (ip:port/PROTO) the
+// policies do not admit it to (Denied) or whose answer is undetermined
+// (Unknown), with the policies that decide them. For a Pod client both
+// sides count: the backend's ingress and the client's own egress.
 func (nj *nodeJudge) policyBlocksFor(client netpol.Client) map[string]policyBlock {
 	out := map[string]policyBlock{}
-	if len(nj.in.NetworkPolicies) == 0 || len(nj.in.Pods) == 0 || nj.in.Service == nil {
+	if !nj.in.policiesMayDecide() || len(nj.in.Pods) == 0 || nj.in.Service == nil {
 		return out
 	}
-	res := netpol.Evaluate(&netpol.Input{
-		Backends:         nj.in.Pods,
-		Ports:            portsForPolicy(nj.in.Service, nj.t.Metadata.Port),
-		Policies:         nj.in.NetworkPolicies,
-		UnreadNamespaces: nj.in.UnreadPolicyNamespaces,
-		Client:           client,
-	})
-	for _, d := range res.Decisions {
-		if !d.Isolated || d.IngressAllowed == netpol.Allowed || d.Port.Number == 0 {
+	for _, a := range policyAnswers(nj.in, client, portsForPolicy(nj.in.Service, nj.t.Metadata.Port)) {
+		if a.Verdict == netpol.Allowed || a.Port.Number == 0 {
 			continue
 		}
-		var pols []string
-		for _, m := range d.MatchingPolicies {
-			for _, t := range m.PolicyTypes {
-				if t == netpol.Ingress {
-					pols = append(pols, m.Policy)
-				}
-			}
-		}
-		for _, ip := range d.Pod.IPs {
-			a, err := netip.ParseAddr(ip)
+		for _, ip := range a.Pod.IPs {
+			addr, err := netip.ParseAddr(ip)
 			if err != nil {
 				continue
 			}
-			out[endpointKey(a, uint16(d.Port.Number), strings.ToUpper(orTCP(string(d.Port.Protocol))))] = policyBlock{policies: pols, verdict: d.IngressAllowed}
+			out[endpointKey(addr, uint16(a.Port.Number), strings.ToUpper(orTCP(string(a.Port.Protocol))))] =
+				policyBlock{policies: a.Policies, verdict: a.Verdict, reason: a.Reason}
 		}
 	}
 	return out
@@ -210,16 +205,23 @@ func (f frontendFailure) String() string {
 	return fmt.Sprintf("%s %s/%s (%s)", f.probe.Target, f.probe.Address, f.probe.Protocol, f.probe.ErrorClass)
 }
 
-func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectorapi.ProbeObservation], readyIP, routeFailed map[string]bool, podOf map[string]string) {
+func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, readyIP, routeFailed map[string]bool, podOf map[string]string) {
+	s := obs.Sections.Probe
 	if s == nil || s.Data == nil {
 		return
 	}
+	// Timeouts on a node whose collector ran late, or was out of time
+	// before the retry, are not evidence (lateCollector): undetermined.
+	var lateFrontends, lateEndpoints []string
+	frontendWhy, endpointWhy := "", ""
+	slowKey := map[string]string{} // ready endpoint → its address, when it answered only on its second try
 	sc := nj.probeScope(node)
 	var okEndpoints int
 	var slow []string                           // answered only on the second, longer try
 	answered := map[probePort]map[string]bool{} // ready endpoints that answered, per port
 	failedClass := map[string]string{}          // endpoint key → error class of its direct probe
 	var refused, timeouts, policyExplained []string
+	var undetermined undeterminedDrops
 	policies := map[string]bool{}
 	refusedPods := map[string]string{} // pod → refused ip:port
 	var refusedKeys []string
@@ -251,6 +253,7 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 				okEndpoints++
 				if p.Attempts > 1 {
 					slow = append(slow, p.Address)
+					slowKey[key] = p.Address
 				}
 				if answered[pk] == nil {
 					answered[pk] = map[string]bool{}
@@ -269,6 +272,12 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			name := p.Address
 			if pod := podOf[ip]; pod != "" {
 				name = "pod " + pod + " (" + p.Address + ")"
+			}
+			if !b.denied() {
+				// Neither the policy's drop nor a path fault: which one
+				// is not known.
+				undetermined.add(name+" "+p.ErrorClass, b)
+				continue
 			}
 			policyExplained = append(policyExplained, name+" "+p.ErrorClass)
 			for _, pol := range b.policies {
@@ -291,9 +300,15 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 			}
 			refused = append(refused, name)
 		default:
-			if !routeFailed[ip] {
-				timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
+			if routeFailed[ip] {
+				break
 			}
+			if why := lateCollector(obs, p.Attempts, s.Error); p.ErrorClass == collectorapi.ErrClassTimeout && why != "" {
+				lateEndpoints = append(lateEndpoints, p.Address)
+				endpointWhy = cmp.Or(endpointWhy, why)
+				break
+			}
+			timeouts = append(timeouts, p.Address+" ("+p.ErrorClass+")")
 		}
 	}
 
@@ -310,26 +325,51 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		}
 		usable := nj.usable(sc, node, f.probe, f.port, answered)
 		blockedHere, sameFailure, ok := false, false, 0
+		slowBehind := ""
+		var unsure *policyBlock
 		for ep := range usable {
-			if b, isBlocked := sc.blocked[ep]; isBlocked {
+			if b, isBlocked := sc.blocked[ep]; isBlocked && b.denied() {
 				blockedHere = true
 				for _, pol := range b.policies {
 					policies[pol] = true
 				}
+			} else if isBlocked && unsure == nil {
+				unsure = &b
 			}
 			if c, failed := failedClass[ep]; failed && c == f.probe.ErrorClass {
 				sameFailure = true
 			}
 			if answered[f.port][ep] {
 				ok++
+				// The first slow one by address: the message does not
+				// depend on the map's order.
+				if a := slowKey[ep]; a != "" && (slowBehind == "" || a < slowBehind) {
+					slowBehind = a
+				}
+			}
+		}
+		// A frontend that timed out is no worse than the node: the
+		// collector ran late, or an endpoint behind it answered this node
+		// only when given twice the time, and the frontend's path to it
+		// is longer still.
+		why := ""
+		if f.probe.ErrorClass == collectorapi.ErrClassTimeout {
+			why = lateCollector(obs, f.probe.Attempts, s.Error)
+			if why == "" && slowBehind != "" {
+				why = "the endpoint " + slowBehind + " behind it answered this node only when probed again with twice the timeout: the node answers slowly"
 			}
 		}
 		switch {
 		case blockedHere:
 			policyExplained = append(policyExplained, fmt.Sprintf("%s %s %s", f.probe.Target, f.probe.Address, f.probe.ErrorClass))
+		case unsure != nil:
+			undetermined.add(fmt.Sprintf("%s %s %s", f.probe.Target, f.probe.Address, f.probe.ErrorClass), *unsure)
 		case sameFailure || ok == 0:
 			// The endpoint findings carry it, or no endpoint the frontend
 			// may use answered directly: nothing to compare with.
+		case why != "":
+			lateFrontends = append(lateFrontends, f.String())
+			frontendWhy = cmp.Or(frontendWhy, why)
 		case f.probe.Target == "nodePort":
 			// The datapath at fault is that of the node owning the address.
 			owner := f.probe.Node
@@ -359,9 +399,21 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeRTPolicyExplains, node, report.Args{"targets": listNames(policyExplained), "policies": listOrNone(pols)}, raw,
 			fieldItems("policies", pols))
 	}
+	if len(undetermined.targets) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTPolicyUndetermined, node, undetermined.args(), raw, fieldItems("policies", undetermined.policyList()))
+		c.Status = report.StatusUnknown
+	}
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
+	}
+	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
+		c := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": frontendWhy}, raw)
+		c.Status = report.StatusUnknown
+	}
+	if len(lateEndpoints) > 0 && !nj.skipped(report.LayerRoute) {
+		c := nj.EmitNode(report.CodeRTProbeInconclusive, node, report.Args{"targets": listNames(lateEndpoints), "why": endpointWhy}, raw)
+		c.Status = report.StatusUnknown
 	}
 	for _, owner := range sortedKeys(boolKeys(nodePortFails)) {
 		if nj.skipped(report.LayerDatapath) {
@@ -370,7 +422,13 @@ func (nj *nodeJudge) judgeProbes(node string, s *collectorapi.Section[collectora
 		nj.EmitNode(report.CodeDPNodePortFails, owner, report.Args{"frontend": listNames(nodePortFails[owner]), "from": node,
 			"okCount": strconv.Itoa(nodePortOK[owner])}, raw)
 	}
-	nj.judgeHealthCheck(node, s.Data.HealthCheck)
+	hcs := s.Data.HealthChecks
+	if len(hcs) == 0 && s.Data.HealthCheck != nil {
+		hcs = []collectorapi.HealthCheckProbe{*s.Data.HealthCheck}
+	}
+	for i := range hcs {
+		nj.judgeHealthCheck(node, obs, &hcs[i])
+	}
 	if okEndpoints > 0 && len(timeouts) == 0 && !nj.skipped(report.LayerRoute) {
 		sample := ""
 		if d := s.Data; d.EndpointsProbed < d.EndpointsTotal {
@@ -423,13 +481,23 @@ func (nj *nodeJudge) declaredPortsHint(refusedPods map[string]string) string {
 // EndpointSlices: it counts this node's ready endpoints by IP
 // (LocalReadyEndpoints in pkg/proxy/endpointschangetracker.go) and answers
 // 200 only while that count is above zero and kube-proxy is healthy. Load
-// balancers send traffic only to nodes that answer 200.
-func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckProbe) {
+// balancers send traffic only to nodes that answer 200. Each family's
+// proxier runs its own health server (healthcheck.newServiceHealthServer
+// listens on tcp4 or tcp6) over its own family's endpoints, so the address
+// asked decides which family's endpoints count.
+func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation, hc *collectorapi.HealthCheckProbe) {
 	if hc == nil || nj.skipped(report.LayerDatapath) {
 		return
 	}
+	family := corev1.IPv4Protocol
+	if host, _, err := net.SplitHostPort(hc.Address); err == nil {
+		family = programmed.AddressFamily(host)
+	}
 	want := map[string]bool{}
 	for i := range nj.in.Slices {
+		if sliceFamily(nj.in.Slices[i].AddressType) != family {
+			continue
+		}
 		for _, e := range nj.in.Slices[i].Endpoints {
 			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
 				want[e.Addresses[0]] = true
@@ -438,19 +506,33 @@ func (nj *nodeJudge) judgeHealthCheck(node string, hc *collectorapi.HealthCheckP
 	}
 	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
 	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
+	// A health server that counts other endpoints than the slices may only
+	// be behind a change kube-proxy has not applied yet; one that does not
+	// answer is not explained by that.
+	lag := nj.lagOf(node, obs, family)
+	lagArgs := func() report.Args {
+		out := report.Args{"port": fmt.Sprintf("%s/%s (health check node port, %s)", nj.in.Namespace, nj.in.Name, family), "datapath": "kube-proxy"}
+		for k, v := range a {
+			out[k] = v
+		}
+		return out
+	}
+	what := "its health check on " + hc.Address + " still counts the endpoints before the change"
 	switch {
 	case hc.Error != "":
 		a["detail"] = "does not answer (" + hc.ErrorClass + ")"
 		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
 	case hc.LocalEndpoints != nil && *hc.LocalEndpoints != len(want):
 		a["detail"] = fmt.Sprintf("reports %d local endpoint(s) (HTTP %d)", *hc.LocalEndpoints, hc.StatusCode)
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	case (hc.StatusCode == 200) != (len(want) > 0):
 		a["detail"] = fmt.Sprintf("answers HTTP %d", hc.StatusCode)
 		if hc.ServiceProxyHealthy != nil && !*hc.ServiceProxyHealthy {
 			a["detail"] += ", kube-proxy itself unhealthy"
+			nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+			break
 		}
-		nj.EmitNode(report.CodeDPHealthCheck, node, a, raw)
+		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	default:
 		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
 	}
@@ -461,4 +543,32 @@ func intOrNone(p *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*p)
+}
+
+// undeterminedDrops are failed probes to endpoints where the policies'
+// answer for the prober is undetermined: a policy drop and a path fault are
+// equally possible, so they are neither explained nor blamed.
+type undeterminedDrops struct {
+	targets  []string
+	policies map[string]bool
+	reason   string
+}
+
+func (u *undeterminedDrops) add(target string, b policyBlock) {
+	u.targets = append(u.targets, target)
+	if u.policies == nil {
+		u.policies = map[string]bool{}
+	}
+	for _, p := range b.policies {
+		u.policies[p] = true
+	}
+	if u.reason == "" {
+		u.reason = b.reason
+	}
+}
+
+func (u *undeterminedDrops) policyList() []string { return sortedKeys(u.policies) }
+
+func (u *undeterminedDrops) args() report.Args {
+	return report.Args{"targets": listNames(u.targets), "policies": listOrNone(u.policyList()), "reason": u.reason}
 }

@@ -322,6 +322,50 @@ func TestHealthCheckNodePort(t *testing.T) {
 	}
 }
 
+// TestHealthCheckPerFamily: on a dual-stack ETP Local LoadBalancer each
+// family's proxier answers its own health check over its own family's
+// local endpoints (healthcheck.newServiceHealthServer, tcp4 and tcp6), so
+// each answer of 1 agrees while the node holds one endpoint per family.
+func TestHealthCheckPerFamily(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.Ports[0].NodePort = 30080
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 30999
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		s.Spec.ClusterIPs = []string{s.Spec.ClusterIP, "fd00:96::20"}
+	})
+	v6 := slice("web-v6", "web", "http", 8080,
+		ep{ip: "fd00:10:244:1::5", pod: "web-1", node: "n1", ready: true},
+		ep{ip: "fd00:10:244:2::7", pod: "web-2", node: "n2", ready: true})
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+	in.Slices = append(in.Slices, *v6)
+	n := func(v int) *int { return &v }
+	for _, tt := range []struct {
+		name   string
+		v4, v6 int
+		want   string
+	}{
+		{"each family counts its own", 1, 1, report.CodeDPHealthCheckOK},
+		{"the IPv6 server counts both families", 1, 2, report.CodeDPHealthCheck},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{HealthChecks: []collectorapi.HealthCheckProbe{
+				{Address: "10.0.0.11:30999", StatusCode: 200, LocalEndpoints: n(tt.v4)},
+				{Address: "[fd00::11]:30999", StatusCode: 200, LocalEndpoints: n(tt.v6)}}})
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			codes := nodeCodes(tr, report.LayerDatapath, "n1")
+			if _, ok := codes[tt.want]; !ok {
+				t.Errorf("want %s, got %v", tt.want, keysOf(codes))
+			}
+			if _, bad := codes[report.CodeDPHealthCheck]; bad && tt.want == report.CodeDPHealthCheckOK {
+				t.Errorf("a health check that counts its own family was called wrong: %v", keysOf(codes))
+			}
+		})
+	}
+}
+
 // TestClientEgressBlocksDNS: the frontend may reach web, but its egress
 // policy admits nothing else, so it cannot resolve web's name (NP009). With
 // UDP and TCP 53 to kube-dns admitted as well, the finding goes away.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 )
 
 // CollectRequest builds what a collector on node is asked to look at: the
@@ -147,7 +148,7 @@ func newRequestTemplate(in *Input, clusterDomain string, extraPodIPs ...string) 
 		sort.Strings(names)
 		for _, name := range names {
 			if n := in.Nodes[name]; n != nil && nodeIsReady(n) {
-				if ip := internalIP(n); ip != "" {
+				for _, ip := range internalIPs(n) {
 					t.readyIPs = append(t.readyIPs, collectorapi.NodeAddress{Node: name, IP: ip})
 				}
 			}
@@ -203,23 +204,35 @@ func (t *requestTemplate) nodePortAddresses(node string) []collectorapi.NodeAddr
 	}
 	var out []collectorapi.NodeAddress
 	if n := t.in.Nodes[node]; n != nil {
-		if ip := internalIP(n); ip != "" {
+		for _, ip := range internalIPs(n) {
 			out = append(out, collectorapi.NodeAddress{Node: node, IP: ip})
 		}
 	}
+	// One other Ready node's address per family: a NodePort is served on
+	// every node, and a dual-stack node serves it in both families.
+	other := ""
 	for _, a := range t.readyIPs {
-		if a.Node != node {
-			return append(out, a)
+		if a.Node == node || (other != "" && a.Node != other) {
+			continue
 		}
+		other = a.Node
+		out = append(out, a)
 	}
 	return out
 }
 
-func internalIP(n *corev1.Node) string {
+// internalIPs are the node's InternalIP addresses, the first of each IP
+// family (a dual-stack node has one per family).
+func internalIPs(n *corev1.Node) []string {
+	var out []string
+	seen := map[corev1.IPFamily]bool{}
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
-			return a.Address
+			if f := programmed.AddressFamily(a.Address); !seen[f] {
+				seen[f] = true
+				out = append(out, a.Address)
+			}
 		}
 	}
-	return ""
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -17,13 +18,13 @@ import (
 // it was judged against and what the datapath programmed.
 type recordedShares struct {
 	pe  expect.PortExpectation
-	pp  *programmedPort
+	pp  *programmed.Port
 	obs *collectorapi.Observation
 }
 
 // recordShares keeps what comparePort compared, so the share table shows
 // exactly the split the datapath checks judged.
-func (nj *nodeJudge) recordShares(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmedPort) {
+func (nj *nodeJudge) recordShares(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmed.Port) {
 	if nj.shares == nil {
 		nj.shares = map[string][]recordedShares{}
 	}
@@ -78,7 +79,7 @@ func shareTable(nj *nodeJudge, views []NodeView) *report.ShareTable {
 		case v.Observation == nil && reason == "":
 			reason = "no observation"
 		case v.Observation != nil:
-			_, owner := datapathOwner(v.Observation)
+			_, owner := programmed.Owner(v.Observation)
 			reason = orNone(owner) + ": the datapath's split was not read"
 		}
 		for _, pe := range nj.expectation(v.Node).expect {
@@ -171,7 +172,7 @@ func programmedShares(node string, r recordedShares, epNode map[string]string) r
 // shareReasons says why the node uses its endpoint set, in kube-proxy's
 // terms (CategorizeEndpoints): the traffic policy, topology, the
 // terminating fallback, and session affinity.
-func shareReasons(pe expect.PortExpectation, pp *programmedPort) []string {
+func shareReasons(pe expect.PortExpectation, pp *programmed.Port) []string {
 	var why []string
 	switch {
 	case pe.InternalPolicyLocal:
@@ -201,7 +202,7 @@ func shareReasons(pe expect.PortExpectation, pp *programmedPort) []string {
 }
 
 // balancerOf names how the datapath picks among the endpoints.
-func balancerOf(pp *programmedPort, obs *collectorapi.Observation, pe expect.PortExpectation) string {
+func balancerOf(pp *programmed.Port, obs *collectorapi.Observation, pe expect.PortExpectation) string {
 	switch d := pp.Datapath; {
 	case strings.HasPrefix(d, "iptables"):
 		return "random (statistic match, probability per rule)"
@@ -224,7 +225,7 @@ func balancerOf(pp *programmedPort, obs *collectorapi.Observation, pe expect.Por
 }
 
 // shareWeights are IPVS real-server weights or Maglev table entries per endpoint.
-func shareWeights(pp *programmedPort, obs *collectorapi.Observation, pe expect.PortExpectation) map[string]int {
+func shareWeights(pp *programmed.Port, obs *collectorapi.Observation, pe expect.PortExpectation) map[string]int {
 	out := map[string]int{}
 	if vs := ipvsClusterIP(pp, pe); vs != nil {
 		for _, rs := range vs.RealServers {
@@ -245,7 +246,7 @@ func shareWeights(pp *programmedPort, obs *collectorapi.Observation, pe expect.P
 	return out
 }
 
-func ipvsClusterIP(pp *programmedPort, pe expect.PortExpectation) *collectorapi.IPVSVirtualServer {
+func ipvsClusterIP(pp *programmed.Port, pe expect.PortExpectation) *collectorapi.IPVSVirtualServer {
 	if pp == nil || pp.IPVS == nil {
 		return nil
 	}

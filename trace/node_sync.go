@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // syncLagLimit bounds how long after the Service's last change rules that
@@ -122,7 +124,7 @@ func (nj *nodeJudge) serviceChangedAt() time.Time {
 // show other Services' changes), so the last three signs count only when
 // the Service's own change is not that much older than the last sync.
 func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, family corev1.IPFamily, changedAt time.Time) string {
-	if !kubeProxyMode(mode) {
+	if !programmed.IsKubeProxy(mode) {
 		return ""
 	}
 	read := obs.CollectedAt
@@ -180,11 +182,51 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 	return strings.Join(why, "; ")
 }
 
-// kubeProxyMode says whether mode is one of kube-proxy's own datapaths.
-func kubeProxyMode(mode collectorapi.DatapathMode) bool {
-	switch mode {
-	case collectorapi.ModeIPTables, collectorapi.ModeNFTables, collectorapi.ModeIPVS:
-		return true
+// syncLag is why what one node programmed for one IP family may differ from
+// the API read without a fault: its programmer has not applied the
+// Service's latest change yet (pending, from syncPending), or an
+// EndpointSlice changed while the node was read (changes). It is computed
+// in one place (lagOf) and asked by every datapath finding, whatever the
+// backend: missing or stale endpoints, a wrong DNAT port, a REJECT left from
+// the no-endpoint state, the external path, the health check, a virtual
+// server or a map slot.
+type syncLag struct {
+	pending    string
+	changes    readChange
+	programmer string
+}
+
+// lagOf is node's syncLag for family.
+func (nj *nodeJudge) lagOf(node string, obs *collectorapi.Observation, family corev1.IPFamily) syncLag {
+	np := nj.programmed(node, obs)
+	return syncLag{pending: np.pendingFor(family), changes: nj.readChanges(np.Mode, family), programmer: programmed.ProgrammerOf(np.Mode)}
+}
+
+// whole says why a finding about the port as a whole (not about named
+// endpoints) may be lag, "" when nothing says so.
+func (l syncLag) whole() string {
+	if l.pending != "" {
+		if l.changes.why != "" {
+			return l.pending + "; " + l.changes.why
+		}
+		return l.pending
 	}
-	return false
+	return l.changes.why
+}
+
+// faultOrLag emits code for a finding about the port as a whole, or, when
+// l explains it, DP059 saying what is behind. It reports whether it was a
+// fault.
+func (nj *nodeJudge) faultOrLag(node string, l syncLag, code string, args report.Args, what string, raw []string, fields ...report.Field) bool {
+	if why := l.whole(); why != "" {
+		a := report.Args{}
+		for k, v := range args {
+			a[k] = v
+		}
+		a["what"], a["why"], a["programmer"] = what, why, l.programmer
+		nj.EmitNode(report.CodeDPSyncPending, node, a, raw, fields...)
+		return false
+	}
+	nj.EmitNode(code, node, args, raw, fields...)
+	return true
 }

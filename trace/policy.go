@@ -11,11 +11,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -41,6 +43,113 @@ func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) 
 			opts.Continue = list.Continue
 		}
 	}
+}
+
+const resNamespaces = "namespaces"
+
+// fetchNamespaceLabels reads every namespace's labels, one paged list, when
+// a policy's namespaceSelector needs more than the namespace's name (the API
+// server's kubernetes.io/metadata.name label, known without a read). A
+// failed list is not a gap that blinds the layer: only the answers that need
+// the labels become undetermined, and they quote why.
+func fetchNamespaceLabels(ctx context.Context, client kubernetes.Interface, in *Input) {
+	if in.NamespaceLabels != nil || in.NamespaceLabelsUnread != "" || !in.needsNamespaceLabels() {
+		return
+	}
+	labels := map[string]map[string]string{}
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		list, err := client.CoreV1().Namespaces().List(ctx, opts)
+		if err != nil {
+			in.NamespaceLabelsUnread = "cannot list namespaces: " + shortErr(Gap{Err: err, Forbidden: apierrors.IsForbidden(err)})
+			return
+		}
+		for _, ns := range list.Items {
+			labels[ns.Name] = ns.Labels
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	in.NamespaceLabels = labels
+}
+
+// needsNamespaceLabels says whether some policy selects namespaces by a
+// label other than their name.
+func (in *Input) needsNamespaceLabels() bool {
+	if len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 {
+		return true // their subjects and peers select namespaces by label
+	}
+	for i := range in.NetworkPolicies {
+		if netpol.NeedsNamespaceLabels(&in.NetworkPolicies[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// policiesMayDecide says whether some policy read, or one that could not be
+// read, may decide traffic to the backends.
+func (in *Input) policiesMayDecide() bool {
+	return len(in.NetworkPolicies) > 0 || len(in.UnreadPolicyNamespaces) > 0 ||
+		len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 || in.AdminPoliciesUnread != "" ||
+		len(in.unevaluatedPresent()) > 0
+}
+
+// netpolInput is the NetworkPolicy evaluation's input for one client.
+func netpolInput(in *Input, client netpol.Client, ports []netpol.TargetPort) *netpol.Input {
+	return &netpol.Input{
+		Backends:              in.Pods,
+		Ports:                 ports,
+		Policies:              in.NetworkPolicies,
+		UnreadNamespaces:      in.UnreadPolicyNamespaces,
+		NamespaceLabels:       in.NamespaceLabels,
+		NamespaceLabelsUnread: in.NamespaceLabelsUnread,
+		Client:                client,
+
+		AdminNetworkPolicies:         in.AdminNetworkPolicies,
+		BaselineAdminNetworkPolicies: in.BaselineAdminNetworkPolicies,
+		AdminPoliciesUnread:          in.AdminPoliciesUnread,
+		Unevaluated:                  in.unevaluatedReason(),
+	}
+}
+
+// policyAnswer is the policies' three-valued answer for one client at one
+// backend Pod and port, both sides (the backend's ingress, a client Pod's
+// egress) combined, with the policies that decide it and why.
+type policyAnswer struct {
+	Pod      netpol.PodRef
+	Port     netpol.PortRef
+	Verdict  netpol.Verdict
+	Policies []string
+	Reason   string
+}
+
+// policyAnswers evaluates the policies for a client that is a Pod or a
+// node (not AnyClient, whose answers say who is admitted instead).
+func policyAnswers(in *Input, client netpol.Client, ports []netpol.TargetPort) []policyAnswer {
+	res := netpol.Evaluate(netpolInput(in, client, ports))
+	out := make([]policyAnswer, 0, len(res.Decisions))
+	for _, d := range res.Decisions {
+		a := policyAnswer{Pod: d.Pod, Port: d.Port, Verdict: d.Allowed, Reason: d.Reason}
+		if d.IngressAllowed != netpol.Allowed {
+			for _, m := range d.MatchingPolicies {
+				if slices.Contains(m.PolicyTypes, netpol.Ingress) && !slices.Contains(a.Policies, m.Policy) {
+					a.Policies = append(a.Policies, m.Policy)
+				}
+			}
+		}
+		if eg := d.ClientEgress; eg != nil && eg.Allowed != netpol.Allowed {
+			for _, m := range eg.MatchingPolicies {
+				if !slices.Contains(a.Policies, m.Policy) {
+					a.Policies = append(a.Policies, m.Policy)
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // dnsPodLimit bounds the DNS Pods read for the client's DNS egress check.
@@ -103,13 +212,7 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	case from != nil:
 		client = netpol.Client{Kind: netpol.ClientNode, Name: from.NodeName}
 	}
-	npIn := &netpol.Input{
-		Backends:         in.Pods,
-		Ports:            portsForPolicy(svc, t.Metadata.Port),
-		Policies:         in.NetworkPolicies,
-		UnreadNamespaces: in.UnreadPolicyNamespaces,
-		Client:           client,
-	}
+	npIn := netpolInput(in, client, portsForPolicy(svc, t.Metadata.Port))
 	if client.Kind == netpol.ClientPod && in.DNSService != nil {
 		dt := &netpol.DNSTarget{Pods: in.DNSPods, Ports: netpol.TargetPortsOf(in.DNSService)}
 		for _, ip := range in.DNSService.Spec.ClusterIPs {
@@ -160,9 +263,31 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 		}
 	}
 
+	judgeUnevaluatedPolicies(in, e)
+	// For any client an Unknown answer is usually "some sources"; one that
+	// is not says svctrace could not decide who is admitted at all. A port
+	// the Pod does not define is no policy question (the endpoints and
+	// service layers say why): it leaves the answer a warning.
+	var undecided, portless *netpol.Decision
+	for i := range res.Decisions {
+		d := &res.Decisions[i]
+		switch {
+		case d.Allowed != netpol.Unknown || client.Kind == netpol.ClientAny && d.AnySourceAdmitted:
+		case d.Port.Number == 0:
+			if portless == nil {
+				portless = d
+			}
+		case undecided == nil:
+			undecided = d
+		}
+	}
 	switch {
 	case s.Isolated == 0 && s.Unknown == 0:
 		add(report.CodeNPNone, nil)
+	case client.Kind == netpol.ClientAny && undecided != nil && s.Denied == 0:
+		c := add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + undecided.Reason})
+		c.Status = report.StatusUnknown
+		withRaw(c)
 	case client.Kind == netpol.ClientAny && s.Isolated > 0 && len(sources) == 0 && s.Unknown == 0:
 		withRaw(add(report.CodeNPNothingAdmits, report.Args{"policies": strings.Join(isolating, ", "), "firstPolicy": first(isolating)}))
 	case client.Kind == netpol.ClientAny:
@@ -172,8 +297,14 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	case s.Denied > 0:
 		withRaw(add(report.CodeNPDenied, report.Args{"line": s.Line, "policies": policies, "firstPolicy": first(s.DenyingPolicies)},
 			fieldItems("denyingPolicies", s.DenyingPolicies)))
-	case s.Unknown > 0:
-		withRaw(add(report.CodeNPUndecided, report.Args{"line": s.Line}))
+	case s.Unknown > 0 && undecided != nil:
+		// Undetermined is neither admitted nor denied: the layer says
+		// it could not judge, and the exit code with it.
+		c := add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + undecided.Reason})
+		c.Status = report.StatusUnknown
+		withRaw(c)
+	case s.Unknown > 0 && portless != nil:
+		withRaw(add(report.CodeNPUndecided, report.Args{"line": s.Line + "; " + portless.Reason}))
 	default:
 		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}
@@ -184,20 +315,84 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 			break
 		}
 	}
-	if d := res.DNS; d != nil && d.Isolated {
-		// Resolvers ask over UDP first and fall back to TCP for long
-		// answers: UDP denied breaks every lookup, TCP denied the large ones.
-		a := report.Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
-		switch {
-		case d.UDP == netpol.Denied:
-			add(report.CodeNPDNSDenied, a)
-		case d.TCP == netpol.Denied:
-			add(report.CodeNPDNSTCPDenied, a)
-		}
-	}
+	emitDNSEgress(e, res.DNS, from)
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {
 		add(report.CodeNPEnforcement, report.Args{"note": netpol.EnforcementNote})
 	}
+}
+
+// emitDNSEgress says whether the client's egress policies admit its DNS.
+// Resolvers ask over UDP first and fall back to TCP for long answers: UDP
+// denied breaks every lookup, TCP denied the large ones.
+func emitDNSEgress(e *report.Emitter, d *netpol.DNSDecision, from *report.PolicyClient) {
+	if d == nil || !d.Isolated {
+		return
+	}
+	a := report.Args{"udp": string(d.UDP), "tcp": string(d.TCP), "reason": d.Reason, "clientNamespace": from.Pod.Namespace}
+	switch {
+	case d.UDP == netpol.Denied:
+		e.Emit(report.CodeNPDNSDenied, a)
+	case d.TCP == netpol.Denied:
+		e.Emit(report.CodeNPDNSTCPDenied, a)
+	}
+}
+
+// judgeClientResolverEgress judges the client's DNS egress again against
+// the nameservers its own resolv.conf names, when the collector read them
+// from its network namespace and they are not the DNS Service's ClusterIPs
+// (NodeLocal DNSCache's 169.254.20.10, a custom dnsConfig): the policy
+// layer's first answer assumed the client asks kube-dns.
+func judgeClientResolverEgress(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) {
+	l := t.Layer(report.LayerPolicy)
+	if l == nil || l.Status == report.StatusSkipped || from == nil || from.Pod == nil || in.Service == nil || len(in.Pods) == 0 {
+		return
+	}
+	resolvers := clientNameservers(views)
+	if len(resolvers) == 0 {
+		return
+	}
+	cluster := map[netip.Addr]bool{}
+	if in.DNSService != nil {
+		for _, ip := range in.DNSService.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				cluster[a] = true
+			}
+		}
+	}
+	if !slices.ContainsFunc(resolvers, func(a netip.Addr) bool { return !cluster[a] }) {
+		return // it asks kube-dns, as judged
+	}
+	npIn := netpolInput(in, netpol.ClientFromPod(from.Pod), portsForPolicy(in.Service, t.Metadata.Port))
+	npIn.DNS = &netpol.DNSTarget{Resolvers: resolvers}
+	res := netpol.Evaluate(npIn)
+	l.Checks = slices.DeleteFunc(l.Checks, func(c report.Check) bool {
+		return c.Code == report.CodeNPDNSDenied || c.Code == report.CodeNPDNSTCPDenied
+	})
+	e := report.NewEmitter(t, templateArgs(in, serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)))
+	emitDNSEgress(e, res.DNS, from)
+}
+
+// clientNameservers are the nameservers of the --from Pod's resolv.conf,
+// as the collector read them in its network namespace.
+func clientNameservers(views []NodeView) []netip.Addr {
+	for _, v := range views {
+		o := v.Observation
+		if o == nil || o.Sections.Probe == nil || o.Sections.Probe.Data == nil {
+			continue
+		}
+		c := o.Sections.Probe.Data.Client
+		if c == nil || c.Resolver == nil || c.Resolver.Error != "" {
+			continue
+		}
+		var out []netip.Addr
+		for _, ns := range c.Resolver.Nameservers {
+			if a, err := netip.ParseAddr(ns); err == nil {
+				out = append(out, a.Unmap())
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // portsForPolicy is the Service's target ports, limited by --port.
@@ -225,8 +420,7 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 	if l == nil || in.Service == nil || len(in.NetworkPolicies) == 0 || len(in.Pods) == 0 {
 		return
 	}
-	res := netpol.Evaluate(&netpol.Input{Backends: in.Pods, Ports: netpol.TargetPortsOf(in.Service),
-		Policies: in.NetworkPolicies, UnreadNamespaces: in.UnreadPolicyNamespaces, Client: netpol.AnyClient()})
+	res := netpol.Evaluate(netpolInput(in, netpol.AnyClient(), netpol.TargetPortsOf(in.Service)))
 	pods := map[string][]string{}
 	policies := map[string][]string{}
 	for _, d := range res.Decisions {
@@ -284,11 +478,15 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 
 // nodeEnforcer is the policy enforcer a node's observation shows: kube-router
 // with the chains seen, or an eBPF datapath's name (no chains), or "" with
-// the reason the iptables tables could not tell.
+// the reason svctrace cannot say: an enforcer it does not read, or a table
+// or hook it does not recognise, named as seen. "" with no reason is the
+// positive answer that nothing on the node enforces NetworkPolicies: every
+// hook of the filter table and every nf_tables table was read and belongs to
+// kube-proxy, the kubelet, CNI plugins without policy, or iptables-nft.
 func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string, reason string) {
 	if p := o.Sections.Proxy; p != nil && p.Data != nil {
 		for _, f := range p.Data.Fingerprints {
-			if f.Found && (f.Mode == collectorapi.ModeCilium || f.Mode == collectorapi.ModeCalico) {
+			if f.Found && programmed.IsEBPF(f.Mode) {
 				return string(f.Mode), nil, ""
 			}
 		}
@@ -310,5 +508,113 @@ func nodeEnforcer(o *collectorapi.Observation) (enforcer string, chains []string
 			return "", nil, "reading " + b.Backend + " " + b.Family + ": " + b.Error
 		}
 	}
+	var seen, unread []string
+	for _, b := range s.Data.Backends {
+		where := "iptables (" + b.Backend + ", " + b.Family + ")"
+		if !b.FilterJumpsRead {
+			if b.Backend != collectorapi.IPTablesBackendLegacy || slices.Contains(b.LegacyTables, "filter") {
+				unread = append(unread, "the filter table's INPUT, FORWARD and OUTPUT rules of "+where)
+			}
+			continue
+		}
+		for _, target := range b.FilterJumps {
+			if who, known := filterHookOwner(target); !known || who != "" {
+				seen = append(seen, where+" filter jump to "+target+" ("+orUnrecognised(who)+")")
+			}
+		}
+	}
+	var tables []string
+	if p := o.Sections.Proxy; p != nil && p.Data != nil {
+		tables = p.Data.NetfilterTables
+	}
+	if tables == nil {
+		unread = append(unread, "its nf_tables table list")
+	}
+	for _, t := range tables {
+		if who, known := netfilterTableOwner(t); !known || who != "" {
+			seen = append(seen, "nf_tables table "+t+" ("+orUnrecognised(who)+")")
+		}
+	}
+	switch {
+	case len(seen) > 0:
+		return "", nil, "seen: " + strings.Join(seen, "; ") + ": svctrace does not read this enforcer's policy state, or does not recognise what it saw"
+	case len(unread) > 0:
+		return "", nil, "not read: " + strings.Join(unread, "; ")
+	}
 	return "", nil, ""
+}
+
+func orUnrecognised(who string) string {
+	if who == "" {
+		return "not recognised"
+	}
+	return who
+}
+
+// policyHookPrefixes are the chains policy enforcers that filter with
+// iptables hook into the filter table's built-in chains, and whose they are.
+var policyHookPrefixes = []struct{ prefix, owner string }{
+	{"cali-", "Calico's iptables dataplane"},
+	{"ANTREA-", "Antrea"},
+	{"OVN-KUBE-", "OVN-Kubernetes"},
+	{"WEAVE-NPC", "Weave Net's policy controller"},
+	{"AZURE-NPM", "Azure Network Policy Manager"},
+	{"AWS-", "the AWS VPC CNI"},
+	{"KUBE-ROUTER-", "kube-router"},
+	{"KUBE-NWPLCY-", "kube-router"},
+	{"KUBE-POD-FW-", "kube-router"},
+}
+
+// benignHooks are the chains of programs that enforce no NetworkPolicy:
+// kube-proxy and the kubelet (KUBE-*), CNI plugins' portmap and firewall
+// (CNI-*), flannel and Docker; and the verdicts a rule may give directly.
+var benignHooks = []string{"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES",
+	"KUBE-NODEPORTS", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY", "KUBE-KUBELET-CANARY",
+	"ACCEPT", "DROP", "RETURN", "REJECT", "LOG"}
+
+var benignHookPrefixes = []string{"CNI-", "FLANNEL-", "DOCKER"}
+
+// filterHookOwner says whose a filter hook's target is: a policy enforcer
+// (its name), a program that enforces none ("", true), or unknown (false).
+func filterHookOwner(target string) (string, bool) {
+	for _, p := range policyHookPrefixes {
+		if strings.HasPrefix(target, p.prefix) {
+			return p.owner, true
+		}
+	}
+	if slices.Contains(benignHooks, target) {
+		return "", true
+	}
+	for _, p := range benignHookPrefixes {
+		if strings.HasPrefix(target, p) {
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// netfilterTableOwner says whose an nf_tables table ("family name") is, as
+// filterHookOwner does for hooks: iptables-nft's, arptables' and ebtables'
+// tables and kube-proxy's own enforce no NetworkPolicy.
+func netfilterTableOwner(table string) (string, bool) {
+	family, name, _ := strings.Cut(table, " ")
+	switch {
+	case (family == "ip" || family == "ip6") && slices.Contains([]string{"filter", "nat", "mangle", "raw", "security", "kube-proxy"}, name),
+		family == "arp" && name == "filter",
+		family == "bridge" && slices.Contains([]string{"filter", "nat", "broute"}, name):
+		return "", true
+	case strings.Contains(name, "kube-network-policies"):
+		return "kube-network-policies", true
+	case strings.Contains(name, "kube-router"):
+		return "kube-router's nftables mode", true
+	case strings.Contains(name, "calico"):
+		return "Calico's nftables dataplane", true
+	case strings.Contains(name, "antrea"):
+		return "Antrea", true
+	case strings.Contains(name, "ovn"):
+		return "OVN-Kubernetes", true
+	case strings.Contains(name, "cilium"):
+		return "Cilium", true
+	}
+	return "", false
 }

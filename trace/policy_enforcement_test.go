@@ -27,7 +27,8 @@ func TestPolicyEnforcementPerNode(t *testing.T) {
 	in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
 	tr := judgeViews(t, in,
 		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, withKubeRouter(), nil)},
-		NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
+		NodeView{Node: "n2", Observation: withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil),
+			[]string{"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-SERVICES"}, "ip filter", "ip nat")})
 	c, ok := nodeCodes(tr, report.LayerPolicy, "n1")[report.CodeNPEnforced]
 	if !ok || !strings.Contains(c.Message, "kube-router") || !strings.Contains(c.Message, "KUBE-ROUTER-FORWARD") || !strings.Contains(c.Message, "web-1") {
 		t.Errorf("n1: %v %q", ok, c.Message)
@@ -80,4 +81,89 @@ func TestPolicyEnforcementEBPFAndUnread(t *testing.T) {
 func TestPolicyEnforcementNoPolicies(t *testing.T) {
 	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
 	assertNoCode(t, tr, report.LayerPolicy, "", report.CodeNPEnforced, report.CodeNPNotEnforced, report.CodeNPEnforcementUnknown)
+}
+
+// withNetfilter records what the collector saw of the filter table's hooks
+// (every backend) and the node's nf_tables tables.
+func withNetfilter(o *collectorapi.Observation, jumps []string, tables ...string) *collectorapi.Observation {
+	for i := range o.Sections.IPTables.Data.Backends {
+		b := &o.Sections.IPTables.Data.Backends[i]
+		b.FilterJumps, b.FilterJumpsRead = jumps, true
+	}
+	if tables == nil {
+		tables = []string{}
+	}
+	o.Sections.Proxy.Data.NetfilterTables = tables
+	return o
+}
+
+// "Not enforced" (NP021) is said only where every hook of the filter table
+// and every nf_tables table was read and belongs to a program that enforces
+// no NetworkPolicy; an enforcer svctrace does not read, or anything it does
+// not recognise, is named and makes the answer undetermined (NP022).
+func TestPolicyEnforcementOnlyWhereKnown(t *testing.T) {
+	kubeProxy := []string{"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS"}
+	iptNFT := []string{"ip filter", "ip nat", "ip6 filter", "ip6 nat", "ip mangle"}
+	for _, tc := range []struct {
+		name   string
+		obs    func(*testing.T) *collectorapi.Observation
+		want   string
+		naming []string
+	}{
+		{"kube-proxy, CNI portmap and flannel only", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil),
+				append([]string{"CNI-FORWARD", "FLANNEL-FWD", "ACCEPT"}, kubeProxy...), append(iptNFT, "ip kube-proxy")...)
+		}, report.CodeNPNotEnforced, nil},
+		{"Calico's iptables dataplane", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"cali-FORWARD", "cali-INPUT"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"cali-FORWARD", "Calico"}},
+		{"Antrea", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"ANTREA-FORWARD"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"ANTREA-FORWARD", "Antrea"}},
+		{"OVN-Kubernetes", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"OVN-KUBE-EXTERNALIP"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"OVN-Kubernetes"}},
+		{"Weave Net", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"WEAVE-NPC-EGRESS"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"WEAVE-NPC-EGRESS", "Weave"}},
+		{"Azure NPM", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"AZURE-NPM"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"AZURE-NPM", "Azure"}},
+		{"AWS VPC CNI", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"AWS-SNAT-CHAIN-0"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"AWS VPC CNI"}},
+		{"kube-network-policies' table", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeNFTables, healthyIPT(), nil), kubeProxy, "ip kube-proxy", "inet kube-network-policies")
+		}, report.CodeNPEnforcementUnknown, []string{"inet kube-network-policies"}},
+		{"kube-router in nftables mode", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeNFTables, healthyIPT(), nil), nil, "ip kube-proxy", "inet kube-router")
+		}, report.CodeNPEnforcementUnknown, []string{"inet kube-router", "kube-router's nftables mode"}},
+		{"Calico's nftables dataplane", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeNFTables, healthyIPT(), nil), nil, "ip calico", "ip6 calico")
+		}, report.CodeNPEnforcementUnknown, []string{"ip calico"}},
+		{"an unrecognised hook", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), append([]string{"MYFW-FORWARD"}, kubeProxy...), iptNFT...)
+		}, report.CodeNPEnforcementUnknown, []string{"MYFW-FORWARD", "not recognised"}},
+		{"an unrecognised table", func(t *testing.T) *collectorapi.Observation {
+			return withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil), kubeProxy, "ip filter", "inet myfirewall")
+		}, report.CodeNPEnforcementUnknown, []string{"inet myfirewall"}},
+		{"an older collector: hooks and tables not read", func(t *testing.T) *collectorapi.Observation {
+			return observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		}, report.CodeNPEnforcementUnknown, []string{"not read", "nf_tables table list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := nodeInput()
+			in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
+			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: tc.obs(t)})
+			c := wantCode(t, tr, report.LayerPolicy, "n1", tc.want, tc.naming...)
+			other := report.CodeNPNotEnforced
+			if tc.want == other {
+				other = report.CodeNPEnforcementUnknown
+			}
+			assertNoCode(t, tr, report.LayerPolicy, "n1", other, report.CodeNPEnforced)
+			if tc.want == report.CodeNPNotEnforced && c.Status != report.StatusWarn {
+				t.Errorf("NP021 status %s", c.Status)
+			}
+		})
+	}
 }

@@ -37,10 +37,32 @@ type Options struct {
 	Nodes NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *report.PolicyClient
+	// Policies reads the policy kinds beyond NetworkPolicy (nil: they are
+	// reported present but unread wherever the API serves them).
+	Policies PolicyReader
 	// Planned, when set, is told how many nodes the plan runs collectors
 	// on before they start: the command lets the trace's time grow with
 	// them.
 	Planned func(nodes int)
+	// NodesBy, when set, is when the node inspection must end, asked once
+	// the plan is known (Planned may have moved the trace's end): a node
+	// still collecting then is reported as not inspected, and the trace
+	// keeps the time after it to judge and render. The inspector sees it
+	// as its context's deadline.
+	NodesBy func() time.Time
+}
+
+// JudgeReserve is the part of a trace's timeout kept after the node
+// inspection for judging and rendering: a tenth, at least 2 s (a quarter
+// of a timeout under 8 s). Judging a thousand nodes takes a few seconds,
+// and a node that answers at the last moment must not cost the whole
+// result.
+func JudgeReserve(timeout time.Duration) time.Duration {
+	r := timeout / 10
+	if floor := min(2*time.Second, timeout/4); r < floor {
+		r = floor
+	}
+	return r
 }
 
 // PortNotFoundError says --port names no port of the Service: a usage error,
@@ -98,6 +120,15 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
 		fetchDNSPods(ctx, client, in)
 	}
+	if svc := in.Service; svc != nil && len(svc.Spec.Selector) > 0 {
+		namespaces := []string{namespace}
+		if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace {
+			namespaces = append(namespaces, f.Pod.Namespace)
+		}
+		fetchPolicyKinds(ctx, opts.Policies, in, namespaces)
+		// The client's egress policies and the admin tiers may need them too.
+		fetchNamespaceLabels(ctx, client, in)
+	}
 	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
 		nodes, err = inspect(ctx, client, in, opts)
@@ -129,12 +160,23 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		opts.Planned(len(plan.Nodes))
 	}
 	stopWatch := watchSlices(ctx, client, in)
-	nodes, err := opts.Inspector.Inspect(ctx, plan)
+	ictx := ctx
+	if opts.NodesBy != nil {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithDeadline(ctx, opts.NodesBy())
+		defer cancel()
+	}
+	nodes, err := opts.Inspector.Inspect(ictx, plan)
 	in.SlicesChangedDuringRead = stopWatch()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	if err != nil {
+		if ictx.Err() != nil {
+			// An inspector that gives up whole when its time ends: no
+			// node answered in the time the trace had for them.
+			return &NodeReport{Failure: "the nodes did not answer before the trace's time for them ran out (--timeout raises it)"}, nil
+		}
 		return &NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
 	}
 	return nodes, nil
@@ -184,6 +226,9 @@ func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 					}
 				}
 			} else {
+				// Before the node findings link to it: the client's DNS
+				// egress against the resolver it really asks.
+				judgeClientResolverEgress(in, t, nodes.Nodes, opts.From)
 				nj := judgeNodes(in, t, slices.Clone(nodes.Nodes), opts.From)
 				judgePolicyEnforcement(in, t, nodes.Nodes)
 				t.Matrix = endpointMatrix(nj, nodes.Nodes)
@@ -229,6 +274,21 @@ func finishLayer(l *report.Layer) {
 			first = c
 		}
 	}
+	if statusRank[worst] < statusRank[report.StatusUnknown] {
+		// A node that could not be inspected leaves the layer unjudged
+		// there: nothing failed, but the layer was not looked at
+		// everywhere it was asked to be, and "could not look" is not
+		// "found nothing wrong".
+		for _, n := range l.Nodes {
+			if n.Status == report.StatusUnknown {
+				worst, first = report.StatusUnknown, nil
+				if l.Reason == "" {
+					l.Reason = "node " + n.Node + " not judged: " + n.Reason
+				}
+				break
+			}
+		}
+	}
 	if worst == "" {
 		worst = report.StatusUnknown
 		if l.Reason == "" {
@@ -262,8 +322,8 @@ func verdict(t *report.ServiceTrace) report.Verdict {
 			}
 			if c := likelyCause(l); c != nil {
 				v.LikelyCause, v.Code, v.Node = c.Message, c.Code, c.Node
-				if cause := checkByRef(t, c.ExplainedBy); cause != nil {
-					v.RootCauseLayer = c.ExplainedBy.Layer
+				if cause, ref := deepestCause(t, c.ExplainedBy); cause != nil {
+					v.RootCauseLayer = ref.Layer
 					v.Summary += "; the cause is in the " + string(v.RootCauseLayer) + " layer: " + cause.Title
 					if cause.Node != "" {
 						v.Summary += " on " + cause.Node

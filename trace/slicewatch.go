@@ -17,6 +17,7 @@ import (
 	utilptr "k8s.io/utils/ptr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -167,7 +168,7 @@ type readChange struct {
 // when there was none or mode's programmer is unknown.
 func (nj *nodeJudge) readChanges(mode collectorapi.DatapathMode, family corev1.IPFamily) readChange {
 	var rc readChange
-	if !slicesDriven(mode) {
+	if !programmed.SlicesDriven(mode) {
 		return rc
 	}
 	var names []string
@@ -218,18 +219,6 @@ func (rc readChange) split(endpoints []string, pending string) (excused, faulty 
 		why = rc.why
 	}
 	return excused, faulty, why
-}
-
-// slicesDriven says whether mode's programmer builds the node's Service
-// datapath from the EndpointSlices as it watches them (kube-proxy's
-// proxiers, the Cilium agent, Calico's Felix), so a slice change during
-// the read can put the datapath ahead of the API read.
-func slicesDriven(mode collectorapi.DatapathMode) bool {
-	switch mode {
-	case collectorapi.ModeCilium, collectorapi.ModeCalico:
-		return true
-	}
-	return kubeProxyMode(mode)
 }
 
 // endpointHost is the address of an "ip:port" endpoint, unmapped.

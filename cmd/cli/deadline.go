@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
 // PerNodeTimeout is what each node a trace inspects adds to the default
@@ -48,6 +50,15 @@ func (d *traceDeadline) extend(by time.Duration) {
 	// A timer that already fired has canceled the trace: Reset then
 	// arms it again for nothing, which is harmless.
 	d.timer.Reset(time.Until(d.end))
+}
+
+// nodesBy is when the node inspection must end: the trace's end less
+// what judging and rendering need (trace.JudgeReserve of its whole time),
+// so a node that does not answer costs that node, not the result.
+func (d *traceDeadline) nodesBy() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.end.Add(-trace.JudgeReserve(d.total))
 }
 
 // String is the trace's whole time, for the "timed out after" message.

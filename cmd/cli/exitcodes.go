@@ -22,7 +22,8 @@ const (
 	ExitLayerFailed = 3
 	// ExitNotJudged: the trace ran and no layer failed, but at least one layer
 	// it was asked to judge is unknown (verdict status unknown): a collector
-	// that could not run, a forbidden list. A skipped layer (--no-node, the
+	// that could not run or did not answer in time on some node, a timeout
+	// on a node too slow to tell, a forbidden list. A skipped layer (--no-node, the
 	// datapath of a headless Service) does not count. Without it a bot cannot
 	// tell "healthy" from "could not look". A failed layer still exits 3.
 	ExitNotJudged = 4
@@ -35,8 +36,9 @@ const exitCodesHelp = `Exit codes:
   2  usage error (bad arguments or flags)
   3  at least one layer failed, including "Service not found" (the result is still printed)
   4  no layer failed, but at least one could not be judged: verdict "unknown", such as a
-     collector that could not run or a forbidden list (the result is still printed;
-     3 wins over 4; layers skipped by --no-node or not applying do not count)`
+     collector that could not run or did not answer in time on some node, a timeout on a
+     node too slow to tell, or a forbidden list (the result is still printed; 3 wins over 4;
+     layers skipped by --no-node or not applying do not count)`
 
 // UsageError is a problem with what the user typed; it exits 2.
 type UsageError struct{ Err error }
@@ -81,6 +83,11 @@ func ExitCode(err error) int {
 	}
 	return ExitError
 }
+
+// VerdictExitCode is the exit code of a trace or an analyze that printed t.
+// Exported so that a re-judgement outside the command (the judge's scenario
+// goldens) states the code the user would get, from the same mapping.
+func VerdictExitCode(t *report.ServiceTrace) int { return ExitCode(verdictError(t)) }
 
 // Silent reports whether main should print nothing for err (the result
 // already says everything).

@@ -64,6 +64,9 @@ func TestExitCodeFollowsVerdict(t *testing.T) {
 			if tr.Verdict.Status != tt.verdict {
 				t.Errorf("verdict %s, want %s: %s", tr.Verdict.Status, tt.verdict, tr.Verdict.Summary)
 			}
+			if got := VerdictExitCode(&tr); got != tt.want {
+				t.Errorf("VerdictExitCode of the printed result is %d, the command exited %d", got, tt.want)
+			}
 			if tt.unknown != "" {
 				if s := tr.Layer(tt.unknown).Status; s != report.StatusUnknown {
 					t.Errorf("layer %s is %s, want unknown", tt.unknown, s)

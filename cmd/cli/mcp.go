@@ -78,6 +78,8 @@ type MCPOptions struct {
 	deps   deps
 	// slot is held by the call whose collectors are running.
 	slot chan struct{}
+	// policies reads the policy kinds beyond NetworkPolicy (nil in tests).
+	policies trace.PolicyReader
 	genericiooptions.IOStreams
 }
 
@@ -105,6 +107,7 @@ func (o *MCPOptions) Complete(args []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot build a Kubernetes client: %w", err)
 	}
+	o.policies = policyReaderFor(o.deps, o.getter)
 	o.slot = make(chan struct{}, 1)
 	return nil
 }
@@ -117,7 +120,10 @@ func (o *MCPOptions) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.ClusterDomain); len(errs) > 0 {
 		return usageErrorf("invalid --cluster-domain %q", o.ClusterDomain)
 	}
-	return o.Collector.Validate()
+	if err := o.Collector.Validate(); err != nil {
+		return err
+	}
+	return o.Collector.ResolveTimeouts(o.Timeout)
 }
 
 // NewServer builds the MCP server: the tool and the resources.
@@ -201,6 +207,7 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 		Now:           o.deps.now,
 		NoNode:        args.NoNode,
 		Nodes:         trace.NodeSelection{Nodes: args.Nodes},
+		Policies:      o.policies,
 	}
 	if !args.NoNode {
 		// One trace's collectors at a time: wait for the slot.
@@ -219,6 +226,11 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if end, ok := ctx.Deadline(); ok {
+		// The nodes end before the call does, so a node that does not
+		// answer costs that node, not the result.
+		opts.NodesBy = func() time.Time { return end.Add(-trace.JudgeReserve(o.Timeout)) }
+	}
 	if args.From != "" {
 		pc, err := nodes.ResolveFrom(ctx, o.Client, namespace, args.From)
 		if err != nil {

@@ -40,7 +40,7 @@ var subcommandFlags = map[string][]string{
 	"uninstall": {"collector-namespace", "image", "timeout"},
 	"cleanup":   {"collector-namespace", "timeout"},
 	"diff":      {"color", "output"},
-	"mcp":       {"agent", "cluster-domain", "collector-namespace", "collector-start-timeout", "image", "max-parallel", "privileged", "timeout"},
+	"mcp":       {"agent", "cluster-domain", "collector-namespace", "collector-start-timeout", "image", "max-parallel", "node-timeout", "privileged", "timeout"},
 	"version":   nil,
 }
 

@@ -265,8 +265,15 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 	if err != nil {
 		return nil, fmt.Errorf("cannot build a Kubernetes client: %w", err)
 	}
+	var nodeFlags nodes.Flags
 	if f.Nodes != nil {
-		if err := f.Nodes.Validate(); err != nil {
+		// Resolved on a copy: the derived limits follow this --timeout,
+		// not one a previous resolution saw.
+		nodeFlags = *f.Nodes
+		if err := nodeFlags.Validate(); err != nil {
+			return nil, &UsageError{Err: err}
+		}
+		if err := nodeFlags.ResolveTimeouts(f.Timeout); err != nil {
 			return nil, &UsageError{Err: err}
 		}
 	}
@@ -277,7 +284,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		sel = f.Nodes.Selection()
 		from = f.Nodes.From
 		if inspector == nil && !f.NoNode {
-			collector := &nodes.Inspector{Client: client, Flags: *f.Nodes}
+			collector := &nodes.Inspector{Client: client, Flags: nodeFlags}
 			if f.deps.getter == nil && f.Nodes.Agent != nodes.AgentNever {
 				// The agent is reached only through pods/exec, with the
 				// user's credentials.
@@ -313,6 +320,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 			NoNode:        f.NoNode,
 			Inspector:     inspector,
 			Nodes:         sel,
+			Policies:      policyReaderFor(f.deps, getter),
 		},
 		IOStreams: streams,
 	}, nil
@@ -349,6 +357,7 @@ func (o *TraceOptions) Run(ctx context.Context) error {
 	if o.TimeoutPerNode > 0 {
 		o.Trace.Planned = func(nodes int) { deadline.extend(time.Duration(nodes) * o.TimeoutPerNode) }
 	}
+	o.Trace.NodesBy = deadline.nodesBy
 	if o.From != "" {
 		pc, err := nodes.ResolveFrom(ctx, o.Client, o.Namespace, o.From)
 		if err != nil {

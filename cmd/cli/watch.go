@@ -133,6 +133,7 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrac
 	if o.TimeoutPerNode > 0 {
 		opts.Planned = func(nodes int) { deadline.extend(time.Duration(nodes) * o.TimeoutPerNode) }
 	}
+	opts.NodesBy = deadline.nodesBy
 	inspect := opts.Inspector != nil && !opts.NoNode && (force || !w.inspected || w.clock().Sub(w.inspectedAt) >= w.interval)
 	if !inspect {
 		opts.Inspector = nil

@@ -45,6 +45,7 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // observation. Sections never fail the run: each one records its own error.
 func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *collectorapi.Observation {
 	start := time.Now()
+	late := collectors.StartLateness()
 	obs := &collectorapi.Observation{
 		APIVersion:  collectorapi.ObservationAPIVersion,
 		Kind:        collectorapi.ObservationKind,
@@ -81,6 +82,7 @@ func Collect(ctx context.Context, req *collectorapi.Request, opts Options) *coll
 		GoVersion:    runtime.Version(),
 		Capabilities: collectors.ReadCapabilities(),
 		Resources:    collectors.ReadResources(),
+		LateMillis:   collectors.Millis(late.Stop()),
 	}
 	return obs
 }

@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -34,6 +35,9 @@ func TestPolicyEnforcerChainsRecorded(t *testing.T) {
 		if !slices.Equal(b.PolicyEnforcerChains, want) || b.PolicyEnforcer != collectorapi.PolicyEnforcerKubeRouter {
 			t.Errorf("%s (legacy %v): enforcer %q chains %v, want kube-router %v", tc.fixture, tc.legacy, b.PolicyEnforcer, b.PolicyEnforcerChains, want)
 		}
+		if !b.FilterJumpsRead || !slices.Contains(b.FilterJumps, "KUBE-ROUTER-FORWARD") || !slices.Contains(b.FilterJumps, "KUBE-ROUTER-INPUT") {
+			t.Errorf("%s (legacy %v): filter jumps %v (read %v), want kube-router's hooks among them", tc.fixture, tc.legacy, b.FilterJumps, b.FilterJumpsRead)
+		}
 	}
 }
 
@@ -43,5 +47,13 @@ func TestPolicyEnforcerAbsentWithKubeProxyOnly(t *testing.T) {
 	b := backend(t, readWith(t, scenarioQueries()["web"], &fakeRunner{nft: d}), collectorapi.IPTablesBackendNFTables)
 	if b.PolicyEnforcer != "" || len(b.PolicyEnforcerChains) != 0 {
 		t.Errorf("enforcer %q chains %v on kube-proxy's rules alone", b.PolicyEnforcer, b.PolicyEnforcerChains)
+	}
+	for _, j := range b.FilterJumps {
+		if !strings.HasPrefix(j, "KUBE-") {
+			t.Errorf("filter jump %s on kube-proxy's rules alone: %v", j, b.FilterJumps)
+		}
+	}
+	if !b.FilterJumpsRead || !slices.Contains(b.FilterJumps, "KUBE-FORWARD") {
+		t.Errorf("filter jumps %v (read %v), want kube-proxy's KUBE-FORWARD among them", b.FilterJumps, b.FilterJumpsRead)
 	}
 }

@@ -328,12 +328,19 @@ func readNFT(ctx context.Context, r Runner, q Query, family string) collectorapi
 	st.fetch = func(ctx context.Context, k chainKey) *chainListing {
 		keep := pre.ruleFilter(k)
 		if nl != nil {
-			l, err := listChainNetlink(nl, family, k, keep)
+			nlKeep := keep
+			if isFilterHookKey(k) {
+				// Only their jump targets are wanted, which the dump
+				// counts for every rule: none is rendered, so rules the
+				// decoder does not render cost no iptables run.
+				nlKeep = keepNone
+			}
+			l, err := listChainNetlink(nl, family, k, nlKeep)
 			// kube-proxy rewriting its rules during the dump marks it
 			// interrupted: list the chain again, as a netlink dump is
 			// meant to be restarted, and with iptables if it keeps changing.
 			for try := 1; errors.Is(err, errDumpInterrupted) && try < dumpAttempts && ctx.Err() == nil; try++ {
-				l, err = listChainNetlink(nl, family, k, keep)
+				l, err = listChainNetlink(nl, family, k, nlKeep)
 			}
 			if err == nil {
 				return l
@@ -594,11 +601,23 @@ func legacyBlobStore(netns, family string, tables []string, plans []portPlan) (s
 		if b == nil || !b.has(k.chain) {
 			return &chainListing{}
 		}
-		lines, err := b.rules(k.chain, pre.ruleFilter(k))
+		keep := pre.ruleFilter(k)
+		var jumps map[string]int
+		if isFilterHookKey(k) {
+			// Only the jump targets, as over netlink.
+			jumps = map[string]int{}
+			keep = func(target string, _ []byte) bool {
+				if target != "" {
+					jumps[target]++
+				}
+				return false
+			}
+		}
+		lines, err := b.rules(k.chain, keep)
 		if err != nil {
 			return &chainListing{err: err}
 		}
-		l := &chainListing{exists: true}
+		l := &chainListing{exists: true, jumps: jumps}
 		for _, line := range lines {
 			if r, err := ParseRule(line); err == nil {
 				l.rules = append(l.rules, r)

@@ -345,8 +345,10 @@ func TestReadNFTablesModeNode(t *testing.T) {
 			t.Errorf("%s: %+v", b.Backend, b)
 		}
 	}
-	// kube-router's chains are looked for whatever kube-proxy's mode.
-	if got := r.ran("iptables-nft"); len(got) != 5 || len(r.ran("iptables-nft -t filter -S KUBE-ROUTER-")) != 3 {
+	// kube-router's chains, and the filter table's built-in chains where
+	// any enforcer hooks its own, are looked at whatever kube-proxy's mode.
+	if got := r.ran("iptables-nft"); len(got) != 8 || len(r.ran("iptables-nft -t filter -S KUBE-ROUTER-")) != 3 ||
+		len(r.ran("iptables-nft -t filter -S INPUT")) != 1 || len(r.ran("iptables-nft -t filter -S FORWARD")) != 1 || len(r.ran("iptables-nft -t filter -S OUTPUT")) != 1 {
 		t.Errorf("expected only the KUBE-MARK-MASQ, canary and policy enforcer probes, ran %v", got)
 	}
 }

@@ -133,6 +133,11 @@ func (f *saveFilter) consume(rd io.Reader) error {
 			f.keep(chainKey{f.table, string(chainB)}, line)
 			continue
 		}
+		if f.table == "filter" && isFilterHook(chainB) {
+			// A few rules, where policy enforcers hook their chains.
+			f.keep(chainKey{f.table, string(chainB)}, line)
+			continue
+		}
 		namesSpn := false
 		for _, s := range f.spnB {
 			if bytes.Contains(line, s) {

@@ -236,9 +236,6 @@ func linkAddresses(nlh *netlink.Handle, svc *collectorapi.ServiceSpec) (*collect
 		}
 		seen[a] = true
 		la.Checked = append(la.Checked, a.String())
-		if !la.Present {
-			continue
-		}
 		routes, err := nlh.RouteGetWithOptions(net.IP(a.AsSlice()), &netlink.RouteGetOptions{FIBMatch: true})
 		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) {
 			continue // no route at all (no default route): not local either
@@ -250,10 +247,15 @@ func linkAddresses(nlh *netlink.Handle, svc *collectorapi.ServiceSpec) (*collect
 			continue
 		}
 		for _, r := range routes {
-			if r.Type == unix.RTN_LOCAL && r.LinkIndex == ipvsIndex {
-				la.Addresses = append(la.Addresses, a.String())
-				break
+			if r.Type != unix.RTN_LOCAL {
+				continue
 			}
+			if la.Present && r.LinkIndex == ipvsIndex {
+				la.Addresses = append(la.Addresses, a.String())
+			} else {
+				la.LocalElsewhere = append(la.LocalElsewhere, a.String())
+			}
+			break
 		}
 	}
 	hasNodePort := false

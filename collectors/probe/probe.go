@@ -135,34 +135,15 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 			obs.EndpointsProbed++
 		}
 	}
-	all := make([]int, len(targets))
-	for i := range all {
-		all[i] = i
-	}
-	probeAll(ctx, targets, all, obs.Probes, timeout, concurrency)
-	// A timeout on a loaded node (many collectors, two cores) is often a
-	// slow answer, not a lost one: each timed-out target gets one more try
-	// with twice the time, so a single late SYN-ACK does not fail a layer.
-	// Refusals and unreachables are answers and are not retried.
-	var again []int
-	for i, p := range obs.Probes {
-		if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout {
-			again = append(again, i)
+	probeTargets(ctx, targets, obs.Probes, timeout, concurrency, One)
+	for _, hc := range healthCheckAddrs(req) {
+		if ctx.Err() != nil {
+			break
 		}
+		obs.HealthChecks = append(obs.HealthChecks, *HealthCheck(ctx, hc, 2*timeout))
 	}
-	if len(again) > 0 && ctx.Err() == nil {
-		first := make(map[int]collectorapi.Probe, len(again))
-		for _, i := range again {
-			first[i] = obs.Probes[i]
-		}
-		probeAll(ctx, targets, again, obs.Probes, 2*timeout, concurrency)
-		for _, i := range again {
-			obs.Probes[i].Attempts = 2
-			obs.Probes[i].FirstError = first[i].Error
-		}
-	}
-	if hc := healthCheckAddr(req); hc.IsValid() && ctx.Err() == nil {
-		obs.HealthCheck = HealthCheck(ctx, hc, 2*timeout)
+	if len(obs.HealthChecks) > 0 {
+		obs.HealthCheck = &obs.HealthChecks[0]
 	}
 	obs.PathMTU = PathMTU(ctx, PathMTUTargets(targets), timeout, concurrency)
 	if req.Client != nil && ctx.Err() == nil {
@@ -171,23 +152,44 @@ func Read(ctx context.Context, req *collectorapi.Request, concurrency int) (*col
 	return obs, ctx.Err()
 }
 
-// healthCheckAddr is this node's address and the Service's health-check
-// node port, or the zero value when there is none to ask.
-func healthCheckAddr(req *collectorapi.Request) netip.AddrPort {
+// healthCheckAddrs are this node's addresses with the Service's
+// health-check node port, one per IP family of the Service (its
+// ClusterIPs'), in that order; none when there is no port to ask. Each
+// family's proxier serves its own health check (tcp4 and tcp6 listeners),
+// so a dual-stack Service is asked in both.
+func healthCheckAddrs(req *collectorapi.Request) []netip.AddrPort {
 	port := req.Service.HealthCheckNodePort
 	if port <= 0 {
-		return netip.AddrPort{}
+		return nil
 	}
-	for _, na := range req.NodeAddresses {
-		if na.Node == req.NodeName {
-			if a, err := netip.ParseAddr(na.IP); err == nil {
-				return netip.AddrPortFrom(a.Unmap(), uint16(port))
-			}
+	var families []bool // Is6, in the Service's order
+	seen := map[bool]bool{}
+	for _, ip := range req.Service.ClusterIPs {
+		if a, err := netip.ParseAddr(ip); err == nil && !seen[a.Unmap().Is6()] {
+			seen[a.Unmap().Is6()] = true
+			families = append(families, a.Unmap().Is6())
 		}
 	}
-	// kube-proxy serves the health check on every node address by default
-	// (nodePortAddresses unset), loopback included.
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	if len(families) == 0 {
+		families = []bool{false}
+	}
+	var out []netip.AddrPort
+	for _, six := range families {
+		// kube-proxy serves the health check on every node address by
+		// default (nodePortAddresses unset), loopback included.
+		addr := netip.MustParseAddr("127.0.0.1")
+		if six {
+			addr = netip.IPv6Loopback()
+		}
+		for _, na := range req.NodeAddresses {
+			if a, err := netip.ParseAddr(na.IP); err == nil && na.Node == req.NodeName && a.Unmap().Is6() == six {
+				addr = a.Unmap()
+				break
+			}
+		}
+		out = append(out, netip.AddrPortFrom(addr, uint16(port)))
+	}
+	return out
 }
 
 // HealthCheck asks kube-proxy's health-check server for the Service.
@@ -221,14 +223,50 @@ func HealthCheck(ctx context.Context, addr netip.AddrPort, timeout time.Duration
 	return out
 }
 
+// probeTargets probes every target into out[i] with one, and then once
+// more, with twice the time, each that timed out, frontends and endpoints
+// alike. A timeout on a loaded node (many collectors, two cores, a starved
+// guest) is often a slow answer, not a lost one: a ClusterIP judged on one
+// late SYN-ACK while the endpoint behind it got a second chance would be
+// blamed for the node's slowness. Refusals and unreachables are answers
+// and are not retried.
+func probeTargets(ctx context.Context, targets []Target, out []collectorapi.Probe, timeout time.Duration, concurrency int, one prober) {
+	all := make([]int, len(targets))
+	for i := range all {
+		all[i] = i
+	}
+	probeAll(ctx, targets, all, out, timeout, concurrency, one)
+	var again []int
+	for i, p := range out {
+		if p.Outcome == OutcomeFailed && p.ErrorClass == collectorapi.ErrClassTimeout {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 || ctx.Err() != nil {
+		return
+	}
+	first := make(map[int]collectorapi.Probe, len(again))
+	for _, i := range again {
+		first[i] = out[i]
+	}
+	probeAll(ctx, targets, again, out, 2*timeout, concurrency, one)
+	for _, i := range again {
+		out[i].Attempts = 2
+		out[i].FirstError = first[i].Error
+	}
+}
+
+// prober probes one target; One, or a fake in tests.
+type prober func(ctx context.Context, t Target, timeout time.Duration) collectorapi.Probe
+
 // probeAll probes targets[i] for each i in which into out[i].
-func probeAll(ctx context.Context, targets []Target, which []int, out []collectorapi.Probe, timeout time.Duration, concurrency int) {
+func probeAll(ctx context.Context, targets []Target, which []int, out []collectorapi.Probe, timeout time.Duration, concurrency int, one prober) {
 	var g errgroup.Group
 	g.SetLimit(concurrency)
 	var mu sync.Mutex
 	for _, i := range which {
 		g.Go(func() error {
-			p := One(ctx, targets[i], timeout)
+			p := one(ctx, targets[i], timeout)
 			mu.Lock()
 			out[i] = p
 			mu.Unlock()

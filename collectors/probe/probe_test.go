@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,37 @@ func TestHealthCheckDecodesKubeProxyAnswer(t *testing.T) {
 	hc = HealthCheck(context.Background(), netip.MustParseAddrPort(addr), time.Second)
 	if hc.ErrorClass != collectorapi.ErrClassRefused {
 		t.Errorf("closed port: %+v", hc)
+	}
+}
+
+// TestHealthCheckAddrs: the health check is asked once per family of the
+// Service, at this node's address of that family, else that family's
+// loopback; another node's address is never asked.
+func TestHealthCheckAddrs(t *testing.T) {
+	addrs := []collectorapi.NodeAddress{{Node: "n2", IP: "10.0.0.12"}, {Node: "n1", IP: "10.0.0.11"}, {Node: "n1", IP: "fd00::11"}}
+	for _, tt := range []struct {
+		name       string
+		clusterIPs []string
+		nodeAddrs  []collectorapi.NodeAddress
+		port       int32
+		want       string
+	}{
+		{"no health-check port", []string{"10.96.0.20"}, addrs, 0, ""},
+		{"IPv4 only", []string{"10.96.0.20"}, addrs, 30999, "10.0.0.11:30999"},
+		{"dual-stack, IPv6 first", []string{"fd00:96::20", "10.96.0.20"}, addrs, 30999, "[fd00::11]:30999 10.0.0.11:30999"},
+		{"dual-stack, no node IPv6 address", []string{"10.96.0.20", "fd00:96::20"}, addrs[:2], 30999, "10.0.0.11:30999 [::1]:30999"},
+		{"no node address at all", nil, nil, 30999, "127.0.0.1:30999"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &collectorapi.Request{NodeName: "n1", NodeAddresses: tt.nodeAddrs,
+				Service: collectorapi.ServiceSpec{ClusterIPs: tt.clusterIPs, HealthCheckNodePort: tt.port}}
+			var got []string
+			for _, a := range healthCheckAddrs(req) {
+				got = append(got, a.String())
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("got %q, want %q", g, tt.want)
+			}
+		})
 	}
 }

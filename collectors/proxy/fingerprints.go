@@ -80,6 +80,32 @@ func nftFingerprints() []collectorapi.Fingerprint {
 	return out
 }
 
+// NodeNetfilterTables lists every nf_tables table of the current network
+// namespace as "family name", sorted: the tables of whatever programs
+// nftables there (kube-proxy, iptables-nft, a policy enforcer).
+func NodeNetfilterTables() ([]string, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, err
+	}
+	tables, err := conn.ListTables()
+	if err != nil {
+		return nil, err
+	}
+	return tableNames(tables), nil
+}
+
+// tableNames names tables as "family name", sorted; never nil, so that an
+// empty ruleset reads as listed.
+func tableNames(tables []*nftables.Table) []string {
+	out := make([]string, 0, len(tables))
+	for _, t := range tables {
+		out = append(out, familyName(t.Family)+" "+t.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func isNotExist(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "no such file or directory")
 }

@@ -31,6 +31,9 @@ type Options struct {
 	HTTPTimeout    time.Duration
 	// Fingerprints probes node state; nil means the real node (NodeFingerprints).
 	Fingerprints func(ctx context.Context) []collectorapi.Fingerprint
+	// NetfilterTables lists the nf_tables tables; nil means the real node's
+	// (NodeNetfilterTables) when Fingerprints is nil too, none otherwise.
+	NetfilterTables func() ([]string, error)
 }
 
 // Read asks kube-proxy and collects fingerprints.
@@ -91,6 +94,14 @@ func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, er
 		fp = func(ctx context.Context) []collectorapi.Fingerprint { return NodeFingerprints(ctx, opts.BPFFSRoot) }
 	}
 	obs.Fingerprints = fp(ctx)
+	tables := opts.NetfilterTables
+	if tables == nil && opts.Fingerprints == nil {
+		tables = NodeNetfilterTables
+	}
+	if tables != nil {
+		// A listing error leaves the field nil: "not listed", never "none".
+		obs.NetfilterTables, _ = tables()
+	}
 	wg.Wait()
 	return obs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -234,5 +235,25 @@ func TestProxyModeAskedAgainAfterTimeout(t *testing.T) {
 	}
 	if obs.Mode != collectorapi.ModeIPTables || obs.ProxyMode.Attempts != 2 || obs.ProxyMode.FirstError == "" {
 		t.Errorf("mode %q, fetch %+v: want iptables on the second attempt", obs.Mode, obs.ProxyMode)
+	}
+}
+
+// TestNodeNetfilterTablesInNetns: every nf_tables table is listed, an
+// enforcer's own (kube-network-policies keeps "inet kube-network-policies")
+// as much as kube-proxy's, and an empty ruleset reads as listed, not nil.
+func TestNodeNetfilterTablesInNetns(t *testing.T) {
+	ns := netns.New(t, "nft")
+	var empty []string
+	var err error
+	netns.Do(t, ns, func() { empty, err = NodeNetfilterTables() })
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("empty ruleset: %v, %v; want an empty, non-nil list", empty, err)
+	}
+	ns.MustRun(t, "nft", "add", "table", "ip", "kube-proxy")
+	ns.MustRun(t, "nft", "add", "table", "inet", "kube-network-policies")
+	var got []string
+	netns.Do(t, ns, func() { got, err = NodeNetfilterTables() })
+	if err != nil || !slices.Equal(got, []string{"inet kube-network-policies", "ip kube-proxy"}) {
+		t.Fatalf("tables %v, %v", got, err)
 	}
 }

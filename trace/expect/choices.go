@@ -35,18 +35,37 @@ type ReadOrders struct {
 	orders [][]discoveryv1.EndpointSlice
 	dups   []string
 	zones  []string
+	// nodeHints: some endpoint carries a node hint.
+	nodeHints bool
+}
+
+func hasNodeHints(slices []discoveryv1.EndpointSlice) bool {
+	for i := range slices {
+		for _, e := range slices[i].Endpoints {
+			if e.Hints != nil && len(e.Hints.ForNodes) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NewReadOrders reads the slices' duplicates and hinted zones once per
 // Service, for ChoicesForNode on every node.
 func NewReadOrders(slices []discoveryv1.EndpointSlice) *ReadOrders {
-	r := &ReadOrders{zones: hintedZones(slices)}
+	r := &ReadOrders{zones: hintedZones(slices), nodeHints: hasNodeHints(slices)}
 	r.orders, r.dups = sliceOrders(slices)
 	return r
 }
 
 // ChoicesForNode returns nil when ExpectForNode's answer is the only one.
 func ChoicesForNode(svc *corev1.Service, r *ReadOrders, node, zone string, zoneKnown bool) *Choices {
+	return ChoicesForProgrammer(svc, r, node, zone, zoneKnown, KubeProxyRules)
+}
+
+// ChoicesForProgrammer is ChoicesForNode by another programmer's rules:
+// each of its hint rules is a choice too.
+func ChoicesForProgrammer(svc *corev1.Service, r *ReadOrders, node, zone string, zoneKnown bool, rules Rules) *Choices {
 	if svc == nil || SkippedByKubeProxy(svc) {
 		return nil
 	}
@@ -54,14 +73,21 @@ func ChoicesForNode(svc *corev1.Service, r *ReadOrders, node, zone string, zoneK
 	if !zoneKnown && len(r.zones) > 0 {
 		zones = append([]string{""}, r.zones...)
 	}
+	hints := rules.Hints
+	if len(hints) == 0 || len(r.zones) == 0 && !r.nodeHints {
+		// Without hints every hint rule gives the same answer.
+		hints = []HintRule{rules.firstHint()}
+	}
 	orders, dups := r.orders, r.dups
-	if len(zones)*len(orders) == 1 {
+	if len(zones)*len(orders)*len(hints) == 1 {
 		return nil
 	}
 	c := &Choices{ZoneAssumed: len(zones) > 1, OrderDependent: dups}
-	for _, order := range orders {
-		for _, z := range zones {
-			c.Sets = append(c.Sets, ExpectForNode(svc, order, node, map[string]string{corev1.LabelTopologyZone: z}))
+	for _, hint := range hints {
+		for _, order := range orders {
+			for _, z := range zones {
+				c.Sets = append(c.Sets, expectWith(svc, order, node, map[string]string{corev1.LabelTopologyZone: z}, rules, hint))
+			}
 		}
 	}
 	return c

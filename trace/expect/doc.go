@@ -23,8 +23,10 @@
 //     proxyutil.ShouldSkipService (ExternalName and headless Services, and
 //     Services carrying the service.kubernetes.io/service-proxy-name label,
 //     which the informer filters out, are skipped), one proxier per IP
-//     family, and the load-balancer ingress IPs in VIP mode that make a port
-//     externally accessible (pkg/proxy/serviceport.go).
+//     family, and the externalIPs and load-balancer ingress IPs (in VIP mode)
+//     of the proxier's own family that, with a NodePort, make a port
+//     externally accessible in that family (pkg/proxy/serviceport.go
+//     newBaseServiceInfo).
 //   - endpointslicecache.go: pkg/proxy/endpointslicecache.go
 //     endpointInfoByServicePort and addEndpoints: a slice port joins the
 //     Service port whose name and protocol it carries, nil names and nil or
@@ -42,6 +44,14 @@
 //     terminating endpoints stand in; Local endpoints are this node's ready
 //     ones, else its serving terminating ones; hasAnyEndpoints is kube-proxy's.
 //     Endpoint lists are sorted by endpoint string, as kube-proxy sorts them.
+//   - programmer.go: each programmer's own reading (Rules). kube-proxy's
+//     iptables and nftables proxiers take CategorizeEndpoints as is; its IPVS
+//     proxier's syncEndpoint gives a Local-policy virtual server with no
+//     local endpoint the Cluster endpoints; the Cilium agent filters by zone
+//     hints only with enable-service-topology (both are choices); Felix's
+//     eBPF proxy selects by FilterEpsByTrafficDistribution and writes Ready
+//     endpoints only (felix/bpf/proxy/syncer.go). ExpectForProgrammer and
+//     ChoicesForProgrammer take the rules; ExpectForNode is kube-proxy's.
 //   - choices.go: what the inputs leave open. kube-proxy reads a Service's
 //     slices from a Go map, so which copy of a duplicate endpoint it keeps
 //     depends on the read order; when two copies in different slices compete
@@ -53,6 +63,6 @@
 // # What it does not model
 //
 // The rules themselves (chains, sets, virtual servers, BPF maps): those are
-// the backends' business, beside this package in trace. Nor session
+// the programmed package's business, beside this one. Nor session
 // affinity, the health-check NodePort servers or conntrack cleanup.
 package expect

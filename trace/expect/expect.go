@@ -65,7 +65,11 @@ type PortExpectation struct {
 	OrderDependent []string
 	// FallbackTerminating is true when Cluster or Local holds serving
 	// terminating endpoints because no ready one exists.
-	FallbackTerminating  bool
+	FallbackTerminating bool
+	// NoLocalFallback is true when a Local-policy path has no local
+	// endpoint and the programmer sends it to the Cluster endpoints instead
+	// (IPVSRules).
+	NoLocalFallback      bool
 	InternalPolicyLocal  bool
 	ExternalPolicyLocal  bool
 	ExternallyAccessible bool
@@ -76,6 +80,16 @@ type PortExpectation struct {
 // nil for Services kube-proxy skips (headless, ExternalName, or carrying the
 // service-proxy-name label).
 func ExpectForNode(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string, nodeLabels map[string]string) []PortExpectation {
+	return ExpectForProgrammer(svc, slices, node, nodeLabels, KubeProxyRules)
+}
+
+// ExpectForProgrammer is ExpectForNode by another programmer's rules, with
+// its first hint rule (the others are Choices).
+func ExpectForProgrammer(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string, nodeLabels map[string]string, r Rules) []PortExpectation {
+	return expectWith(svc, slices, node, nodeLabels, r, r.firstHint())
+}
+
+func expectWith(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node string, nodeLabels map[string]string, r Rules, hint HintRule) []PortExpectation {
 	if svc == nil || SkippedByKubeProxy(svc) {
 		return nil
 	}
@@ -84,10 +98,17 @@ func ExpectForNode(svc *corev1.Service, slices []discoveryv1.EndpointSlice, node
 	for _, fam := range ServiceFamilies(svc) {
 		for _, sp := range svc.Spec.Ports {
 			eps := EndpointsFor(slices, sp, fam, node)
-			out = append(out, categorize(svc, sp, fam, eps, node, zone))
+			out = append(out, categorize(svc, sp, fam, eps, node, zone, r, hint))
 		}
 	}
 	return out
+}
+
+func (r Rules) firstHint() HintRule {
+	if len(r.Hints) == 0 {
+		return HintsKubeProxy
+	}
+	return r.Hints[0]
 }
 
 // EndpointStrings lists endpoint strings in kube-proxy order.

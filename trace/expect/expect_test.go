@@ -246,3 +246,55 @@ func TestNodeIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestExternallyAccessiblePerFamily follows newBaseServiceInfo: each
+// family's proxier sees only its own family's externalIPs and load-balancer
+// IPs, so only a NodePort makes every family externally accessible.
+func TestExternallyAccessiblePerFamily(t *testing.T) {
+	dual := func(mut func(*corev1.Service)) *corev1.Service {
+		return expectService(func(s *corev1.Service) {
+			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+			s.Spec.ClusterIPs = []string{"10.96.0.50", "fd00:96::50"}
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			mut(s)
+		})
+	}
+	tests := []struct {
+		name       string
+		svc        *corev1.Service
+		ipv4, ipv6 bool
+	}{
+		{"IPv4 externalIP only", dual(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"192.0.2.10"} }), true, false},
+		{"IPv6 externalIP only", dual(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"2001:db8::10"} }), false, true},
+		{"an LB IP per family", dual(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.20"}, {IP: "2001:db8::20"}}
+		}), true, true},
+		{"IPv6 LB IP in Proxy mode, IPv4 in VIP mode", dual(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.20"}, {IP: "2001:db8::20", IPMode: ptr(corev1.LoadBalancerIPModeProxy)}}
+		}), true, false},
+		{"a NodePort: both", dual(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+		}), true, true},
+		{"nothing external", dual(func(*corev1.Service) {}), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[corev1.IPFamily]PortExpectation{}
+			for _, pe := range ExpectForNode(tt.svc, nil, "n1", nil) {
+				got[pe.Family] = pe
+			}
+			for fam, want := range map[corev1.IPFamily]bool{corev1.IPv4Protocol: tt.ipv4, corev1.IPv6Protocol: tt.ipv6} {
+				pe := got[fam]
+				if pe.ExternallyAccessible != want {
+					t.Errorf("%s: externally accessible %v, want %v", fam, pe.ExternallyAccessible, want)
+				}
+				if pe.ExternalPolicyLocal != want {
+					t.Errorf("%s: external policy Local %v, want %v (ETP applies only where external traffic exists)", fam, pe.ExternalPolicyLocal, want)
+				}
+			}
+		})
+	}
+}

@@ -37,12 +37,50 @@ func ServiceFamilies(svc *corev1.Service) []corev1.IPFamily {
 // HasVIPIngress says whether a load-balancer ingress IP is one kube-proxy
 // programs: an IP with ipMode VIP or unset (proxyutil.IsVIPMode).
 func HasVIPIngress(svc *corev1.Service) bool {
+	return len(LoadBalancerVIPs(svc, "")) > 0
+}
+
+// LoadBalancerVIPs are the load-balancer ingress IPs kube-proxy's proxier
+// for family programs (newBaseServiceInfo: the ingress IPs of that family
+// in VIP mode, proxyutil.IsVIPMode); every family's when family is "".
+func LoadBalancerVIPs(svc *corev1.Service, family corev1.IPFamily) []string {
+	var out []string
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		if ing.IP != "" && (ing.IPMode == nil || *ing.IPMode == corev1.LoadBalancerIPModeVIP) {
-			return true
+		if ing.IP == "" || (ing.IPMode != nil && *ing.IPMode != corev1.LoadBalancerIPModeVIP) {
+			continue
+		}
+		if family == "" || addressFamily(ing.IP) == family {
+			out = append(out, ing.IP)
 		}
 	}
-	return false
+	return out
+}
+
+// ExternalIPs are the Service's externalIPs of family, the ones that
+// family's proxier programs (newBaseServiceInfo:
+// proxyutil.MapIPsByIPFamily(service.Spec.ExternalIPs)[ipFamily]).
+func ExternalIPs(svc *corev1.Service, family corev1.IPFamily) []string {
+	var out []string
+	for _, ip := range svc.Spec.ExternalIPs {
+		if addressFamily(ip) == family {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// addressFamily is the family of an IP string; "" when it does not parse,
+// as proxyutil.GetIPFamilyFromIP leaves an unparsable IP out of both
+// families.
+func addressFamily(ip string) corev1.IPFamily {
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case a.Is4() || a.Is4In6():
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
 }
 
 // labelServiceProxyName is the label kube-proxy's Service informer selects

@@ -6,12 +6,20 @@ import (
 
 // categorize is CategorizeEndpoints for one Service port and family on
 // node, with the policy flags newBaseServiceInfo derives from the Service
-// (internalPolicyLocal, externalPolicyLocal, ExternallyAccessible).
-func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string) PortExpectation {
+// for that family's proxier (internalPolicyLocal, externalPolicyLocal,
+// ExternallyAccessible).
+//
+// r and hint are the programmer's own rules (Rules): kube-proxy's iptables
+// and nftables proxiers use CategorizeEndpoints as is.
+func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily, eps []EndpointInfo, node, zone string, r Rules, hint HintRule) PortExpectation {
 	pe := PortExpectation{
 		PortName: sp.Name, Protocol: string(sp.Protocol), Port: sp.Port, NodePort: sp.NodePort, Family: fam, Zone: zone,
-		InternalPolicyLocal:  svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-		ExternallyAccessible: sp.NodePort != 0 || len(svc.Spec.ExternalIPs) > 0 || HasVIPIngress(svc),
+		InternalPolicyLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+		// Each family's proxier sees only that family's externalIPs and
+		// load-balancer IPs (newBaseServiceInfo), so a dual-stack Service
+		// with an IPv4 externalIP and no NodePort is externally accessible
+		// in IPv4 only.
+		ExternallyAccessible: sp.NodePort != 0 || len(ExternalIPs(svc, fam)) > 0 || len(LoadBalancerVIPs(svc, fam)) > 0,
 	}
 	if pe.Protocol == "" {
 		pe.Protocol = string(corev1.ProtocolTCP)
@@ -21,13 +29,23 @@ func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily,
 	usesLocal := pe.InternalPolicyLocal || pe.ExternalPolicyLocal
 
 	if len(eps) > 0 && usesCluster {
-		pe.TopologyMode = topologyMode(eps, node, zone)
-		for _, ep := range eps {
-			if ep.Ready && availableForTopology(ep, pe.TopologyMode, node, zone) {
-				pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+		if hint == HintsFelix {
+			var candidates []EndpointInfo
+			candidates, pe.TopologyMode = felixTopology(svc, eps, node, zone)
+			for _, ep := range candidates {
+				if ep.Ready {
+					pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+				}
+			}
+		} else {
+			pe.TopologyMode = topologyMode(eps, node, zone, hint)
+			for _, ep := range eps {
+				if ep.Ready && availableForTopology(ep, pe.TopologyMode, node, zone) {
+					pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
+				}
 			}
 		}
-		if len(pe.Cluster) == 0 {
+		if len(pe.Cluster) == 0 && r.TerminatingFallback {
 			for _, ep := range eps {
 				if ep.Serving && ep.Terminating {
 					pe.Cluster = append(pe.Cluster, ep.ExpectedEndpoint)
@@ -52,7 +70,7 @@ func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily,
 			switch {
 			case localReady && ep.local && ep.Ready:
 				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
-			case !localReady && localST && ep.local && ep.Serving && ep.Terminating:
+			case !localReady && localST && r.TerminatingFallback && ep.local && ep.Serving && ep.Terminating:
 				pe.Local = append(pe.Local, ep.ExpectedEndpoint)
 				pe.FallbackTerminating = true
 			}
@@ -66,12 +84,17 @@ func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily,
 	if pe.ExternalPolicyLocal {
 		pe.External = pe.Local
 	}
+	r.applyProgrammer(&pe)
 	return pe
 }
 
 // topologyMode is kube-proxy's topologyModeFromHints with
-// PreferSameTrafficDistribution on (GA and locked in v1.37).
-func topologyMode(eps []EndpointInfo, node, zone string) string {
+// PreferSameTrafficDistribution on (GA and locked in v1.37), for hint
+// HintsKubeProxy; HintsZoneOnly skips the node hints and HintsNone all.
+func topologyMode(eps []EndpointInfo, node, zone string, hint HintRule) string {
+	if hint == HintsNone {
+		return ""
+	}
 	hasReady, forNode, allNode, forZone, allZone := false, false, true, false, true
 	for _, ep := range eps {
 		if !ep.Ready {
@@ -92,7 +115,7 @@ func topologyMode(eps []EndpointInfo, node, zone string) string {
 	switch {
 	case !hasReady:
 		return ""
-	case allNode && forNode:
+	case allNode && forNode && hint == HintsKubeProxy:
 		return corev1.ServiceTrafficDistributionPreferSameNode
 	case allZone && forZone:
 		return corev1.ServiceTrafficDistributionPreferSameZone

@@ -64,6 +64,7 @@ type port struct {
 	all      bool // port unset: every port of proto
 	num, end int32
 	name     string // named port, resolved against the destination Pod
+	anyProto bool   // an admin policy's named port: the container port's protocol
 }
 
 func compilePolicy(np *networkingv1.NetworkPolicy) (*policy, error) {
@@ -261,6 +262,8 @@ func (pt port) String() string {
 	switch {
 	case pt.all:
 		return "all " + string(pt.proto) + " ports"
+	case pt.name != "" && pt.anyProto:
+		return pt.name
 	case pt.name != "":
 		return pt.name + "/" + string(pt.proto)
 	case pt.end != pt.num:
@@ -272,6 +275,9 @@ func (pt port) String() string {
 // match says whether the port admits target on the destination Pod dst
 // (nil when the destination is not a Pod, e.g. a ClusterIP).
 func (pt port) match(target PortRef, dst *corev1.Pod) Verdict {
+	if pt.anyProto {
+		pt.proto = target.Protocol
+	}
 	if pt.proto != target.Protocol {
 		return Denied
 	}
@@ -344,4 +350,33 @@ func resolveTarget(pod *corev1.Pod, tp TargetPort) PortRef {
 	}
 	ref.Number = tp.Port.IntVal
 	return ref
+}
+
+// NeedsNamespaceLabels says whether a policy has a namespaceSelector that
+// cannot be decided knowing only a namespace's name, so that a caller reads
+// namespace labels only when they matter.
+func NeedsNamespaceLabels(np *networkingv1.NetworkPolicy) bool {
+	need := func(peers []networkingv1.NetworkPolicyPeer) bool {
+		for _, p := range peers {
+			if p.NamespaceSelector == nil {
+				continue
+			}
+			s, err := metav1.LabelSelectorAsSelector(p.NamespaceSelector)
+			if err == nil && !s.Empty() && !nameOnly(s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range np.Spec.Ingress {
+		if need(r.From) {
+			return true
+		}
+	}
+	for _, r := range np.Spec.Egress {
+		if need(r.To) {
+			return true
+		}
+	}
+	return false
 }

@@ -59,10 +59,15 @@
 // leaves policy behaviour undefined: they are evaluated like any Pod and
 // flagged.
 //
-// AdminNetworkPolicy and BaselineAdminNetworkPolicy
-// (policy.networking.k8s.io), and CNI-specific policy kinds such as
-// CiliumNetworkPolicy or Calico's GlobalNetworkPolicy, are out of scope: they
-// can admit or deny traffic these decisions do not account for.
+// AdminNetworkPolicy and BaselineAdminNetworkPolicy (policy.networking.k8s.io
+// v1alpha1, Input.AdminNetworkPolicies) are evaluated in their tier order
+// (admin.go): AdminNetworkPolicies by priority, the first matching rule of
+// each deciding (Allow and Deny final, Pass to the NetworkPolicies), then the
+// NetworkPolicies, then the baseline where no NetworkPolicy isolates the Pod.
+// For AnyClient a Pod an admin policy selects gets an Unknown answer: whom it
+// admits is decided for a named client only. CNI-specific policy kinds
+// (CiliumNetworkPolicy, Calico's) are not evaluated: the caller names them in
+// Input.Unevaluated and no answer is then Allowed.
 //
 // # Cost
 //

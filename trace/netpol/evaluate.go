@@ -39,6 +39,10 @@ func Evaluate(in *Input) *Result {
 		byNS[p.ns] = append(byNS[p.ns], p)
 	}
 
+	var adminNotes []string
+	e.admin, e.baseline, adminNotes = compileAdminPolicies(in.AdminNetworkPolicies, in.BaselineAdminNetworkPolicies)
+	res.Notes = append(res.Notes, adminNotes...)
+
 	client := in.Client
 	kind := client.kind()
 	clientEP := endpoint{
@@ -48,6 +52,7 @@ func Evaluate(in *Input) *Result {
 		ips:    client.IPs,
 		what:   client.String(),
 	}
+	e.clientEP = &clientEP
 	if kind == ClientNode {
 		res.Notes = append(res.Notes, NodeClientNote)
 	}
@@ -101,6 +106,22 @@ func Evaluate(in *Input) *Result {
 	if kind == ClientPod && in.DNS != nil {
 		res.DNS = e.dns(cside, in.DNS)
 	}
+	if in.Unevaluated != "" {
+		// Policies not evaluated here may allow what these deny, or deny
+		// what they allow: no answer stands.
+		for i := range res.Decisions {
+			d := &res.Decisions[i]
+			if d.Allowed != Unknown {
+				d.Allowed, d.AnySourceAdmitted = Unknown, false
+				d.Reason += "; but " + in.Unevaluated
+			}
+		}
+		if res.DNS != nil && (res.DNS.UDP != Unknown || res.DNS.TCP != Unknown) {
+			res.DNS.UDP, res.DNS.TCP = Unknown, Unknown
+			res.DNS.Reason += "; but " + in.Unevaluated
+		}
+		res.Notes = append(res.Notes, in.Unevaluated)
+	}
 	res.Summary = summarize(res, kind, len(ports))
 	for _, note := range []string{IPBlockPodNote, HostNetworkBackendNote} {
 		for i := range res.Decisions {
@@ -116,6 +137,9 @@ func Evaluate(in *Input) *Result {
 type evaluator struct {
 	in         *Input
 	clientName string
+	clientEP   *endpoint
+	admin      []*adminPolicy // in the order they are matched
+	baseline   *adminPolicy
 	nsSets     map[string]nsInfo
 	unread     map[string]bool
 }
@@ -228,6 +252,9 @@ func (e *evaluator) matchPeer(pe *peer, ep *endpoint) peerResult {
 		switch {
 		case !known && !pe.nsNameOnly:
 			nsV, why = Unknown, "the labels of namespace "+ep.ns+" were not given, needed for namespaceSelector "+pe.ns.String()
+			if e.in.NamespaceLabelsUnread != "" {
+				why = "the labels of namespace " + ep.ns + " could not be read (" + e.in.NamespaceLabelsUnread + "), needed for namespaceSelector " + pe.ns.String()
+			}
 		case !pe.ns.Matches(set):
 			nsV, why = Denied, "namespace "+ep.ns+" does not match namespaceSelector "+pe.ns.String()
 		}
@@ -367,12 +394,10 @@ var nodeCaveats = []string{NodeClientNote}
 
 // decide fills d for one backend Pod and one Service port.
 func (e *evaluator) decide(d *Decision, pc *podCtx, tp TargetPort, cside *clientSide) {
-	pod, dst, isolating, egressOnly := pc.pod, pc.dst, pc.isolating, pc.egressOnly
+	pod, dst := pc.pod, pc.dst
 	target := resolveTarget(pod, tp)
-	*d = Decision{Pod: pc.ref, Port: target, Isolated: len(isolating) > 0, MatchingPolicies: pc.matches}
-	kind := e.in.Client.kind()
-	client := e.clientName
-	if kind == ClientNode {
+	*d = Decision{Pod: pc.ref, Port: target, Isolated: len(pc.isolating) > 0, MatchingPolicies: pc.matches}
+	if e.in.Client.kind() == ClientNode {
 		d.CNIDependent = true
 		d.Caveats = nodeCaveats[:1:1]
 	}
@@ -381,6 +406,30 @@ func (e *evaluator) decide(d *Decision, pc *podCtx, tp TargetPort, cside *client
 		d.Caveats = append(d.Caveats, HostNetworkBackendNote)
 	}
 	targetText := target.String()
+	decided, pass := e.adminIngress(d, pc, target, targetText)
+	if !decided {
+		e.ingressNP(d, pc, target, targetText)
+		if d.IngressAllowed == Allowed && !d.Isolated && target.Number != 0 {
+			e.baselineIngress(d, pc, target, targetText)
+		}
+		if pass != nil {
+			d.Reason = pass.rule + " passes the traffic on; " + d.Reason
+			d.Evidence = append([]RuleEvidence{pass.evidence}, d.Evidence...)
+		}
+	}
+	d.Allowed = d.IngressAllowed
+	if cside == nil {
+		return
+	}
+	eg := e.egressTiers(cside, pod, dst, target, targetText)
+	e.combineEgress(d, eg)
+}
+
+// ingressNP is the NetworkPolicy tier of the backend's ingress.
+func (e *evaluator) ingressNP(d *Decision, pc *podCtx, target PortRef, targetText string) {
+	pod, isolating, egressOnly := pc.pod, pc.isolating, pc.egressOnly
+	kind := e.in.Client.kind()
+	client := e.clientName
 	switch {
 	case e.unread[pod.Namespace]:
 		d.IngressAllowed = Unknown
@@ -417,11 +466,10 @@ func (e *evaluator) decide(d *Decision, pc *podCtx, tp TargetPort, cside *client
 			d.Reason = pc.phrase("selects", "select") + " the Pod; whether an ingress rule admits " + client + " on " + targetText + " is unknown: " + o.unknownWhy
 		}
 	}
-	d.Allowed = d.IngressAllowed
-	if cside == nil {
-		return
-	}
-	eg := e.egressTo(cside, pod, dst, target, targetText)
+}
+
+// combineEgress folds the client's egress answer into the decision.
+func (e *evaluator) combineEgress(d *Decision, eg *EgressDecision) {
 	d.ClientEgress = eg
 	if eg.Allowed == Allowed && d.IngressAllowed == Allowed && eg.Isolated {
 		d.Reason += "; " + eg.Reason
@@ -618,6 +666,9 @@ func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
 	var parts []string
 	for _, proto := range []corev1.Protocol{corev1.ProtocolUDP, corev1.ProtocolTCP} {
 		v, why, ev, allowing, cni := e.dnsProto(cs, t, ports, proto)
+		if len(t.Resolvers) > 0 {
+			v, why, ev, allowing, cni = e.resolverProto(cs, t, proto)
+		}
 		if proto == corev1.ProtocolUDP {
 			d.UDP = v
 		} else {
@@ -630,8 +681,34 @@ func (e *evaluator) dns(cs *clientSide, t *DNSTarget) *DNSDecision {
 		d.Evidence = append(d.Evidence, ev...)
 		parts = append(parts, string(proto)+" "+strings.ToLower(string(v))+why)
 	}
-	d.Reason = cs.selPhrase + " " + cs.ep.what + " for egress; DNS to kube-dns: " + strings.Join(parts, ", ")
+	to := "kube-dns"
+	if len(t.Resolvers) > 0 {
+		to = "the client's resolver " + joinAddrs(t.Resolvers)
+	}
+	d.Reason = cs.selPhrase + " " + cs.ep.what + " for egress; DNS to " + to + ": " + strings.Join(parts, ", ")
 	return d
+}
+
+// resolverProto decides the client's egress to its own nameservers on
+// port 53 over proto: admitted when any of them is.
+func (e *evaluator) resolverProto(cs *clientSide, t *DNSTarget, proto corev1.Protocol) (Verdict, string, []RuleEvidence, *RuleRef, bool) {
+	target := PortRef{Number: 53, Protocol: proto}
+	v, why := Denied, ""
+	var evidence []RuleEvidence
+	for _, r := range t.Resolvers {
+		dst := &endpoint{ips: []netip.Addr{r}, what: "resolver " + r.String()}
+		o := evalRules(cs.pols, Egress, func(ru *rule) peerResult { return e.matchPeers(ru, dst) }, nil, target, target.String())
+		if evidence == nil || o.v == Allowed {
+			evidence = o.evidence
+		}
+		switch o.v {
+		case Allowed:
+			return Allowed, " (" + o.allowing.String() + " to " + dst.what + ")", o.evidence, o.allowing, o.viaBlockOnly
+		case Unknown:
+			v, why = Unknown, " ("+o.unknownWhy+")"
+		}
+	}
+	return v, why, evidence, nil, false
 }
 
 func (e *evaluator) dnsProto(cs *clientSide, t *DNSTarget, ports []TargetPort, proto corev1.Protocol) (Verdict, string, []RuleEvidence, *RuleRef, bool) {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
 
 // EnforcementNote is stated next to every policy decision: the decisions say
@@ -32,8 +33,8 @@ const HostNetworkBackendNote = "the backend Pod uses hostNetwork: the API leaves
 	"undefined and most CNIs do not enforce it there"
 
 // OutOfScopeNote says which policy kinds the decisions ignore.
-const OutOfScopeNote = "AdminNetworkPolicy, BaselineAdminNetworkPolicy and CNI-specific policy kinds " +
-	"(e.g. CiliumNetworkPolicy) are not evaluated"
+const OutOfScopeNote = "CNI-specific policy kinds (e.g. CiliumNetworkPolicy, Calico's NetworkPolicy and " +
+	"GlobalNetworkPolicy) are not evaluated"
 
 // Verdict is a three-valued answer: Unknown means an input needed to decide
 // was missing, never a guess.
@@ -185,6 +186,11 @@ type DNSTarget struct {
 	ClusterIPs []netip.Addr
 	// Ports are the DNS Service's target ports; nil means 53/UDP and 53/TCP.
 	Ports []TargetPort
+	// Resolvers, when set, are the client's own nameservers (its
+	// resolv.conf), which it queries instead of the DNS Service: a
+	// NodeLocal DNSCache address such as 169.254.20.10, say. They are no
+	// Pods, so only ipBlock peers and rules without "to" admit them, on 53.
+	Resolvers []netip.Addr
 }
 
 // Input is everything Evaluate needs. All of it comes from the API.
@@ -205,6 +211,20 @@ type Input struct {
 	// kubernetes.io/metadata.name label: selectors that need more are
 	// Unknown for it.
 	NamespaceLabels map[string]map[string]string
+	// NamespaceLabelsUnread, when set, says why the namespaces' labels
+	// could not be read (a forbidden list); it is quoted in the Unknown
+	// answers that needed them.
+	NamespaceLabelsUnread string
+	// AdminNetworkPolicies and BaselineAdminNetworkPolicies are the admin
+	// tiers (cluster-scoped); AdminPoliciesUnread, when set, says why they
+	// could not be read, and every answer they could change is Unknown.
+	AdminNetworkPolicies         []anpv1alpha1.AdminNetworkPolicy
+	BaselineAdminNetworkPolicies []anpv1alpha1.BaselineAdminNetworkPolicy
+	AdminPoliciesUnread          string
+	// Unevaluated, when set, says which policies this package does not
+	// evaluate may decide the traffic (e.g. CiliumNetworkPolicies exist):
+	// no answer is then Allowed, and Reason quotes it.
+	Unevaluated string
 	// Client is where traffic comes from; the zero value is AnyClient.
 	Client Client
 	// DNS, when set and the client is a Pod, adds the DNS egress check.

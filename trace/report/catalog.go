@@ -93,7 +93,7 @@ const (
 )
 
 // Catalog is every check svctrace can emit, by code.
-var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog))
+var Catalog = buildCatalog(slices.Concat(apiSideCatalog, nodeCatalog, policyCatalog, failModeCatalog, clientCatalog, lateCatalog))
 
 // apiSideCatalog are the codes of the layers the API alone decides.
 var apiSideCatalog = []CheckSpec{
@@ -330,6 +330,9 @@ const (
 	CodeDPEBPFQuarantined         = "DP045"
 	CodeDPEBPFMaintenance         = "DP046"
 	CodeDPSyncPending             = "DP059"
+	CodeDPIPVSExternalMissing     = "DP063"
+	CodeDPIPVSNodePortPartial     = "DP064"
+	CodeDPIPVSITPLocalFallback    = "DP065"
 
 	CodeCTHealthy      = "CT001"
 	CodeCTInsertFailed = "CT002"
@@ -349,6 +352,9 @@ const (
 	CodeRTPodTimeout     = "RT007"
 	CodeRTPodsReached    = "RT008"
 	CodeRTPolicyExplains = "RT009"
+	// CodeRTPolicyUndetermined: probes failed where the policies' answer
+	// for the prober is undetermined (RT031 is the client's own).
+	CodeRTPolicyUndetermined = "RT030"
 
 	CodeEpsRefused        = "EPS012"
 	CodeEpsListening      = "EPS013"
@@ -502,6 +508,15 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeDPIPVSExternalRealServers, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server has wrong real servers",
 		Message:  "{datapath} {frontend} of {port} (externalTrafficPolicy {policy}) lacks {missing} and holds {extra}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server not programmed",
+		Message:  "{datapath} has no virtual server {frontend} for {port}: traffic to it on this node is not load-balanced to any endpoint",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSNodePortPartial, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort missing on some node addresses (IPVS)",
+		Message:  "{datapath} serves NodePort {nodePort} of {port} on {found} but has no virtual server on {missing}: clients using those addresses are not served (unless kube-proxy's nodePortAddresses leaves them out on purpose)",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPIPVSITPLocalFallback, Layer: LayerDatapath, Severity: SeverityWarning, Title: "ClusterIP falls back to other nodes (IPVS)",
+		Message:  "internalTrafficPolicy Local and no local ready endpoint: kube-proxy's IPVS mode sends this node's ClusterIP traffic for {port} to other nodes' endpoints, because the Service is also reachable from outside (NodePort, externalIP or LB IP); iptables and nftables modes drop it",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide"},
 	{Code: CodeDPIPVSETPLocalFallback, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort falls back to other nodes (IPVS)",
 		Message:  "externalTrafficPolicy Local and no local ready endpoint: kube-proxy's IPVS mode sends traffic to NodePort {nodePort} on this node to other nodes' endpoints without masquerading, so external clients get replies from Pod addresses and drop them (only Pods on this node are served)",
 		NextStep: "kubectl get pods -n {namespace} -o wide --field-selector spec.nodeName={node}"},
@@ -564,6 +579,9 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
 		Message:  "{count} endpoint(s) answered a direct connection{sample}",
 		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyUndetermined, Layer: LayerRoute, Severity: SeverityWarning, Title: "Probes failed where the policy is undetermined",
+		Message:  "node {node}'s probes to {targets} failed, and whether the policies {policies} admit this node there is undetermined ({reason}): a policy drop and a path fault are equally possible, so neither is named",
+		NextStep: "kubectl svctrace {service} -n {namespace} --from pod/<client> -o yaml  # a client Pod's own view"},
 	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
 		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
 		NextStep: "kubectl describe networkpolicy -n {namespace}"},
@@ -625,6 +643,9 @@ const (
 	CodeNPUndecided     = "NP008"
 	CodeNPDNSDenied     = "NP009"
 	CodeNPDNSTCPDenied  = "NP010"
+	// CodeNPKindNotEvaluated: policy kinds svctrace does not evaluate
+	// exist where they could decide the traffic.
+	CodeNPKindNotEvaluated = "NP013"
 	// Enforcement as seen on the nodes holding isolated backend Pods.
 	CodeNPEnforced           = "NP020"
 	CodeNPNotEnforced        = "NP021"
@@ -663,11 +684,14 @@ var policyCatalog = []CheckSpec{
 		Message:  "NetworkPolicies are enforced on node {node} by {enforcer} (filter chains {chains} seen); it holds isolated backend Pods {pods}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPNotEnforced, Layer: LayerPolicy, Severity: SeverityWarning, Title: "No policy enforcer on the node",
-		Message:  "no NetworkPolicy enforcer is seen on node {node} (no kube-router chains in its iptables filter tables, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
+		Message:  "no NetworkPolicy enforcer is seen on node {node} (its iptables filter tables hook only kube-proxy's, the kubelet's and CNI plugins' chains, its nf_tables tables are only iptables-nft's and kube-proxy's, no Cilium or Calico datapath): {policies} select backend Pods {pods} there but are not enforced, so traffic they deny still arrives",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
 	{Code: CodeNPEnforcementUnknown, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Enforcement on the node not determined",
 		Message:  "whether NetworkPolicies are enforced on node {node} (isolated backend Pods {pods}) is not known: {reason}",
 		NextStep: "kubectl get pods -n kube-system -o wide --field-selector spec.nodeName={node}"},
+	{Code: CodeNPKindNotEvaluated, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy kinds not evaluated",
+		Message:  "policies of kinds svctrace does not evaluate exist where they may decide traffic to the backends: {kinds}; whether the client is admitted is undetermined",
+		NextStep: "kubectl get ciliumnetworkpolicies,ciliumclusterwidenetworkpolicies -A  # Calico: kubectl get networkpolicies.crd.projectcalico.org,globalnetworkpolicies.crd.projectcalico.org -A"},
 	{Code: CodeNPUndecided, Layer: LayerPolicy, Severity: SeverityWarning, Title: "Policy outcome undecided",
 		Message:  "{line}",
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},

@@ -7,11 +7,17 @@ const (
 	CodeRTClientSkipped    = "RT021"
 	CodeRTClientTimeout    = "RT022"
 	CodeRTClientClearsNode = "RT023"
+	// CodeRTClientPolicyUndetermined: the client's connections fail where
+	// the policies' answer for it is undetermined.
+	CodeRTClientPolicyUndetermined = "RT031"
 
 	CodeDPClientClusterIPFails = "DP055"
 	CodeDPHairpinOK            = "DP056"
 	CodeDPHairpinFails         = "DP057"
 	CodeDPHairpinNotSelected   = "DP058"
+	// CodeDPClientDroppedByDesign: the named client's node drops the
+	// ClusterIP by design (DP027 there), so this client's traffic fails.
+	CodeDPClientDroppedByDesign = "DP070"
 
 	CodeNPClientDropSeen    = "NP011"
 	CodeNPClientNotEnforced = "NP012"
@@ -34,6 +40,9 @@ var clientCatalog = []CheckSpec{
 	{Code: CodeRTClientTimeout, Layer: LayerRoute, Severity: SeverityError, Title: "Client cannot reach the Pods",
 		Message:  "from pod {clientNamespace}/{client}'s network namespace, connections to {targets} time out or are unreachable, and no NetworkPolicy denies this client there: the packets from this client do not get to the Pods or back",
 		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientPolicyUndetermined, Layer: LayerRoute, Severity: SeverityError, Title: "Client's connections fail, policy undetermined",
+		Message:  "from pod {clientNamespace}/{client}'s network namespace, {targets} got no answer, and whether the policies {policies} admit this client there is undetermined ({reason}): an enforced policy and a path fault are equally possible, so neither is named",
+		NextStep: clientNetnsCmd},
 	{Code: CodeRTClientClearsNode, Layer: LayerRoute, Severity: SeverityInfo, Title: "Client reaches what the node could not",
 		Message:  "node {node}'s own probes to {targets} failed where the NetworkPolicies keep the node out, and pod {clientNamespace}/{client} reached them from its namespace: those node probe failures are not faults",
 		NextStep: clientNetnsCmd},
@@ -41,6 +50,9 @@ var clientCatalog = []CheckSpec{
 	{Code: CodeDPClientClusterIPFails, Layer: LayerDatapath, Severity: SeverityError, Title: "ClusterIP fails from the client",
 		Message:  "from pod {clientNamespace}/{client}'s network namespace, {frontend} fails while {okCount} endpoint(s) it may use answer the same client directly: node {node}'s datapath does not carry this client's Service traffic",
 		NextStep: "kubectl svctrace {service} -n {namespace} --node {node} -o yaml"},
+	{Code: CodeDPClientDroppedByDesign, Layer: LayerDatapath, Severity: SeverityError, Title: "Client's node drops the ClusterIP by design",
+		Message:  "{client} runs on node {node}, where the Service's ClusterIP traffic is dropped by design (DP027: internalTrafficPolicy Local and no endpoint kube-proxy can use on {node}): every connection this client makes to the ClusterIP fails; the Service's endpoints run on {endpointNodes}",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.internalTrafficPolicy}'  # Local serves only clients on nodes with an endpoint"},
 	{Code: CodeDPHairpinOK, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Hairpin works",
 		Message:  "pod {clientNamespace}/{client} reached itself ({self}) through {frontend} in {attempts} connection(s), seen from {peer}; {rules}",
 		NextStep: clientNetnsCmd},

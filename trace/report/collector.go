@@ -39,4 +39,9 @@ type CollectorNode struct {
 	Transport string `json:"transport,omitempty"`
 	// TransportNote says why a node the agent serves used a collector Pod.
 	TransportNote string `json:"transportNote,omitempty"`
+	// LateMillis is how late the node's collector ran (its heartbeat's
+	// longest delay, the observation's collector.lateMillis): where it
+	// reaches half a probe's timeout, that node's timeouts are judged
+	// undetermined. Absent when not measured or under a millisecond.
+	LateMillis float64 `json:"lateMillis,omitempty"`
 }

@@ -104,6 +104,15 @@ type IPTablesBackendObservation struct {
 	// PolicyEnforcerChains are the chains seen.
 	PolicyEnforcer       string   `json:"policyEnforcer,omitempty"`
 	PolicyEnforcerChains []string `json:"policyEnforcerChains,omitempty"`
+	// FilterJumps are the distinct targets (-j and -g, sorted) of the rules
+	// of the filter table's INPUT, FORWARD and OUTPUT chains: every policy
+	// enforcer that filters with iptables hooks its chains in there (Calico's
+	// cali-FORWARD, Antrea's, Weave's, Azure NPM's, kube-router's), so the
+	// plugin can name what it sees and tell "nothing there" from "something
+	// it does not know". FilterJumpsRead says the three chains were read
+	// (false in observations older than these fields).
+	FilterJumps     []string `json:"filterJumps,omitempty"`
+	FilterJumpsRead bool     `json:"filterJumpsRead,omitempty"`
 
 	Ports []IPTablesPortObservation `json:"ports,omitempty"`
 	Error string                    `json:"error,omitempty"`

@@ -52,6 +52,14 @@ type CollectorInfo struct {
 	Capabilities Capabilities `json:"capabilities"`
 	// Resources is measured at the end of the run with getrusage.
 	Resources Resources `json:"resources"`
+	// LateMillis is how late the collector ran on its node: the longest
+	// its heartbeat timer fired behind time while it collected, time the
+	// node kept a runnable collector off the CPU. A few milliseconds on a
+	// healthy node; on a starved one as long as a probe's timeout, and a
+	// probe or DNS query that timed out there says more about the node
+	// than about the datapath. Added within v1alpha1: observations of
+	// earlier collectors lack it (0, read as "not measured").
+	LateMillis float64 `json:"lateMillis,omitempty"`
 }
 
 // Capabilities is the process's effective capability set.
@@ -103,6 +111,11 @@ type ProxyObservation struct {
 	Metrics   *ProxyMetrics    `json:"metrics,omitempty"`
 	// Fingerprints lists every check made, found or not.
 	Fingerprints []Fingerprint `json:"fingerprints"`
+	// NetfilterTables are every nf_tables table of the node, as "family
+	// name" (e.g. "ip kube-proxy", "inet calico"), sorted; nil when they
+	// were not listed (an error, or observations older than this field).
+	// Policy enforcers that use nftables keep their own tables.
+	NetfilterTables []string `json:"netfilterTables,omitempty"`
 }
 
 // KubeProxyHealth is kube-proxy's /healthz answer (port 10256).
@@ -228,7 +241,13 @@ type LinkAddresses struct {
 	// Checked, when set, are the addresses looked up: Addresses is then
 	// the subset of them found on the link, not everything it holds.
 	Checked []string `json:"checked,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// LocalElsewhere, of Checked, are the addresses local to the node on
+	// another link: the node's own addresses (an externalIP or LB IP that
+	// is a node IP, on bare metal or with kube-vip). kube-proxy's IPVS
+	// proxier does not bind those to kube-ipvs0 (syncProxyRules'
+	// shouldBind). Absent in observations of collectors that did not look.
+	LocalElsewhere []string `json:"localElsewhere,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }
 
 // ---- ebpf ----
@@ -588,7 +607,14 @@ type ProbeObservation struct {
 	Probes          []Probe `json:"probes"`
 	// HealthCheck is kube-proxy's answer on the health-check node port of an
 	// externalTrafficPolicy Local Service, asked at this node's address.
+	// With HealthChecks set it is HealthChecks[0], kept for readers that
+	// predate HealthChecks.
 	HealthCheck *HealthCheckProbe `json:"healthCheck,omitempty"`
+	// HealthChecks asks the same port once per IP family of the Service:
+	// each family's proxier runs its own health server over its own
+	// family's endpoints. Absent in observations of collectors that asked
+	// one family only.
+	HealthChecks []HealthCheckProbe `json:"healthChecks,omitempty"`
 	// PathMTU are don't-fragment probes to each endpoint IP at a small size
 	// and at the route's MTU.
 	PathMTU []PathMTUProbe `json:"pathMTU,omitempty"`

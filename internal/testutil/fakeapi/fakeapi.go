@@ -46,8 +46,17 @@ type Service struct {
 	NodePort        int32              `json:",omitempty"`
 	AffinitySeconds int32              `json:",omitempty"`
 	ETPLocal        bool               `json:",omitempty"`
-	ExternalIPs     []string           `json:",omitempty"`
-	LoadBalancerIPs []string           `json:",omitempty"`
+	// ITPLocal sets internalTrafficPolicy Local.
+	ITPLocal        bool     `json:",omitempty"`
+	ExternalIPs     []string `json:",omitempty"`
+	LoadBalancerIPs []string `json:",omitempty"`
+
+	// SecondaryClusterIP makes the Service dual-stack (RequireDualStack,
+	// ClusterIP's family first); SecondaryEndpoints are its endpoints of
+	// that family, on the same nodes as Endpoints, in their own
+	// EndpointSlice.
+	SecondaryClusterIP string   `json:",omitempty"`
+	SecondaryEndpoints []string `json:",omitempty"`
 }
 
 // Objects returns the Node, Service and EndpointSlice objects the API
@@ -58,8 +67,10 @@ func (c Cluster) Objects() (nodes, svcs, slices []any) { return c.objects() }
 type Cluster struct {
 	NodeName string
 	NodeIP   string
-	PodCIDR  string // default 10.244.0.0/24 or fd00:10:244::/64, by NodeIP's family
-	Services []Service
+	// SecondaryNodeIP is a dual-stack node's address of the other family.
+	SecondaryNodeIP string `json:",omitempty"`
+	PodCIDR         string // default 10.244.0.0/24 or fd00:10:244::/64, by NodeIP's family
+	Services        []Service
 	// BenchServices and BenchEndpoints, when BenchServices > 0, add
 	// Bench(BenchServices, BenchEndpoints, BenchIPv6) to Services (kept
 	// compact so that a Cluster fits in an argument or environment variable).
@@ -134,16 +145,21 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 	if podCIDR == "" {
 		podCIDR = map[corev1.IPFamily]string{corev1.IPv4Protocol: "10.244.0.0/24", corev1.IPv6Protocol: "fd00:10:244::/64"}[family(c.NodeIP)]
 	}
-	nodes = []any{corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+	n := corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: c.NodeName, ResourceVersion: "1", UID: "node-uid"},
 		Spec:       corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: c.NodeIP}},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}}
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	if c.SecondaryNodeIP != "" {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: c.SecondaryNodeIP})
+		second := map[corev1.IPFamily]string{corev1.IPv4Protocol: "10.244.0.0/24", corev1.IPv6Protocol: "fd00:10:244::/64"}[family(c.SecondaryNodeIP)]
+		n.Spec.PodCIDRs = append(n.Spec.PodCIDRs, second)
+	}
+	nodes = []any{n}
 	all := c.Services
 	if c.BenchServices > 0 {
 		all = append(append([]Service(nil), all...), Bench(c.BenchServices, c.BenchEndpoints, c.BenchIPv6)...)
 	}
-	ready := true
 	for i, s := range all {
 		fam := family(s.ClusterIP)
 		svc := corev1.Service{TypeMeta: metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
@@ -155,11 +171,21 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 		if s.Type != "" {
 			svc.Spec.Type = s.Type
 		}
+		if s.SecondaryClusterIP != "" {
+			policy := corev1.IPFamilyPolicyRequireDualStack
+			svc.Spec.IPFamilyPolicy = &policy
+			svc.Spec.ClusterIPs = append(svc.Spec.ClusterIPs, s.SecondaryClusterIP)
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, family(s.SecondaryClusterIP))
+		}
 		if s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer || len(s.ExternalIPs) > 0 {
 			svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 			if s.ETPLocal {
 				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			}
+		}
+		if s.ITPLocal {
+			local := corev1.ServiceInternalTrafficPolicyLocal
+			svc.Spec.InternalTrafficPolicy = &local
 		}
 		if s.AffinitySeconds > 0 {
 			svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
@@ -170,33 +196,45 @@ func (c Cluster) objects() (nodes, svcs, slices []any) {
 			svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
 		}
 		svcs = append(svcs, svc)
-		addrType := discoveryv1.AddressTypeIPv4
-		if fam == corev1.IPv6Protocol {
-			addrType = discoveryv1.AddressTypeIPv6
-		}
-		port, proto, portName := s.TargetPort, corev1.ProtocolTCP, s.PortName
-		for part := 0; part*maxSliceEndpoints < len(s.Endpoints) || part == 0; part++ {
-			sl := discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: fmt.Sprintf("%s-%05d", s.Name, part), ResourceVersion: "1",
-					UID:    k8stypes.UID(fmt.Sprintf("slice-%d-%d", i, part)),
-					Labels: map[string]string{discoveryv1.LabelServiceName: s.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
-				AddressType: addrType,
-				Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}}}
-			lo := min(part*maxSliceEndpoints, len(s.Endpoints))
-			for k, ip := range s.Endpoints[lo:min((part+1)*maxSliceEndpoints, len(s.Endpoints))] {
-				e := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &ready}}
-				if s.EndpointNode != "" {
-					e.NodeName = &s.EndpointNode
-				}
-				if lo+k < len(s.EndpointNodes) && s.EndpointNodes[lo+k] != "" {
-					e.NodeName = &s.EndpointNodes[lo+k]
-				}
-				sl.Endpoints = append(sl.Endpoints, e)
-			}
-			slices = append(slices, sl)
+		slices = append(slices, serviceSlices(i, s, fam, s.Endpoints, "")...)
+		if s.SecondaryClusterIP != "" {
+			slices = append(slices, serviceSlices(i, s, family(s.SecondaryClusterIP), s.SecondaryEndpoints, "-2nd")...)
 		}
 	}
 	return nodes, svcs, slices
+}
+
+// serviceSlices are the EndpointSlices of Service i for one family: eps
+// split at maxSliceEndpoints, named <service><suffix>-<part>, all ready.
+func serviceSlices(i int, s Service, fam corev1.IPFamily, eps []string, suffix string) []any {
+	ready := true
+	addrType := discoveryv1.AddressTypeIPv4
+	if fam == corev1.IPv6Protocol {
+		addrType = discoveryv1.AddressTypeIPv6
+	}
+	var slices []any
+	port, proto, portName := s.TargetPort, corev1.ProtocolTCP, s.PortName
+	for part := 0; part*maxSliceEndpoints < len(eps) || part == 0; part++ {
+		sl := discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: fmt.Sprintf("%s%s-%05d", s.Name, suffix, part), ResourceVersion: "1",
+				UID:    k8stypes.UID(fmt.Sprintf("slice-%d%s-%d", i, suffix, part)),
+				Labels: map[string]string{discoveryv1.LabelServiceName: s.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: addrType,
+			Ports:       []discoveryv1.EndpointPort{{Name: &portName, Port: &port, Protocol: &proto}}}
+		lo := min(part*maxSliceEndpoints, len(eps))
+		for k, ip := range eps[lo:min((part+1)*maxSliceEndpoints, len(eps))] {
+			e := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &ready}}
+			if s.EndpointNode != "" {
+				e.NodeName = &s.EndpointNode
+			}
+			if lo+k < len(s.EndpointNodes) && s.EndpointNodes[lo+k] != "" {
+				e.NodeName = &s.EndpointNodes[lo+k]
+			}
+			sl.Endpoints = append(sl.Endpoints, e)
+		}
+		slices = append(slices, sl)
+	}
+	return slices
 }
 
 // Handler serves the Cluster: GET lists and watches of nodes, services,

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/svctrace/kubectl-svctrace/bundle"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
@@ -222,12 +223,24 @@ func runTrace(t *testing.T, client kubernetes.Interface, name string) *report.Se
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	tr, err := trace.Run(ctx, client, namespace, name, trace.Options{Inspector: ciliumInspector{t},
-		Nodes: trace.NodeSelection{Nodes: []string{nodeName}}})
+	opts := trace.Options{Inspector: ciliumInspector{t}, Nodes: trace.NodeSelection{Nodes: []string{nodeName}}}
+	// Collect and Assemble are trace.Run, kept apart so that the trace can
+	// be saved as --save would (framework.RecordDir).
+	in, nodes, err := trace.Collect(ctx, client, namespace, name, opts)
 	if err != nil {
 		t.Fatalf("trace %s: %v", name, err)
 	}
+	tr := trace.Assemble(in, nodes, opts)
 	t.Logf("trace %s: %.1fs", name, time.Since(start).Seconds())
+	if dir := framework.RecordDir(t, nil); dir != "" {
+		b, err := bundle.New(in, nodes, opts, tr)
+		if err == nil {
+			err = b.Write(dir)
+		}
+		if err != nil {
+			t.Fatalf("saving the trace of %s: %v", name, err)
+		}
+	}
 	for _, c := range tr.Layer(report.LayerDatapath).Checks {
 		t.Logf("  %s %s %s %s: %s", name, c.Node, c.Code, c.Status, c.Message)
 	}

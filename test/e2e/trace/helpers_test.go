@@ -82,10 +82,16 @@ func svctraceWith(t *testing.T, kubeconfig string, args ...string) result {
 }
 
 // runSvctrace is svctraceWith without the check that no collector Pod is
-// left, for traces that run at the same time as others.
+// left, for traces that run at the same time as others. With
+// SVCTRACE_RECORD_SCENARIOS set, the trace also saves its bundle there (see
+// framework.RecordDir), so that every scenario of this suite can become a
+// recorded scenario of the judge.
 func runSvctrace(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
 	full := append([]string{"--kubeconfig", kubeconfig, "--image", CollectorImage, "-o", "json", "--timeout", "150s"}, args...)
+	if dir := framework.RecordDir(t, args); dir != "" {
+		full = append(full, "--save", dir)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, full...)

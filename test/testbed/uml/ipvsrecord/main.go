@@ -88,6 +88,14 @@ var Scenarios = []scenario{
 		s.Type, s.LoadBalancerIPs = corev1.ServiceTypeLoadBalancer, []string{"192.0.2.20"}
 	})},
 	{svc: svc("empty", "10.96.0.57", func(s *fakeapi.Service) { s.Endpoints, s.EndpointNodes = nil, nil })},
+	// internalTrafficPolicy Local on a NodePort Service with no local
+	// endpoint: syncEndpoint gives the ClusterIP the cluster endpoints.
+	{svc: svc("itp-local-np-none", "10.96.0.58", nodePort(30084), func(s *fakeapi.Service) {
+		s.ITPLocal, s.Endpoints, s.EndpointNodes = true, []string{"10.244.2.9"}, []string{other}
+	})},
+	// An externalIP that is the node's own second address: not bound to
+	// kube-ipvs0 (shouldBind).
+	{svc: svc("ext-node-ip", "10.96.0.59", func(s *fakeapi.Service) { s.ExternalIPs = []string{nodeIP2} })},
 	{svc: svc("fault-rs-deleted", "10.96.0.60"), fault: &fault{
 		cmds:  [][]string{{"ipvsadm", "-d", "-t", "10.96.0.60:80", "-r", "10.244.2.7:8080"}},
 		check: []string{"ipvsadm", "-Ln", "-t", "10.96.0.60:80"}, want: "!10.244.2.7"}},

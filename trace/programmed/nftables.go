@@ -1,4 +1,4 @@
-package trace
+package programmed
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 )
 
-func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []programmedPort {
-	var out []programmedPort
+func FromNFTables(source string, t collectorapi.NFTablesTableObservation) []Port {
+	var out []Port
 	for _, p := range t.Ports {
-		pp := programmedPort{
+		pp := Port{
 			Datapath: fmt.Sprintf("nftables (%s %s, via %s)", t.Family, t.Name, source),
-			Family:   familyOf(t.Family),
-			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+			Family:   FamilyOf(t.Family),
+			PortName: PortNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
 		}
 		chains := map[string]*collectorapi.NFTablesChain{}
 		for _, c := range append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, append(p.Other, p.Endpoints...)...) {
@@ -57,7 +57,7 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 		// "goto local-…" (Local); the rules before it short-circuit Pod
 		// sources ("ip saddr …") and local sources ("fib saddr type local")
 		// to the service chain (pkg/proxy/nftables/proxier.go).
-		pp.externalRead = p.External != nil
+		pp.ExternalRead = p.External != nil
 		if ext := p.External; ext != nil && ext.Exists {
 			pp.ExternalChain = ext.Name
 			for _, r := range ext.Rules {
@@ -68,10 +68,10 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 				for _, c := range []struct {
 					chain *collectorapi.NFTablesChain
 					kind  string
-				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+				}{{p.Service, ExternalToCluster}, {p.Local, ExternalToLocal}} {
 					if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
 						pp.ExternalTo = c.kind
-						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &programmedPort{})
+						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &Port{})
 					}
 				}
 			}
@@ -84,15 +84,15 @@ func fromNFTables(source string, t collectorapi.NFTablesTableObservation) []prog
 // nftChainEndpoints is the endpoints an nftables service- or local- chain
 // sends new connections to, with their shares; its rules and affinity sets
 // are recorded into pp.
-func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collectorapi.NFTablesChain, p collectorapi.NFTablesPortObservation, pp *programmedPort) []programmedEndpoint {
-	var eps []programmedEndpoint
+func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collectorapi.NFTablesChain, p collectorapi.NFTablesPortObservation, pp *Port) []Endpoint {
+	var eps []Endpoint
 	for _, r := range c.Rules {
 		pp.Evidence = append(pp.Evidence, "chain "+c.Name+": "+r.Text)
 		if r.AffinityMatch != "" {
 			readable := false
 			for _, a := range p.Affinity {
 				if a.Name == r.AffinityMatch && a.TimeoutSeconds > 0 {
-					pp.addAffinityTimeout(int(a.TimeoutSeconds))
+					pp.AddAffinityTimeout(int(a.TimeoutSeconds))
 					readable = true
 				}
 			}
@@ -116,7 +116,7 @@ func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collect
 						if er.Update != "" {
 							for _, a := range p.Affinity {
 								if a.Name == er.Update && a.TimeoutSeconds > 0 {
-									pp.addAffinityTimeout(int(a.TimeoutSeconds))
+									pp.AddAffinityTimeout(int(a.TimeoutSeconds))
 								}
 							}
 						}
@@ -126,18 +126,18 @@ func nftChainEndpoints(c *collectorapi.NFTablesChain, chains map[string]*collect
 			if ep == "" {
 				ep = en.Target
 			}
-			eps = append(eps, programmedEndpoint{Endpoint: ep, Share: en.Share})
+			eps = append(eps, Endpoint{Endpoint: ep, Share: en.Share})
 		}
 	}
 	if eps == nil {
 		// A single endpoint: kube-proxy jumps straight to it.
 		for _, r := range c.Rules {
 			if r.DNAT != "" {
-				eps = append(eps, programmedEndpoint{Endpoint: r.DNAT, Share: 1})
+				eps = append(eps, Endpoint{Endpoint: r.DNAT, Share: 1})
 			} else if c := chains[r.Target]; c != nil && r.Target != "" && strings.HasPrefix(r.Target, "endpoint-") {
 				for _, er := range c.Rules {
 					if er.DNAT != "" {
-						eps = append(eps, programmedEndpoint{Endpoint: er.DNAT, Share: 1})
+						eps = append(eps, Endpoint{Endpoint: er.DNAT, Share: 1})
 					}
 				}
 			}

@@ -1,4 +1,4 @@
-package trace
+package programmed
 
 import (
 	"fmt"
@@ -9,16 +9,16 @@ import (
 
 type iptBackendPorts struct {
 	obs   collectorapi.IPTablesBackendObservation
-	ports []programmedPort
+	ports []Port
 }
 
-func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
-	var out []programmedPort
+func FromIPTables(b collectorapi.IPTablesBackendObservation) []Port {
+	var out []Port
 	for _, p := range b.Ports {
-		pp := programmedPort{
+		pp := Port{
 			Datapath: fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family),
-			Family:   familyOf(b.Family),
-			PortName: portNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
+			Family:   FamilyOf(b.Family),
+			PortName: PortNameOf(p.ServicePortName), Protocol: strings.ToUpper(p.Protocol), Port: p.Port, NodePort: p.NodePort,
 			NodePortFound: len(p.NodePorts) > 0,
 			Evidence:      iptReaderLine(b),
 		}
@@ -80,7 +80,7 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 			pp.Endpoints = iptSelection(internal, dnat)
 			pp.Unmatched = internal.UnmatchedShare
 			for _, a := range internal.Affinity {
-				pp.addAffinityTimeout(a.Seconds)
+				pp.AddAffinityTimeout(a.Seconds)
 			}
 		}
 		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
@@ -89,7 +89,7 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 		// Pod and node-local sources to the cluster chain
 		// (pkg/proxy/iptables/proxier.go). With Local and no local endpoint
 		// that last rule is absent.
-		pp.externalRead = p.External != nil
+		pp.ExternalRead = p.External != nil
 		if ext := p.External; ext != nil && ext.Exists {
 			pp.ExternalChain = ext.Name
 			dnat := map[string]string{}
@@ -110,7 +110,7 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 				for _, c := range []struct {
 					chain *collectorapi.IPTablesChain
 					kind  string
-				}{{p.Service, externalToCluster}, {p.Local, externalToLocal}} {
+				}{{p.Service, ExternalToCluster}, {p.Local, ExternalToLocal}} {
 					if c.chain != nil && c.chain.Exists && c.chain.Name == to {
 						pp.ExternalTo = c.kind
 						pp.ExternalEndpoints = iptSelection(c.chain, dnat)
@@ -125,14 +125,14 @@ func fromIPTables(b collectorapi.IPTablesBackendObservation) []programmedPort {
 
 // iptSelection is the endpoints a KUBE-SVC/SVL chain chooses from, with their
 // shares; dnat maps KUBE-SEP chains to their DNAT destinations.
-func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []programmedEndpoint {
-	var out []programmedEndpoint
+func iptSelection(c *collectorapi.IPTablesChain, dnat map[string]string) []Endpoint {
+	var out []Endpoint
 	for _, s := range c.Selection {
 		ep := dnat[s.Target]
 		if ep == "" {
 			ep = s.Endpoint
 		}
-		out = append(out, programmedEndpoint{Endpoint: ep, Share: s.Share})
+		out = append(out, Endpoint{Endpoint: ep, Share: s.Share})
 	}
 	return out
 }
