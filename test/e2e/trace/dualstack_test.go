@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +26,8 @@ import (
 
 // The dual-stack scenarios run on a testbed brought up with both IP
 // families (SVTB_IP_FAMILIES=dual, the default, or ipv6,ipv4) and skip on
-// an IPv4-only one. With SVCTRACE_E2E_BUNDLES=DIR each trace is also saved
-// as a bundle (--save) in DIR/<scenario>, for replaying the judge on real
+// an IPv4-only one. With SVCTRACE_RECORD_SCENARIOS set, each trace is also
+// saved as a bundle (framework.RecordDir), for replaying the judge on real
 // dual-stack observations.
 
 func requireDualStack(t *testing.T, tb *framework.Testbed) {
@@ -65,33 +63,6 @@ func apiFamily(family string) corev1.IPFamily {
 
 // familyName is how a person writes the family ("IPv4", "IPv6").
 func familyName(family string) string { return string(apiFamily(family)) }
-
-// dualTrace runs the trace and, with SVCTRACE_E2E_BUNDLES set, saves it as
-// the bundle DIR/<name>.
-func dualTrace(t *testing.T, tb *framework.Testbed, name string, args ...string) result {
-	t.Helper()
-	if dir := os.Getenv("SVCTRACE_E2E_BUNDLES"); dir != "" {
-		b := filepath.Join(dir, name)
-		if err := os.RemoveAll(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(b), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--save", b)
-	}
-	return svctrace(t, tb, args...)
-}
-
-// bundleName names a scenario's bundle: the test's name, and all-nodes for
-// an --all-nodes trace.
-func bundleName(t *testing.T, extra []string) string {
-	n := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(strings.TrimPrefix(t.Name(), "Test")))
-	if len(extra) > 0 {
-		n += "-all-nodes"
-	}
-	return n
-}
 
 // deployDualWeb deploys echo (one replica on each kubelet node unless
 // echo.Nodes says otherwise) and a Service web with opts, then waits until
@@ -209,7 +180,7 @@ func TestDualStackServices(t *testing.T) {
 			ns, svc := deployDualWeb(t, tb, framework.EchoOptions{}, nil, framework.IPFamilies(tc.policy, fams...))
 			requireFamilies(t, svc, tc.want...)
 			for _, extra := range [][]string{nil, {"--all-nodes"}} {
-				r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+				r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 				requireHealthyDual(t, r, tb.NodeNames()...)
 				requireCheck(t, r, report.LayerDNS, report.CodeDNSLiveOK, "")
 			}
@@ -225,7 +196,7 @@ func TestSingleStackIPv6(t *testing.T) {
 	ns, svc := deployDualWeb(t, tb, framework.EchoOptions{}, nil, framework.IPFamilies(corev1.IPFamilyPolicySingleStack, corev1.IPv6Protocol))
 	requireFamilies(t, svc, "ipv6")
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
-		r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+		r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 		requireHealthyDual(t, r, tb.NodeNames()...)
 		requireCheck(t, r, report.LayerDNS, report.CodeDNSLiveOK, "")
 	}
@@ -244,7 +215,7 @@ func TestDualStackExternalIPv4Only(t *testing.T) {
 		func(s *corev1.Service) { s.Spec.ExternalIPs = []string{extIP} })
 	waitDial(t, tb, net.JoinHostPort(extIP, fmt.Sprint(svc.Spec.Ports[0].Port)))
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
-		r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+		r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 		requireHealthyDual(t, r, tb.NodeNames()...)
 		for _, n := range tb.Nodes {
 			for _, code := range []string{report.CodeDPExternalMissing, report.CodeDPExternalWrong} {
@@ -327,7 +298,7 @@ func TestDualStackLoadBalancerETPLocal(t *testing.T) {
 		}
 	}
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
-		r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+		r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 		requireNoFail(t, r)
 		for _, node := range []string{n.Name, other.Name} {
 			if extra == nil && node == other.Name && check(r.Trace, report.LayerDatapath, report.CodeDPHealthCheckOK, node) == nil {
@@ -422,7 +393,7 @@ func TestDualStackIPv4OnlyListener(t *testing.T) {
 		t.Logf("connection to %s: %v (want refused)", v6, err)
 	}
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
-		r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+		r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 		if r.Exit != 3 {
 			t.Errorf("exit %d, want 3 (IPv6 clients fail)", r.Exit)
 		}
@@ -508,7 +479,7 @@ func TestDualStackPolicyIPv4OnlyIPBlock(t *testing.T) {
 		t.Fatalf("the client is admitted over IPv4 but its request fails: %v", err)
 	}
 	for _, extra := range [][]string{nil, {"--all-nodes"}} {
-		r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns, "--from", "pod/" + client.Name}, extra...)...)
+		r := svctrace(t, tb, append([]string{"web", "-n", ns, "--from", "pod/" + client.Name}, extra...)...)
 		named := false
 		for _, l := range r.Trace.Layers {
 			if l.Name != report.LayerPolicy {
@@ -548,7 +519,7 @@ func TestDualStackDNSOneFamily(t *testing.T) {
 			t.Fatalf("CoreDNS answers %d AAAA records for an IPv4-only Service", n)
 		}
 		for _, extra := range [][]string{nil, {"--all-nodes"}} {
-			r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+			r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 			requireHealthyDual(t, r, tb.NodeNames()...)
 			requireCheck(t, r, report.LayerDNS, report.CodeDNSLiveOK, "")
 		}
@@ -581,7 +552,7 @@ func TestDualStackDNSOneFamily(t *testing.T) {
 			t.Fatalf("CoreDNS answers %d AAAA records although no IPv6 endpoint exists", n)
 		}
 		for _, extra := range [][]string{nil, {"--all-nodes"}} {
-			r := dualTrace(t, tb, bundleName(t, extra), append([]string{"web", "-n", ns}, extra...)...)
+			r := svctrace(t, tb, append([]string{"web", "-n", ns}, extra...)...)
 			c := requireCheck(t, r, report.LayerEndpoints, report.CodeEpsFamilyMissing, "")
 			if !mentionsFamily(c, "ipv6") {
 				t.Errorf("EPS010 does not name IPv6: %s", c.Message)
