@@ -60,7 +60,7 @@ info)
 	# The running testbed's families (SVTB_IP_FAMILIES of its up), not this
 	# shell's: the *_IP, *_POD_CIDR, SERVICE_CIDR and KUBE_DNS_IP keys are
 	# the primary family's, the plural keys every family's, primary first.
-	SVTB_IP_FAMILIES=$(running_families) exec bash -c 'source "$1"; shift; "$@"' _ "$TESTBED_DIR/lib.sh" bash "$0" info-families
+	SVTB_IP_FAMILIES=$(running_families) exec bash "$0" info-families
 	;;
 info-families)
 	echo "IP_FAMILIES=$IP_FAMILIES_SPEC"
