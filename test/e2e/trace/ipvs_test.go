@@ -40,10 +40,13 @@ import (
 // of in a Pod (ipvsInspector).
 type ipvsNode struct {
 	Name, IP, Zone string
-	Pods           map[string]string // name → IP
-	script, dir    string
-	kubelet        bool
-	taint          corev1.Taint
+	// IPs are the node's addresses of every family the cluster runs,
+	// primary first.
+	IPs         []string
+	Pods        map[string]string // name → IP
+	script, dir string
+	kubelet     bool
+	taint       corev1.Taint
 }
 
 // ipvsEchoLabel marks the echo Pods a test runs on the IPVS node.
@@ -80,6 +83,8 @@ func setupIPVSNode(t *testing.T, tb *framework.Testbed, ns string) *ipvsNode {
 				n.Name = v
 			case "IPVS_NODE_IP":
 				n.IP = v
+			case "IPVS_NODE_IPS":
+				n.IPs = strings.Split(v, ",")
 			case "IPVS_NODE_ZONE":
 				n.Zone = v
 			case "IPVS_NODE_DIR":
@@ -169,8 +174,17 @@ func (n *ipvsNode) registerNode(t *testing.T, tb *framework.Testbed) {
 		Spec: corev1.NodeSpec{
 			Taints: []corev1.Taint{{Key: "svctrace.dev/no-kubelet", Effect: corev1.TaintEffectNoSchedule}}}}
 	now := metav1.Now()
+	// An InternalIP a family, as a dual-stack kubelet reports them.
+	var addrs []corev1.NodeAddress
+	ips := n.IPs
+	if len(ips) == 0 {
+		ips = []string{n.IP}
+	}
+	for _, ip := range ips {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
 	status := corev1.NodeStatus{
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP}, {Type: corev1.NodeHostName, Address: n.Name}},
+		Addresses: append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name}),
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "no kubelet: user-mode Linux node of the svctrace testbed, kept Ready by the e2e", LastHeartbeatTime: now, LastTransitionTime: now}},
 		NodeInfo: corev1.NodeSystemInfo{KernelVersion: "6.1.176", OperatingSystem: "linux", Architecture: "amd64"}}
