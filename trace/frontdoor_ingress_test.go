@@ -138,3 +138,24 @@ func TestFrontdoorIngressGatewayPods(t *testing.T) {
 		t.Errorf("verdict %+v", v)
 	}
 }
+
+// TestFrontdoorInputTrimmed: what a saved trace keeps of the front door has
+// no managed fields and no last-applied copy, like the rest of input.json.
+func TestFrontdoorInputTrimmed(t *testing.T) {
+	ing := ingress(func(i *networkingv1.Ingress) {
+		i.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":{}}`, "keep": "me"}
+		i.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	})
+	fd, _ := traceFrontdoor(t, ingressCase(ingressClass("nginx", false), ing))
+	if a := fd.Ingress.Annotations; a[corev1.LastAppliedConfigAnnotation] != "" || a["keep"] != "me" || fd.Ingress.ManagedFields != nil {
+		t.Errorf("ingress metadata %+v", fd.Ingress.ObjectMeta)
+	}
+	route := httpRoute(func(r *frontdoor.Route) {
+		r.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":{}}`}
+	})
+	fd, _ = traceFrontdoor(t, frontdoorCase{entry: httpRouteEntry(), core: healthy(),
+		gateway: []any{gatewayClass("eg", envoyController, true), gateway(), route}})
+	if fd.Routes[0].Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		t.Errorf("route kept its last-applied copy")
+	}
+}

@@ -8,9 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakegateway"
@@ -569,5 +573,40 @@ func TestFrontdoorSurvivesJSON(t *testing.T) {
 	roundTrip(t, in, &saved)
 	if offline := jsonOf(t, Assemble(&saved, nil, opts)); offline != live {
 		t.Fatalf("offline result differs:\nlive:    %s\noffline: %s", live, offline)
+	}
+}
+
+// TestFrontdoorForbiddenRead: a read the user may not make leaves the
+// frontdoor layer unknown with the permission named, not failed with a
+// "not found" it could not know.
+func TestFrontdoorForbiddenRead(t *testing.T) {
+	client := fake.NewClientset(healthy()...)
+	route := httpRoute(func(r *frontdoor.Route) {
+		r.Namespace = "shop"
+		r.Spec.ParentRefs[0].Namespace = ptr(gwv1.Namespace("default"))
+		r.Status.Parents[0].ParentRef.Namespace = ptr(gwv1.Namespace("default"))
+		r.Spec.Rules[0].BackendRefs[0] = backendRef("default", "web", 80)
+	})
+	rd := fakegateway.Reader(client, fakegateway.ServedV1, nil, gatewayClass("eg", envoyController, true), gateway(), route)
+	rd.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("list", "referencegrants", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: gwv1.GroupName, Resource: "referencegrants"}, "", nil)
+	})
+	fd, err := rd.Read(context.Background(), frontdoor.Entry{Kind: frontdoor.KindHTTPRoute, Namespace: "shop", Name: "store"}, frontdoor.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Now: fixedNow, NoNode: true}
+	in, nr, opts, err := CollectBackend(context.Background(), client, fd, "default/web", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Assemble(in, nr, opts)
+	l := tr.Layer(report.LayerFrontdoor)
+	if l.Status != report.StatusUnknown || findCheck(tr, report.LayerFrontdoor, report.CodeGWNoReferenceGrant) != nil {
+		t.Fatalf("frontdoor %s: %+v", l.Status, l.Checks)
+	}
+	c := findCheck(tr, report.LayerFrontdoor, report.CodeAPIForbidden)
+	if c == nil || c.NextStep != "kubectl auth can-i list referencegrants -n default" {
+		t.Errorf("API001: %+v", c)
 	}
 }

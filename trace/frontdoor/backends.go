@@ -64,7 +64,7 @@ func (j *judge) backend(r *Route, rule string, b gwv1.BackendRef, total int64, s
 	if ns != r.Namespace {
 		grant := j.grantFor(r, ns, string(b.Name))
 		if grant == "" {
-			if !j.hasGap("list") {
+			if !j.hasGap("list", "referencegrants") {
 				j.emit(report.CodeGWNoReferenceGrant, args)
 			}
 			return

@@ -17,7 +17,7 @@ func (j *judge) gatewayAPI() {
 	for i := range j.in.Gateways {
 		j.gateway(&j.in.Gateways[i])
 	}
-	if j.in.Entry.Kind == KindGateway && len(j.in.Routes) == 0 && len(j.in.Gateways) == 1 && !j.hasGap("list") {
+	if j.in.Entry.Kind == KindGateway && len(j.in.Routes) == 0 && len(j.in.Gateways) == 1 && !j.hasGap("list", "routes") {
 		gw := &j.in.Gateways[0]
 		j.emit(report.CodeGWNoRoutes, report.Args{"kinds": strings.Join(RouteKinds, ", "), "gateway": gw.Namespace + "/" + gw.Name})
 	}
@@ -49,7 +49,7 @@ func (j *judge) gateway(gw *gwv1.Gateway) {
 	class := j.class(string(gw.Spec.GatewayClassName))
 	args := gatewayArgs(gw, report.Args{"class": string(gw.Spec.GatewayClassName)})
 	switch {
-	case class == nil && !j.hasGap("list"):
+	case class == nil && !j.hasGap("list", "gatewayclasses"):
 		j.emit(report.CodeGWClassNotFound, args)
 	case class != nil && !conditionTrue(class.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted)):
 		reason, msg := conditionText(class.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
@@ -92,7 +92,7 @@ func (j *judge) parent(r *Route, ref gwv1.ParentReference) {
 	}
 	gw := j.gatewayNamed(ns, string(ref.Name))
 	if gw == nil {
-		if !j.hasGap("get") {
+		if !j.hasGap("get", "gateways") {
 			j.emit(report.CodeGWParentNotFound, args)
 		}
 		return
@@ -250,11 +250,12 @@ func (j *judge) class(name string) *gwv1.GatewayClass {
 	return nil
 }
 
-// hasGap reports whether a read with this verb failed (the object it looked
-// for may exist: no "not found" is reported then).
-func (j *judge) hasGap(verb string) bool {
+// hasGap reports whether a read with this verb of a resource whose name
+// ends in resource failed: the object it looked for may exist, so no "not
+// found" is reported then.
+func (j *judge) hasGap(verb, resource string) bool {
 	for _, g := range j.in.Gaps {
-		if g.Verb == verb {
+		if g.Verb == verb && strings.HasSuffix(g.Resource, resource) {
 			return true
 		}
 	}

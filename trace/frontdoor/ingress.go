@@ -78,7 +78,7 @@ func (j *judge) ingress() string {
 // else the cluster's default class.
 func (j *judge) ingressClass(args report.Args) string {
 	ing := j.in.Ingress
-	classRead := !j.hasGap("list")
+	classRead := !j.hasGap("list", "ingressclasses")
 	find := func(name string) *networkingv1.IngressClass {
 		for i := range j.in.IngressClasses {
 			if j.in.IngressClasses[i].Name == name {

@@ -178,9 +178,14 @@ func (rd *reader) readGatewayAPI(ctx context.Context, opts ReadOptions) error {
 }
 
 // fromUnstructured converts a dynamic object into its typed struct; unknown
-// fields (a newer or older version's) are dropped.
+// fields (a newer or older version's) are dropped, and so is what trimMeta
+// drops.
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	u.SetManagedFields(nil)
+	if a := u.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+		delete(a, corev1.LastAppliedConfigAnnotation)
+		u.SetAnnotations(a)
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
 		return fmt.Errorf("decoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
@@ -304,7 +309,7 @@ func (rd *reader) readService(ctx context.Context, ns, name string) {
 	case err != nil:
 		rd.gap("get", "services", ns, err, "backend Service "+key+" was not judged")
 	default:
-		svc.ManagedFields = nil
+		trimMeta(&svc.ObjectMeta)
 		rd.in.Services[key] = svc
 	}
 }
@@ -425,14 +430,14 @@ func (rd *reader) readIngress(ctx context.Context, opts ReadOptions) error {
 	if err != nil {
 		return fmt.Errorf("cannot get ingress %s/%s: %w", entry.Namespace, entry.Name, err)
 	}
-	ing.ManagedFields = nil
+	trimMeta(&ing.ObjectMeta)
 	rd.in.Ingress = ing
 	classes, err := rd.Client.NetworkingV1().IngressClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		rd.gap("list", "ingressclasses", "", err, "the Ingress's class was not judged")
 	} else {
 		for _, c := range classes.Items {
-			c.ManagedFields = nil
+			trimMeta(&c.ObjectMeta)
 			rd.in.IngressClasses = append(rd.in.IngressClasses, c)
 		}
 	}
@@ -493,4 +498,11 @@ func (r *Reader) Names(ctx context.Context, kind, namespace string, limit int64)
 		names = append(names, it.GetName())
 	}
 	return names, nil
+}
+
+// trimMeta drops what no check reads and a saved trace must not carry: the
+// managed field sets and kubectl's last-applied copy of the object.
+func trimMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
 }
