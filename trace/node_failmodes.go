@@ -267,44 +267,78 @@ var encapOverhead = map[string]int{"vxlan": 50, "geneve": 50, "ipip": 20}
 
 // Flannel's node annotations (pkg/subnet/kube/annotations.go, default
 // prefix flannel.alpha.coreos.com): the node's VTEP address and the backend's
-// lease attributes, {"VNI":1,"VtepMAC":"…"} for vxlan.
+// lease attributes, {"VNI":1,"VtepMAC":"…"} for vxlan. A dual-stack
+// flannel writes the IPv6 tunnel's under their own names
+// (pkg/subnet/kube: backend-v6-data, public-ipv6) and runs it on its own
+// device, flannel-v6.<VNI> (pkg/backend/vxlan: v6devAttrs).
 const (
-	flannelPublicIP    = "flannel.alpha.coreos.com/public-ip"
-	flannelBackendData = "flannel.alpha.coreos.com/backend-data"
-	flannelBackendType = "flannel.alpha.coreos.com/backend-type"
+	flannelPublicIP      = "flannel.alpha.coreos.com/public-ip"
+	flannelPublicIPv6    = "flannel.alpha.coreos.com/public-ipv6"
+	flannelBackendData   = "flannel.alpha.coreos.com/backend-data"
+	flannelBackendV6Data = "flannel.alpha.coreos.com/backend-v6-data"
+	flannelBackendType   = "flannel.alpha.coreos.com/backend-type"
 )
 
-// remoteVTEP is what one other node's annotations say its tunnel endpoint is.
+// remoteVTEP is what one other node's annotations say its tunnel endpoint
+// of one IP family is: on which of this node's devices (flannel.<VNI> for
+// IPv4, flannel-v6.<VNI> for IPv6) flannel points it, its public address,
+// VTEP MAC and Pod subnet of that family.
 type remoteVTEP struct {
 	node     string
+	device   string
 	publicIP string
 	mac      string
-	vni      int
 	podCIDR  string
 }
 
-// flannelVTEPs are the other nodes' flannel vxlan endpoints, from the Nodes
-// the API side read (not necessarily every node of the cluster).
+// flannelVTEPs are the other nodes' flannel vxlan endpoints, per IP family,
+// from the Nodes the API side read (not necessarily every node of the
+// cluster).
 func (nj *nodeJudge) flannelVTEPs(self string) []remoteVTEP {
 	var out []remoteVTEP
 	for name, n := range nj.in.Nodes {
 		if n == nil || name == self || n.Annotations[flannelBackendType] != "vxlan" {
 			continue
 		}
-		var bd struct {
-			VNI     int
-			VtepMAC string
-		}
-		if err := json.Unmarshal([]byte(n.Annotations[flannelBackendData]), &bd); err != nil || bd.VtepMAC == "" {
-			continue
-		}
-		v := remoteVTEP{node: name, publicIP: n.Annotations[flannelPublicIP], mac: strings.ToLower(bd.VtepMAC), vni: bd.VNI, podCIDR: n.Spec.PodCIDR}
-		if v.publicIP != "" {
-			out = append(out, v)
+		for _, fam := range []struct {
+			data, publicIP, device string
+			v6                     bool
+		}{
+			{flannelBackendData, flannelPublicIP, "flannel.%d", false},
+			{flannelBackendV6Data, flannelPublicIPv6, "flannel-v6.%d", true},
+		} {
+			var bd struct {
+				VNI     int
+				VtepMAC string
+			}
+			if err := json.Unmarshal([]byte(n.Annotations[fam.data]), &bd); err != nil || bd.VtepMAC == "" || n.Annotations[fam.publicIP] == "" {
+				continue
+			}
+			out = append(out, remoteVTEP{node: name, device: fmt.Sprintf(fam.device, bd.VNI), publicIP: n.Annotations[fam.publicIP],
+				mac: strings.ToLower(bd.VtepMAC), podCIDR: podCIDROf(n, fam.v6)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].node < out[j].node })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].node != out[j].node {
+			return out[i].node < out[j].node
+		}
+		return out[i].device < out[j].device
+	})
 	return out
+}
+
+// podCIDROf is node's Pod CIDR of one family ("" when it has none).
+func podCIDROf(n *corev1.Node, v6 bool) string {
+	cidrs := n.Spec.PodCIDRs
+	if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+		cidrs = []string{n.Spec.PodCIDR}
+	}
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is6() == v6 {
+			return c
+		}
+	}
+	return ""
 }
 
 // judgeOverlays checks each tunnel device: up, an MTU that fits its
@@ -341,11 +375,11 @@ func (nj *nodeJudge) judgeOverlays(node string, overlays []collectorapi.OverlayD
 		}
 		problems += nj.judgeEncap(node, o, routes, epNode)
 		var noFDB, noNeigh, raw []string
-		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == fmt.Sprintf("flannel.%d", v.vni) }) {
+		if !slices.ContainsFunc(vteps, func(v remoteVTEP) bool { return o.Name == v.device }) {
 			noFDB, raw = nj.missingNodeFDB(node, o)
 		}
 		for _, v := range vteps {
-			if o.Name != fmt.Sprintf("flannel.%d", v.vni) {
+			if o.Name != v.device {
 				continue
 			}
 			if !slices.ContainsFunc(o.FDB, func(f collectorapi.FDBEntry) bool { return strings.EqualFold(f.MAC, v.mac) && f.Dst == v.publicIP }) {
@@ -513,8 +547,10 @@ func (nj *nodeJudge) underlayNodeNames() map[string]string {
 				out[a.Address] = name
 			}
 		}
-		if ip := n.Annotations[flannelPublicIP]; ip != "" {
-			out[ip] = name
+		for _, k := range []string{flannelPublicIP, flannelPublicIPv6} {
+			if ip := n.Annotations[k]; ip != "" {
+				out[ip] = name
+			}
 		}
 	}
 	return out
@@ -526,15 +562,22 @@ func (nj *nodeJudge) underlayNodeNames() map[string]string {
 // A flow-based device (Cilium) or one that learns has no such entries and
 // is left alone.
 func (nj *nodeJudge) missingNodeFDB(self string, o collectorapi.OverlayDevice) (missing, raw []string) {
+	// A device tunnels over one family, its local address's: a node's
+	// InternalIP of the other family is never its FDB's destination.
+	local, localErr := netip.ParseAddr(o.Local)
 	internal := map[string]string{}
 	for name, n := range nj.in.Nodes {
 		if n == nil || name == self {
 			continue
 		}
 		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				internal[a.Address] = name
+			if a.Type != corev1.NodeInternalIP {
+				continue
 			}
+			if ip, err := netip.ParseAddr(a.Address); localErr == nil && err == nil && ip.Is6() != local.Is6() {
+				continue
+			}
+			internal[a.Address] = name
 		}
 	}
 	dsts := map[string]bool{}

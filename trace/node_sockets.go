@@ -23,6 +23,11 @@ const (
 	// socketNotListening: no listener on the Pod IP for the port (nothing on
 	// the port, or only on another specific address).
 	socketNotListening
+	// socketOtherFamilyOnly: listeners on the port, all on addresses of the
+	// other IP family (0.0.0.0 or an IPv4 address for an IPv6 endpoint; an
+	// IPv6 address for an IPv4 one): the app serves one family of a
+	// dual-stack Pod.
+	socketOtherFamilyOnly
 )
 
 // socketFact is one endpoint address (ip:port/PROTO) of a Pod whose sockets
@@ -175,7 +180,7 @@ func (nj *nodeJudge) buildSocketIndex(views []NodeView) *socketIndex {
 // net.ipv6.bindv6only=0; the socket table does not show IPV6_V6ONLY).
 func classifySockets(ps *collectorapi.PodSockets, ip netip.Addr, sp slicePort) *socketFact {
 	f := &socketFact{ip: ip, port: sp.port, protocol: sp.protocol, portName: sp.name, ps: ps}
-	serves, loopback := false, true
+	serves, loopback, otherFamily := false, true, true
 	for _, l := range ps.Listeners {
 		if l.Protocol != sp.protocol {
 			continue
@@ -187,7 +192,7 @@ func classifySockets(ps *collectorapi.PodSockets, ip netip.Addr, sp slicePort) *
 		f.on = append(f.on, l)
 		a, err := netip.ParseAddr(l.Address)
 		if err != nil {
-			loopback = false
+			loopback, otherFamily = false, false
 			continue
 		}
 		a = a.Unmap()
@@ -197,12 +202,17 @@ func classifySockets(ps *collectorapi.PodSockets, ip netip.Addr, sp slicePort) *
 		case !a.IsLoopback():
 			loopback = false
 		}
+		if a.Is4() == ip.Is4() || a.IsLoopback() {
+			otherFamily = false
+		}
 	}
 	switch {
 	case serves:
 		f.kind = socketListening
 	case len(f.on) > 0 && loopback:
 		f.kind = socketLoopbackOnly
+	case len(f.on) > 0 && otherFamily:
+		f.kind = socketOtherFamilyOnly
 	default:
 		f.kind = socketNotListening
 	}
@@ -275,6 +285,14 @@ func (nj *nodeJudge) judgeSockets(node string) {
 		case socketLoopbackOnly:
 			nj.EmitNode(report.CodeEpsLoopbackOnly, node, report.Args{"pod": f.pod, "port": strconv.Itoa(int(f.port)), "protocol": f.protocol,
 				"addresses": listenerList(f.on), "ip": f.ip.String(), "probe": probe}, raw,
+				append(fields, fieldItems("listeners", listenerItems(f.on)))...)
+		case socketOtherFamilyOnly:
+			fam, other := "IPv6", "IPv4"
+			if f.ip.Is4() {
+				fam, other = "IPv4", "IPv6"
+			}
+			nj.EmitNode(report.CodeEpsOtherFamilyOnly, node, report.Args{"pod": f.pod, "port": strconv.Itoa(int(f.port)), "protocol": f.protocol,
+				"addresses": listenerList(f.on), "listenFamily": other, "family": fam, "target": target, "probe": probe}, raw,
 				append(fields, fieldItems("listeners", listenerItems(f.on)))...)
 		case socketNotListening:
 			other := "no other " + f.protocol + " port"

@@ -167,7 +167,11 @@ func TestClassifySockets(t *testing.T) {
 		{"other port", v4, []collectorapi.Listener{tcp("0.0.0.0", 8081)}, socketNotListening},
 		{"UDP on the TCP port", v4, []collectorapi.Listener{udp}, socketNotListening},
 		{"nothing at all", v4, nil, socketNotListening},
-		{"IPv4 wildcard does not serve IPv6", v6, []collectorapi.Listener{tcp("0.0.0.0", 8080)}, socketNotListening},
+		// The app of a dual-stack Pod that binds 0.0.0.0 only (recorded on
+		// the dual-stack testbed: scenario dualstack-ipv4-only-listener).
+		{"IPv4 wildcard does not serve IPv6", v6, []collectorapi.Listener{tcp("0.0.0.0", 8080)}, socketOtherFamilyOnly},
+		{"the IPv6 Pod IP does not serve IPv4", v4, []collectorapi.Listener{tcp("fd00::7", 8080)}, socketOtherFamilyOnly},
+		{"IPv4 wildcard and IPv6 loopback", v6, []collectorapi.Listener{tcp("0.0.0.0", 8080), tcp("::1", 8080)}, socketNotListening},
 		{"IPv6 wildcard serves IPv6", v6, []collectorapi.Listener{tcp("::", 8080)}, socketListening},
 	} {
 		f := classifySockets(&collectorapi.PodSockets{Listeners: tt.ls}, tt.ip, slicePort{port: 8080, protocol: "TCP"})

@@ -356,12 +356,13 @@ const (
 	// for the prober is undetermined (RT031 is the client's own).
 	CodeRTPolicyUndetermined = "RT030"
 
-	CodeEpsRefused        = "EPS012"
-	CodeEpsListening      = "EPS013"
-	CodeEpsLoopbackOnly   = "EPS014"
-	CodeEpsNotListening   = "EPS015"
-	CodeEpsSocketsUnread  = "EPS016"
-	CodeEpsAcceptOverflow = "EPS018"
+	CodeEpsRefused         = "EPS012"
+	CodeEpsListening       = "EPS013"
+	CodeEpsLoopbackOnly    = "EPS014"
+	CodeEpsNotListening    = "EPS015"
+	CodeEpsSocketsUnread   = "EPS016"
+	CodeEpsAcceptOverflow  = "EPS018"
+	CodeEpsOtherFamilyOnly = "EPS019"
 
 	CodeDNSLiveOK       = "DNS010"
 	CodeDNSLiveWrong    = "DNS011"
@@ -601,6 +602,10 @@ var nodeCatalog = []CheckSpec{
 	{Code: CodeEpsLoopbackOnly, Layer: LayerEndpoints, Severity: SeverityError, Title: "Listens only on loopback",
 		Message:  "pod {pod} listens on {port}/{protocol} only on {addresses}, so connections to its Pod IP {ip} are refused: the app must listen on 0.0.0.0 (or the Pod IP){probe}",
 		NextStep: "kubectl describe pod {pod} -n {namespace}"},
+	{Code: CodeEpsOtherFamilyOnly, Layer: LayerEndpoints, Severity: SeverityError, Title: "Listens on one IP family only",
+		Message: "pod {pod} listens on {port}/{protocol} only on {addresses} ({listenFamily} only), so connections to its {family} endpoint {target} are refused: " +
+			"the app must listen on [::] (both families, net.ipv6.bindv6only=0) or on its {family} address too, or the Service must not offer {family}{probe}",
+		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ipFamilies}'"},
 	{Code: CodeEpsNotListening, Layer: LayerEndpoints, Severity: SeverityError, Title: "Nothing listens on the target port",
 		Message:  "nothing in pod {pod} listens on {target} (the EndpointSlice's port{portName}); it listens on {listening}: the Service's targetPort and the app's port differ{probe}",
 		NextStep: "kubectl get service {service} -n {namespace} -o jsonpath='{.spec.ports}'"},
