@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -263,64 +262,6 @@ func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
 	}
 }
 
-func TestJudgeNodesDNS(t *testing.T) {
-	mkTimed := func(answers []string, rcode, errText string, latency, first float64) *collectorapi.Observation {
-		o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-		q := func(tr string) collectorapi.DNSQuery {
-			q := collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: rcode, Answers: answers, Error: errText, LatencyMillis: latency}
-			if first > 0 {
-				q.Attempts, q.FirstLatencyMillis = 2, first
-			}
-			return q
-		}
-		o.Sections.DNS = &collectorapi.Section[collectorapi.DNSObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.DNSObservation{
-			Servers: []string{"10.96.0.10"}, Queries: []collectorapi.DNSQuery{q("udp"), q("tcp")}}}
-		return o
-	}
-	mk := func(answers []string, rcode, errText string) *collectorapi.Observation {
-		return mkTimed(answers, rcode, errText, 2, 0)
-	}
-	right := []string{"A 10.96.0.20"}
-	tests := []struct {
-		name string
-		obs  *collectorapi.Observation
-		want string
-		// wantRaw is a line the check's evidence must hold.
-		wantRaw string
-	}{
-		{"right answer", mk(right, "NOERROR", ""), report.CodeDNSLiveOK, ""},
-		{"wrong answer", mk([]string{"A 10.96.0.99"}, "NOERROR", ""), report.CodeDNSLiveWrong, ""},
-		{"nxdomain", mk(nil, "NXDOMAIN", ""), report.CodeDNSLiveNXDomain, ""},
-		{"timeout", mk(nil, "", "read udp: i/o timeout"), report.CodeDNSLiveFailed, ""},
-		{"slow, asked once", mkTimed(right, "NOERROR", "", 730, 0), report.CodeDNSLiveSlow, ""},
-		{"slow twice", mkTimed(right, "NOERROR", "", 640, 910), report.CodeDNSLiveSlow, "asked twice: the first answer took 910.0ms"},
-		// The collector asks a slow answer again; a fast second answer is
-		// the server's, the first one the loaded moment's.
-		{"slow once, fast when asked again", mkTimed(right, "NOERROR", "", 3, 820), report.CodeDNSLiveOK, "asked twice: the first answer took 820.0ms"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
-			got := nodeCodes(tr, report.LayerDNS, "")
-			c, ok := got[tt.want]
-			if !ok {
-				t.Fatalf("dns checks %v, want %s", keysOf(got), tt.want)
-			}
-			if _, ok := got[report.CodeDNSLiveQuery]; ok {
-				t.Errorf("placeholder live-query check left in after a live query")
-			}
-			if tt.want == report.CodeDNSLiveOK {
-				if _, ok := got[report.CodeDNSLiveSlow]; ok {
-					t.Errorf("dns checks %v: a slow first answer that a second ask contradicts is not %s", keysOf(got), report.CodeDNSLiveSlow)
-				}
-			}
-			if tt.wantRaw != "" && !slices.Contains(c.Evidence.Raw, tt.wantRaw) {
-				t.Errorf("%s evidence %q, want the line %q", tt.want, c.Evidence.Raw, tt.wantRaw)
-			}
-		})
-	}
-}
-
 func keysOf(m map[string]report.Check) []string {
 	var out []string
 	for k := range m {
@@ -393,41 +334,6 @@ func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
 	c, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]
 	if !ok || !strings.Contains(c.Message, "declare container port(s) http=8080/TCP, not 8081") {
 		t.Fatalf("refusal without the declared-port hint: %+v", c)
-	}
-}
-
-func TestConntrackSkewExplained(t *testing.T) {
-	for _, tt := range []struct {
-		counts []int
-		skew   bool
-	}{
-		{[]int{12, 0}, true},
-		{[]int{9, 1}, true},
-		{[]int{6, 4}, false},
-		{[]int{5, 2, 2, 1}, false},
-		{[]int{7, 1, 1, 1}, true},
-	} {
-		in := nodeInput()
-		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-		fe := collectorapi.FrontendFlows{Frontend: "10.96.0.20:80/TCP"}
-		for i, c := range tt.counts {
-			fe.Total += c
-			fe.Backends = append(fe.Backends, collectorapi.BackendFlows{Backend: fmt.Sprintf("10.244.1.%d:8080", i+1), Count: c, Expected: true})
-		}
-		var expected []string
-		for i := range tt.counts {
-			expected = append(expected, fmt.Sprintf("10.244.1.%d:8080", i+1), fmt.Sprintf("10.244.1.%d:9000", i+1))
-		}
-		// A backend without flows is absent from the frontend's list.
-		if tt.counts[len(tt.counts)-1] == 0 {
-			fe.Backends = fe.Backends[:len(fe.Backends)-1]
-		}
-		obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{fe}, ExpectedBackends: expected}
-		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
-		_, got := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTSkew]
-		if got != tt.skew {
-			t.Errorf("counts %v: skew reported %v, want %v", tt.counts, got, tt.skew)
-		}
 	}
 }
 
@@ -684,35 +590,6 @@ func TestAffinityTimeoutCompared(t *testing.T) {
 	}
 }
 
-// TestRPFilterIsMaxOfAllAndDevice: the kernel validates a source with
-// rp_filter = max(conf.all.rp_filter, conf.<dev>.rp_filter)
-// (IN_DEV_RPFILTER, net/ipv4/fib_frontend.c); only 1 is strict.
-func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
-	for _, tt := range []struct {
-		all, dev string
-		strict   bool
-	}{
-		{"1", "0", true},
-		{"0", "1", true},
-		{"1", "1", true},
-		{"2", "1", false},
-		{"1", "2", false},
-		{"0", "0", false},
-		{"0", "2", false},
-		{"absent", "1", false}, // all unknown: the effective value may be 2
-		{"1", "", false},       // device unknown: the effective value may be 2
-	} {
-		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-		obs.Sections.Route.Data.RPFilterAll = tt.all
-		obs.Sections.Route.Data.Routes[1].RPFilterDevice = tt.dev
-		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-		c, got := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTRPFilter]
-		if got != tt.strict {
-			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)
-		}
-	}
-}
-
 // kubeProxyShares are the shares of new connections the iptables rules of
 // n endpoints give, after every rounding on the way: kube-proxy writes
 // 1/(n-i) with "%0.10f" (computeProbability), the kernel's xt_statistic
@@ -918,65 +795,6 @@ func TestLeftoversAcrossIPVS(t *testing.T) {
 	}
 }
 
-// TestJudgeExternalNameTarget: CoreDNS answers an ExternalName's A and AAAA
-// queries with its CNAME even when the target has no address
-// (plugin/backend_lookup.go); that CNAME alone is DNS016 on the node, an
-// error, while a CNAME followed by the target's address passes.
-func TestJudgeExternalNameTarget(t *testing.T) {
-	in := nodeInput(func(s *corev1.Service) {
-		s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
-	})
-	in.Slices = nil
-	mk := func(a, aaaa []string) *collectorapi.Observation {
-		o := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-		var qs []collectorapi.DNSQuery
-		for _, tr := range []string{"udp", "tcp"} {
-			qs = append(qs,
-				collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "A", Rcode: "NOERROR", Answers: a, LatencyMillis: 2},
-				collectorapi.DNSQuery{Server: "10.96.0.10", Transport: tr, Name: "web.default.svc.cluster.local.", Type: "AAAA", Rcode: "NOERROR", Answers: aaaa, LatencyMillis: 2})
-		}
-		o.Sections.DNS = &collectorapi.Section[collectorapi.DNSObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.DNSObservation{
-			Servers: []string{"10.96.0.10"}, Queries: qs}}
-		return o
-	}
-	cname := "CNAME db.example.com."
-	for _, tt := range []struct {
-		name    string
-		a, aaaa []string
-		want    bool
-	}{
-		{"CNAME only", []string{cname}, []string{cname}, true},
-		{"target has an IPv4 address", []string{cname, "A 192.0.2.7"}, []string{cname}, false},
-		{"target has an IPv6 address only", []string{cname}, []string{cname, "AAAA 2001:db8::7"}, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: mk(tt.a, tt.aaaa)})
-			c, ok := nodeCodes(tr, report.LayerDNS, "n1")[report.CodeDNSExternalUnresolved]
-			if ok != tt.want {
-				t.Fatalf("%s present %v, want %v: %v", report.CodeDNSExternalUnresolved, ok, tt.want, keysOf(nodeCodes(tr, report.LayerDNS, "")))
-			}
-			// The stand-in node's other sections judge nothing here.
-			for _, l := range []report.LayerName{report.LayerEndpoints, report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {
-				if s := tr.Layer(l).Status; s != report.StatusSkipped {
-					t.Errorf("layer %s is %s, want skipped: %v", l, s, keysOf(nodeCodes(tr, l, "")))
-				}
-			}
-			if !tt.want && tr.Verdict.Status == report.StatusFail {
-				t.Errorf("verdict fail for an ExternalName that resolves: %+v", tr.Verdict)
-			}
-			if !ok {
-				return
-			}
-			if c.Status != report.StatusFail || !strings.Contains(c.Message, "CNAME to db.example.com but with no address for db.example.com") {
-				t.Errorf("%s %s: %q", c.Code, c.Status, c.Message)
-			}
-			if tr.Layer(report.LayerDNS).Status != report.StatusFail {
-				t.Errorf("DNS layer %s", tr.Layer(report.LayerDNS).Status)
-			}
-		})
-	}
-}
-
 // TestJudgeNodesUnreadBackend: a port missing from a read that failed is not
 // a port kube-proxy left out. The failed read is a DP021 warning; no
 // DP006/DP007 is judged from it and the matrix row is unknown. A failed
@@ -1040,33 +858,6 @@ func TestJudgeNodesUnreadBackend(t *testing.T) {
 				if tc.unknown && !strings.Contains(row.Reason, readErr) {
 					t.Errorf("matrix row reason %q does not say why", row.Reason)
 				}
-			}
-		})
-	}
-}
-
-// Flows to replaced Pods count as pinned (CT005) only while they can still
-// carry traffic: TIME_WAIT and CLOSE entries, which every rollout and
-// svctrace's own earlier probes leave, hang nothing.
-func TestStaleFlowsCountOnlyLiveOnes(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		states map[string]int
-		count  int
-		want   string // "" for no CT005
-	}{
-		{"closed probes only", map[string]int{"TIME_WAIT": 3, "CLOSE": 1}, 4, ""},
-		{"established ones among them", map[string]int{"TIME_WAIT": 3, "ESTABLISHED": 2}, 5, "2 conntrack flow(s)"},
-		{"UDP", map[string]int{"UDP": 2}, 2, "2 conntrack flow(s)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-			obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: tc.count, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: tc.count,
-				Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: tc.count, States: tc.states}}}}}
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-			c, ok := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTStaleFlows]
-			if ok != (tc.want != "") || ok && !strings.Contains(c.Message, tc.want) {
-				t.Fatalf("CT005 %v %q, want %q", ok, c.Message, tc.want)
 			}
 		})
 	}

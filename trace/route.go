@@ -16,161 +16,13 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
-// The failure modes of this file are node facts that break Service traffic
-// while every rule is right: conntrack races and INVALID drops, bridged
+// The route layer: whether a node can carry a packet from the Service's
+// rules to an endpoint. Besides the routes themselves it judges the node
+// facts that break Service traffic while every rule is right: bridged
 // replies that skip netfilter, a full neighbour table, overlay tunnels that
-// lost a peer or do not fit the underlay, path-MTU blackholes, and
-// masquerading. Each judge returns how many problems it found, so the
-// layer's "healthy" check is left out when one did.
-
-// ---- conntrack ----
-
-// The INVALID counter is node-wide and never quite still: a retransmitted
-// FIN or a RST after the entry expired, or a probe's own closed connection,
-// is INVALID on any node. Only a rate that can be the Service's connections
-// failing is reported: at least invalidMinPackets in the sample and
-// invalidMinPerSecond.
-const (
-	invalidMinPackets   = 10
-	invalidMinPerSecond = 20
-)
-
-// invalidRateMatters says whether delta INVALID packets in a sample of
-// intervalMillis (0: not known) are a rate worth reporting.
-func invalidRateMatters(delta uint64, intervalMillis int) bool {
-	if delta < invalidMinPackets {
-		return false
-	}
-	return intervalMillis <= 0 || float64(delta)*1000/float64(intervalMillis) >= invalidMinPerSecond
-}
-
-// judgeConntrackFailModes judges the INVALID counter and the DNS insert race.
-func (nj *nodeJudge) judgeConntrackFailModes(node string, obs *collectorapi.Observation, ct *collectorapi.ConntrackObservation) int {
-	d := ct.StatsDelta
-	if d == nil {
-		return 0
-	}
-	interval := strconv.Itoa(ct.SampleIntervalMillis)
-	problems := 0
-	if invalidRateMatters(d.Invalid, ct.SampleIntervalMillis) {
-		total := uint64(0)
-		if ct.Stats != nil {
-			total = ct.Stats.Invalid
-		}
-		mode, _ := programmed.Owner(obs)
-		behaviour := invalidBehaviour(mode, ct.TCPBeLiberal)
-		nj.EmitNode(report.CodeCTInvalid, node, report.Args{"delta": u64(d.Invalid), "interval": interval, "total": u64(total),
-			"liberal": orUnknown(ct.TCPBeLiberal), "behaviour": behaviour}, nil,
-			fieldValue("invalidDelta", u64(d.Invalid)), fieldValue("tcpBeLiberal", orUnknown(ct.TCPBeLiberal)), fieldValue("datapath", orUnknown(string(mode))))
-		problems++
-	}
-	if f := ct.DNSFlows; d.InsertFailed > 0 && dnsRaceExplains(ct) {
-		a := report.Args{"delta": u64(d.InsertFailed), "interval": interval, "dnsFlows": strconv.Itoa(f.Total), "dnsUnreplied": strconv.Itoa(f.Unreplied)}
-		fields := []report.Field{fieldValue("insertFailedDelta", u64(d.InsertFailed)), fieldValue("clashResolve", clashResolve(ct)),
-			fieldValue("dnsFlows", strconv.Itoa(f.Total)), fieldValue("dnsUnreplied", strconv.Itoa(f.Unreplied)), fieldItems("dnsDestinations", f.Destinations)}
-		code := report.CodeCTDNSRace
-		a["client"] = "clients on this node send, by default (glibc),"
-		if p := nj.clientPod(); p != nil && p.Spec.NodeName == node {
-			rc := resolverOf(p)
-			fields = append(fields, fieldValue("dnsPolicy", rc.policy), fieldItems("dnsOptions", rc.options))
-			if rc.mitigation != "" {
-				code = report.CodeCTDNSRaceMitigated
-				a["client"] = p.Namespace + "/" + p.Name
-				a["mitigation"] = rc.mitigation
-			} else {
-				a["client"] = fmt.Sprintf("the client %s/%s (dnsPolicy %s, ndots %s: a name with fewer dots is tried in each search domain first, each try one more A/AAAA pair) sends", p.Namespace, p.Name, rc.policy, rc.ndots)
-			}
-		}
-		nj.EmitNode(code, node, a, nil, fields...)
-		// CT011 is not a problem for this client, but the node's
-		// "no insert failures" line would contradict it.
-		problems++
-	}
-	return problems
-}
-
-// dnsRaceExplains says whether the node's insert_failed is judged as the DNS
-// insert race: the node holds UDP flows to the cluster DNS. The counter is
-// node-wide, so one check carries it: CT010 or CT011 here, CT002 otherwise.
-func dnsRaceExplains(ct *collectorapi.ConntrackObservation) bool {
-	return ct.DNSFlows != nil && ct.DNSFlows.Total > 0
-}
-
-// clashResolve is the kernel's clash_resolve delta (clashes conntrack
-// resolved instead of dropping the packet), "n/a" where it was not read.
-func clashResolve(ct *collectorapi.ConntrackObservation) string {
-	if v, ok := ct.ProcStatDelta["clash_resolve"]; ok {
-		return strconv.FormatUint(v, 10)
-	}
-	return "n/a"
-}
-
-// invalidBehaviour is what kube-proxy v1.37 does with INVALID packets: the
-// iptables proxier adds "-A KUBE-FORWARD -m conntrack --ctstate INVALID -j
-// DROP" unless nf_conntrack_tcp_be_liberal is non-zero when it starts; the
-// nftables and IPVS proxiers program no such drop.
-func invalidBehaviour(mode collectorapi.DatapathMode, liberal string) string {
-	switch {
-	case programmed.IsIPTables(mode) && liberal == "0":
-		return "kube-proxy (iptables mode) drops INVALID packets in KUBE-FORWARD, so forwarded Service connections whose packets fall out of conntrack's TCP window stall or are reset; nf_conntrack_tcp_be_liberal=1 makes conntrack mark only out-of-window RSTs INVALID and kube-proxy then leaves the drop out"
-	case programmed.IsIPTables(mode):
-		return "kube-proxy (iptables mode) installs no INVALID drop with be_liberal set, so these packets pass untranslated: the peer may answer them with a reset"
-	case mode == "":
-		return "with kube-proxy in iptables mode and be_liberal 0 they are dropped in KUBE-FORWARD; untranslated otherwise, and the peer may reset the connection"
-	case programmed.IsEBPF(mode):
-		return string(mode) + "'s eBPF datapath, not kube-proxy, handles this Service, so kube-proxy's INVALID drop is not in its path; the counter still says packets fell out of conntrack's TCP window (resets, stalls on the node's own connections)"
-	}
-	return "kube-proxy in " + string(mode) + " mode programs no INVALID drop, so these packets pass untranslated and the peer may answer them with a reset"
-}
-
-type resolverConfig struct {
-	policy     string
-	ndots      string
-	options    []string
-	mitigation string
-}
-
-// resolverOf reads a Pod's resolver settings from its spec, as kubelet
-// writes them into resolv.conf: dnsConfig.options are appended to the
-// cluster's "options ndots:5".
-func resolverOf(p *corev1.Pod) resolverConfig {
-	rc := resolverConfig{policy: string(p.Spec.DNSPolicy), ndots: "5"}
-	if rc.policy == "" {
-		rc.policy = string(corev1.DNSClusterFirst)
-	}
-	if p.Spec.DNSPolicy == corev1.DNSDefault || (p.Spec.HostNetwork && p.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet) {
-		rc.ndots = "from the node"
-	}
-	var mit []string
-	if c := p.Spec.DNSConfig; c != nil {
-		for _, o := range c.Options {
-			s := o.Name
-			if o.Value != nil {
-				s += ":" + *o.Value
-			}
-			rc.options = append(rc.options, s)
-			switch o.Name {
-			case "ndots":
-				if o.Value != nil {
-					rc.ndots = *o.Value
-				}
-			case "single-request-reopen", "single-request", "use-vc":
-				mit = append(mit, o.Name)
-			}
-		}
-	}
-	rc.mitigation = strings.Join(mit, ", ")
-	return rc
-}
-
-func (nj *nodeJudge) clientPod() *corev1.Pod {
-	if nj.from == nil {
-		return nil
-	}
-	return nj.from.Pod
-}
-
-// ---- route ----
+// lost a peer or do not fit the underlay, and path-MTU blackholes. Each
+// judge returns how many problems it found, so the layer's "healthy" check
+// is left out when one did.
 
 // judgeRouteFailModes judges bridge netfilter, the neighbour table, overlays
 // and path MTU on one node.
@@ -623,151 +475,6 @@ func (nj *nodeJudge) judgePathMTULowered(node string, probes []collectorapi.Path
 // ping -s takes the payload, the probe sizes are whole IP packets.
 const icmpEchoHeaders = 28
 
-// ---- datapath: masquerade ----
-
-// judgeMasquerade checks what kube-proxy v1.37 programs for masquerading
-// (pkg/proxy/iptables and nftables proxier.go): the KUBE-MARK-MASQ chain
-// that sets the mark KUBE-POSTROUTING masquerades, and, for externally
-// reachable ports, the external chain's mark rule under
-// externalTrafficPolicy Cluster ("masquerade traffic for … external
-// destinations"; nftables: comment "masquerade") or its absence under Local.
-func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation) {
-	svc := nj.in.Service
-	if svc == nil {
-		return
-	}
-	local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-	if s := obs.Sections.IPTables; s != nil && s.Data != nil {
-		live := programmed.LiveIPTablesBackends(s.Data.Backends)
-		for i, b := range s.Data.Backends {
-			if !b.KubeProxyChains {
-				continue
-			}
-			dp := fmt.Sprintf("iptables (%s, %s)", b.Backend, b.Family)
-			users := markMasqUsers(b)
-			if len(users) > 0 && !slices.ContainsFunc(b.MarkMasq, func(r collectorapi.IPTablesRule) bool { return r.Mark != "" }) {
-				detail := "nat KUBE-MARK-MASQ sets no mark, though " + listNames(users) + " jump to it"
-				nj.EmitNode(report.CodeDPMasqMissing, node, report.Args{"datapath": dp, "detail": detail}, ruleTexts(b.MarkMasq),
-					fieldItems("markMasq", ruleTexts(b.MarkMasq)), fieldItems("jumpedFrom", users))
-			} else if len(users) > 0 && b.Postrouting != nil && live[i] {
-				nj.judgeIPTablesPostrouting(node, dp, b, users)
-			}
-			for _, p := range b.Ports {
-				if p.External == nil || !p.External.Exists {
-					continue
-				}
-				port := masqPortLabel(p.ServicePortName, p.Protocol)
-				var mark *collectorapi.IPTablesRule
-				for i, r := range p.External.Rules {
-					if r.Jump == "KUBE-MARK-MASQ" && r.SrcType == "" {
-						mark = &p.External.Rules[i]
-						break
-					}
-				}
-				nj.emitExternalMasq(node, dp, port, p.External.Name, local, mark != nil, func() string { return mark.Raw })
-			}
-		}
-	}
-	if s := obs.Sections.NFTables; s != nil && s.Data != nil {
-		for _, t := range s.Data.Tables {
-			dp := "nftables (" + t.Family + ")"
-			if t.Present {
-				nj.judgeNFTablesMasquerading(node, dp, t)
-			}
-			for _, p := range t.Ports {
-				if p.External == nil || !p.External.Exists {
-					continue
-				}
-				var mark *collectorapi.NFTablesRule
-				for i, r := range p.External.Rules {
-					if r.Mark != "" && r.Comment == "masquerade" {
-						mark = &p.External.Rules[i]
-						break
-					}
-				}
-				nj.emitExternalMasq(node, dp, masqPortLabel(p.ServicePortName, p.Protocol), p.External.Name, local, mark != nil, func() string { return mark.Text })
-			}
-		}
-	}
-}
-
-// judgeIPTablesPostrouting follows a packet KUBE-MARK-MASQ marked through
-// nat POSTROUTING's jump and KUBE-POSTROUTING (pkg/proxy/iptables/
-// proxier.go v1.37.2: "-m mark ! --mark M/M -j RETURN", "-j MARK
-// --xor-mark M", "-j MASQUERADE --random-fully"): the chain must be reached
-// and masquerade it before anything returns it. Rules that match on more
-// than the mark may not apply to every such packet and are passed over.
-func (nj *nodeJudge) judgeIPTablesPostrouting(node, dp string, b collectorapi.IPTablesBackendObservation, users []string) {
-	mark, ok := markValue(b.MasqMark)
-	if !ok {
-		return
-	}
-	pr := b.Postrouting
-	a := report.Args{"datapath": dp, "mark": b.MasqMark}
-	evidence := append(ruleTexts(pr.Jumps), ruleTexts(pr.Rules)...)
-	fields := []report.Field{fieldItems("postrouting", ruleTexts(pr.Jumps)), fieldItems("kubePostrouting", ruleTexts(pr.Rules)), fieldItems("markedBy", users)}
-	if detail := postroutingGap(pr.Exists, pr.Rules, mark); detail != "" {
-		a["detail"] = detail
-		nj.EmitNode(report.CodeDPMasqNoRule, node, a, evidence, fields...)
-		return
-	}
-	if len(pr.Jumps) == 0 {
-		a["detail"] = "nat POSTROUTING does not jump to KUBE-POSTROUTING"
-		nj.EmitNode(report.CodeDPMasqNoJump, node, a, evidence, fields...)
-	}
-}
-
-// postroutingGap walks KUBE-POSTROUTING with a packet whose mark is mark
-// and says why it is not masqueraded, "" when it is.
-func postroutingGap(exists bool, rules []collectorapi.IPTablesRule, mark uint32) string {
-	if !exists {
-		return "nat KUBE-POSTROUTING does not exist"
-	}
-	pm := mark
-	for _, r := range rules {
-		matched, decided := iptMarkConditions(r, pm)
-		if !decided || !matched {
-			continue
-		}
-		switch r.Target() {
-		case "MASQUERADE", "SNAT":
-			return ""
-		case "RETURN", "ACCEPT", "DROP":
-			return fmt.Sprintf("nat KUBE-POSTROUTING ends marked packets with %q before any MASQUERADE rule", r.Raw)
-		case "MARK":
-			if v, m, ok := markPair(optionArg(r, "--set-xmark")); ok {
-				pm = (pm &^ m) ^ v
-			}
-		}
-	}
-	return fmt.Sprintf("nat KUBE-POSTROUTING has no MASQUERADE rule for packets marked 0x%x", mark)
-}
-
-// iptMarkConditions evaluates a rule's matches for a packet whose mark is
-// pm: decided is false when the rule matches on anything but the mark
-// (comments aside).
-func iptMarkConditions(r collectorapi.IPTablesRule, pm uint32) (matched, decided bool) {
-	matched = true
-	for _, o := range r.Options {
-		switch o.Name {
-		case "-j", "-g":
-			return matched, true
-		case "-m", "--comment":
-		case "--mark":
-			v, m, ok := markPair(firstArg(o.Args))
-			if !ok {
-				return false, false
-			}
-			if (pm&m == v) == o.Negated {
-				matched = false
-			}
-		default:
-			return false, false
-		}
-	}
-	return matched, true
-}
-
 // markValue is the mark KUBE-MARK-MASQ's "MARK --set-xmark V/M" gives a
 // packet whose mark was 0: (0 & ^M) ^ V, that is V.
 func markValue(s string) (uint32, bool) {
@@ -952,4 +659,105 @@ func boolOrUnknown(b *bool) string {
 		return "unknown"
 	}
 	return strconv.FormatBool(*b)
+}
+
+func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observation) {
+	eps := nj.endpointIndex()
+	routeFailed := map[string]bool{}
+	if !nj.skipped(report.LayerRoute) {
+		routeFailed = nj.judgeRoutes(node, obs, eps.node)
+	}
+	nj.judgeProbes(node, obs, eps.ready, routeFailed, eps.pod)
+}
+
+func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epNode map[string]string) map[string]bool {
+	failed := map[string]bool{}
+	s := obs.Sections.Route
+	if s == nil || s.Data == nil {
+		msg := "section not collected"
+		if s != nil && s.Error != "" {
+			msg = s.Error
+		}
+		nj.EmitNode(report.CodeRTUnreadable, node, report.Args{"error": msg}, nil)
+		return failed
+	}
+	r := s.Data
+	problems := 0
+	if r.IPv4Forward == "0" {
+		var local []string
+		for ip, n := range epNode {
+			if n == node {
+				local = append(local, ip)
+			}
+		}
+		sort.Strings(local)
+		pods := ""
+		if len(local) > 0 {
+			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
+		}
+		nj.EmitNode(report.CodeRTForwardOff, node, report.Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
+		problems++
+	}
+	var noRoute, raw []string
+	down := map[string][]string{}
+	devices := map[string]bool{}
+	strict, strictDev := "", ""
+	for _, rt := range r.Routes {
+		line := fmt.Sprintf("%s dev %s via %s type %s", rt.Destination, orNone(rt.Device), orNone(rt.Gateway), orNone(rt.Type))
+		switch {
+		case rt.Error != "":
+			noRoute = append(noRoute, rt.Destination)
+			raw = append(raw, rt.Destination+": "+rt.Error)
+			failed[rt.Destination] = true
+		case rt.Type != "" && rt.Type != "unicast" && rt.Type != "local":
+			noRoute = append(noRoute, rt.Destination)
+			raw = append(raw, line)
+			failed[rt.Destination] = true
+		case rt.Link != nil && (!rt.Link.AdminUp || rt.Link.OperState == "down"):
+			key := rt.Link.Name + " (admin " + upDown(rt.Link.AdminUp) + ", oper " + rt.Link.OperState + ")"
+			down[key] = append(down[key], rt.Destination)
+			failed[rt.Destination] = true
+		default:
+			if rt.Device != "" {
+				devices[rt.Device] = true
+			}
+			if strict == "" && effectiveRPFilter(r.RPFilterAll, rt.RPFilterDevice) == 1 {
+				strict, strictDev = rt.Device, rt.RPFilterDevice
+			}
+		}
+	}
+	if len(noRoute) > 0 {
+		nj.EmitNode(report.CodeRTNoRoute, node, report.Args{"ips": listNames(noRoute), "detail": strings.Join(capLines(raw, maxListed), "; ")}, raw)
+		problems++
+	}
+	for link, ips := range down {
+		nj.EmitNode(report.CodeRTDeviceDown, node, report.Args{"ips": listNames(ips), "device": strings.SplitN(link, " ", 2)[0], "state": link}, nil)
+		problems++
+	}
+	if strict != "" {
+		// Strict rp_filter is only a problem with asymmetric paths; keep it
+		// visible as a warning so it is on the list when Pods time out.
+		nj.EmitNode(report.CodeRTRPFilter, node, report.Args{"device": strict, "all": r.RPFilterAll, "deviceValue": strictDev}, nil)
+		problems++
+	}
+	problems += nj.judgeRouteFailModes(node, obs, r)
+	if problems == 0 {
+		nj.EmitNode(report.CodeRTHealthy, node, report.Args{"count": strconv.Itoa(len(r.Routes)), "devices": strings.Join(sortedKeys(devices), ", "), "forward": r.IPv4Forward}, nil)
+	}
+	return failed
+}
+
+// effectiveRPFilter is the reverse-path filter mode the kernel applies on a
+// device: IN_DEV_RPFILTER is IN_DEV_MAXCONF(idev, RP_FILTER), the larger of
+// net.ipv4.conf.all.rp_filter and net.ipv4.conf.<dev>.rp_filter, which
+// __fib_validate_source (net/ipv4/fib_frontend.c) checks; 1 is strict, 2
+// loose, 0 off. It is -1 when either value is unknown, since the other
+// alone cannot rule out loose mode.
+func effectiveRPFilter(all, dev string) int {
+	a, errA := strconv.Atoi(strings.TrimSpace(all))
+	d, errD := strconv.Atoi(strings.TrimSpace(dev))
+	if errA != nil || errD != nil {
+		return -1
+	}
+	return max(a, d)
 }

@@ -14,151 +14,6 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
-// judgeFrom assembles a trace as judgeViews does, with a --from client.
-func judgeFrom(t *testing.T, in *Input, from *report.PolicyClient, views ...NodeView) *report.ServiceTrace {
-	t.Helper()
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
-	assertCatalogued(t, tr)
-	return tr
-}
-
-func wantCode(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, node, code string, msgParts ...string) report.Check {
-	t.Helper()
-	got := nodeCodes(tr, layer, node)
-	c, ok := got[code]
-	if !ok {
-		t.Fatalf("layer %s on %s: want %s, got %v", layer, node, code, keysOf(got))
-	}
-	for _, p := range msgParts {
-		if !strings.Contains(c.Message, p) {
-			t.Errorf("%s message lacks %q: %s", code, p, c.Message)
-		}
-	}
-	return c
-}
-
-func evidence(c report.Check, key string) string {
-	if c.Evidence == nil {
-		return ""
-	}
-	for _, f := range c.Evidence.Fields {
-		if f.Key == key {
-			if f.Value != "" {
-				return f.Value
-			}
-			return strings.Join(f.Items, ",")
-		}
-	}
-	return ""
-}
-
-func TestConntrackInvalidJudged(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		invalid   uint64
-		liberal   string
-		mode      collectorapi.DatapathMode
-		want      bool
-		behaviour string
-	}{
-		{name: "no INVALID packets", invalid: 0, liberal: "0", mode: collectorapi.ModeIPTables},
-		// One late packet in a 200 ms sample is any node's background.
-		{name: "one packet", invalid: 1, liberal: "0", mode: collectorapi.ModeIPTables},
-		{name: "below the packet floor", invalid: 9, liberal: "0", mode: collectorapi.ModeIPTables},
-		{name: "iptables mode drops them", invalid: 17, liberal: "0", mode: collectorapi.ModeIPTables, want: true, behaviour: "drops INVALID packets in KUBE-FORWARD"},
-		{name: "be_liberal set", invalid: 17, liberal: "1", mode: collectorapi.ModeIPTables, want: true, behaviour: "installs no INVALID drop"},
-		{name: "nftables mode", invalid: 13, liberal: "0", mode: collectorapi.ModeNFTables, want: true, behaviour: "programs no INVALID drop"},
-		{name: "Cilium", invalid: 13, liberal: "0", mode: collectorapi.ModeCilium, want: true, behaviour: "eBPF datapath, not kube-proxy"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var ipt *collectorapi.IPTablesObservation
-			var nft *collectorapi.NFTablesObservation
-			if tt.mode == collectorapi.ModeIPTables {
-				ipt = healthyIPT()
-			}
-			obs := observation(t, tt.mode, ipt, nft)
-			if tt.mode == collectorapi.ModeCilium {
-				obs = ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)
-			}
-			ct := obs.Sections.Conntrack.Data
-			ct.StatsDelta.Invalid, ct.Stats, ct.TCPBeLiberal = tt.invalid, &collectorapi.ConntrackCounters{Invalid: 100 + tt.invalid}, tt.liberal
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
-			if !tt.want {
-				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInvalid)
-				wantCode(t, tr, report.LayerConntrack, "n1", report.CodeCTHealthy)
-				return
-			}
-			c := wantCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInvalid, tt.behaviour, "nf_conntrack_tcp_be_liberal="+tt.liberal)
-			if evidence(c, "invalidDelta") == "" || evidence(c, "tcpBeLiberal") != tt.liberal {
-				t.Errorf("evidence %+v", c.Evidence)
-			}
-			assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTHealthy)
-		})
-	}
-}
-
-func TestDNSInsertRaceJudged(t *testing.T) {
-	dnsFlows := &collectorapi.DNSFlows{Destinations: []string{"10.96.0.10:53/UDP"}, Total: 40, Unreplied: 3}
-	client := func(node string, opts ...corev1.PodDNSConfigOption) *report.PolicyClient {
-		p := pod("client", "client", "10.244.1.9", node)
-		if len(opts) > 0 {
-			p.Spec.DNSConfig = &corev1.PodDNSConfig{Options: opts}
-		}
-		return report.PolicyClientFromPod(p)
-	}
-	for _, tt := range []struct {
-		name     string
-		failed   uint64
-		flows    *collectorapi.DNSFlows
-		from     *report.PolicyClient
-		want     string
-		msgParts []string
-	}{
-		{name: "no insert failures", failed: 0, flows: dnsFlows},
-		{name: "failures without DNS flows stay CT002", failed: 5, flows: nil, want: report.CodeCTInsertFailed},
-		{name: "failures with DNS flows, no client", failed: 5, flows: dnsFlows, want: report.CodeCTDNSRace, msgParts: []string{"rose by 5", "40 UDP flow(s)", "3 never answered", "by default (glibc)"}},
-		{name: "client without mitigation", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "ndots", Value: ptr("2")}),
-			want: report.CodeCTDNSRace, msgParts: []string{"default/client", "ndots 2", "dnsPolicy ClusterFirst"}},
-		{name: "client with single-request-reopen", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "single-request-reopen"}),
-			want: report.CodeCTDNSRaceMitigated, msgParts: []string{"single-request-reopen"}},
-		{name: "client with use-vc", failed: 5, flows: dnsFlows, from: client("n1", corev1.PodDNSConfigOption{Name: "use-vc"}),
-			want: report.CodeCTDNSRaceMitigated, msgParts: []string{"use-vc"}},
-		{name: "mitigated client on another node", failed: 5, flows: dnsFlows, from: client("n2", corev1.PodDNSConfigOption{Name: "use-vc"}),
-			want: report.CodeCTDNSRace, msgParts: []string{"by default (glibc)"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
-			ct := obs.Sections.Conntrack.Data
-			ct.StatsDelta.InsertFailed, ct.DNSFlows = tt.failed, tt.flows
-			tr := judgeFrom(t, nodeInput(), tt.from, NodeView{Node: "n1", Observation: obs})
-			if tt.want == "" {
-				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace, report.CodeCTDNSRaceMitigated)
-				return
-			}
-			c := wantCode(t, tr, report.LayerConntrack, "n1", tt.want, tt.msgParts...)
-			if tt.want == report.CodeCTDNSRace && evidence(c, "dnsFlows") != "40" {
-				t.Errorf("evidence %+v", c.Evidence)
-			}
-			if tt.want == report.CodeCTDNSRaceMitigated {
-				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace)
-			}
-			// One counter, one finding: where the node's DNS flows explain
-			// insert_failed, the node-wide CT002 warning is not repeated
-			// beside CT010, nor beside CT011 for a client its resolver
-			// options protect. Its clash_resolve evidence moves with it.
-			if tt.want == report.CodeCTDNSRace || tt.want == report.CodeCTDNSRaceMitigated {
-				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInsertFailed)
-				if evidence(c, "insertFailedDelta") != "5" || evidence(c, "clashResolve") == "" {
-					t.Errorf("%s evidence %+v", tt.want, c.Evidence)
-				}
-			}
-			if st := tr.Layer(report.LayerConntrack).Status; tt.want == report.CodeCTDNSRaceMitigated && st != report.StatusPass {
-				t.Errorf("a protected client's conntrack layer is %s, want pass: %v", st, keysOf(nodeCodes(tr, report.LayerConntrack, "n1")))
-			}
-		})
-	}
-}
-
 // recordedRoute is the route observation read from a real kernel: a bridge
 // CNI node (cni0 with two Pod veths) with flannel's vxlan device and its FDB
 // and neighbour entries for two remote nodes (collectors/route
@@ -349,20 +204,6 @@ func recordedPathMTU(t *testing.T) map[string]collectorapi.PathMTUProbe {
 	return readFixture[map[string]collectorapi.PathMTUProbe](t, "../collectors/testdata/probe/real-pathmtu-netns.json")
 }
 
-// readFixture decodes a recorded JSON fixture.
-func readFixture[T any](t *testing.T, path string) T {
-	t.Helper()
-	var out T
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return out
-}
-
 func TestPathMTUBlackholeJudged(t *testing.T) {
 	rec := recordedPathMTU(t)
 	for _, tt := range []struct {
@@ -402,90 +243,6 @@ func TestPathMTUBlackholeJudged(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestMasqueradeJudged(t *testing.T) {
-	nodePort := func(etp corev1.ServiceExternalTrafficPolicy) func(*corev1.Service) {
-		return func(s *corev1.Service) {
-			s.Spec.Type = corev1.ServiceTypeNodePort
-			s.Spec.Ports[0].NodePort = 30080
-			s.Spec.ExternalTrafficPolicy = etp
-		}
-	}
-	// clusterExt is KUBE-EXT under externalTrafficPolicy Cluster as kube-proxy
-	// v1.37 writes it (proxier.go: "masquerade traffic for … external destinations").
-	clusterExt := func(masq bool) *collectorapi.IPTablesObservation {
-		o := healthyIPT()
-		p := &o.Backends[0].Ports[0]
-		p.NodePort = 30080
-		ext := &collectorapi.IPTablesChain{Name: "KUBE-EXT-X", Exists: true}
-		if masq {
-			ext.Rules = append(ext.Rules, collectorapi.IPTablesRule{Raw: `-A KUBE-EXT-X -m comment --comment "masquerade traffic for default/web:http external destinations" -j KUBE-MARK-MASQ`, Jump: "KUBE-MARK-MASQ"})
-		}
-		ext.Rules = append(ext.Rules, collectorapi.IPTablesRule{Raw: "-A KUBE-EXT-X -j KUBE-SVC-X", Jump: "KUBE-SVC-X"})
-		p.External = ext
-		return o
-	}
-	noMark := clusterExt(true)
-	noMark.Backends[0].MarkMasq, noMark.Backends[0].MasqMark = nil, ""
-	for _, tt := range []struct {
-		name string
-		svc  func(*corev1.Service)
-		ipt  *collectorapi.IPTablesObservation
-		want string
-		not  []string
-	}{
-		{"ClusterIP only: nothing to say", nil, healthyIPT(), "", []string{report.CodeDPSourceLost, report.CodeDPSourceKept, report.CodeDPMasqExternal, report.CodeDPMasqMissing}},
-		{"ETP Cluster masquerades", nodePort(corev1.ServiceExternalTrafficPolicyCluster), clusterExt(true), report.CodeDPSourceLost, []string{report.CodeDPMasqExternal}},
-		{"ETP Cluster without the mark rule", nodePort(corev1.ServiceExternalTrafficPolicyCluster), clusterExt(false), report.CodeDPMasqExternal, []string{report.CodeDPSourceLost}},
-		{"ETP Local keeps the source", nodePort(corev1.ServiceExternalTrafficPolicyLocal), etpLocalIPT("KUBE-SVL-X", jump("KUBE-SEP-1", "10.244.1.5:8080", 1)), report.CodeDPSourceKept, []string{report.CodeDPMasqMissing}},
-		{"KUBE-MARK-MASQ sets no mark", nodePort(corev1.ServiceExternalTrafficPolicyCluster), noMark, report.CodeDPMasqMissing, nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var in *Input
-			if tt.svc != nil {
-				in = nodeInput(tt.svc)
-			} else {
-				in = nodeInput()
-			}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
-			assertNoCode(t, tr, report.LayerDatapath, "n1", tt.not...)
-			if tt.want != "" {
-				wantCode(t, tr, report.LayerDatapath, "n1", tt.want)
-			}
-		})
-	}
-}
-
-// TestMasqueradeJudgedNFTables: kube-proxy's nftables proxier writes, under
-// externalTrafficPolicy Cluster, "mark set mark or 0x4000" commented
-// "masquerade" first in the external chain (pkg/proxy/nftables/proxier.go;
-// collectors/testdata/nftables/kubeproxy-overall.json, external-4AT6LBPK).
-func TestMasqueradeJudgedNFTables(t *testing.T) {
-	nodePort := func(s *corev1.Service) {
-		s.Spec.Type = corev1.ServiceTypeNodePort
-		s.Spec.Ports[0].NodePort = 30080
-	}
-	mk := func(masq bool) *collectorapi.NFTablesObservation {
-		o := nftObservation("10.244.1.5:8080", "10.244.2.7:8080")
-		p := &o.Tables[0].Ports[0]
-		p.NodePort = 30080
-		p.ServiceNodePorts = []collectorapi.NFTablesElement{{Map: "service-nodeports", Key: "tcp . 30080", Found: true, Verdict: "goto external-X", Target: "external-X"}}
-		ext := &collectorapi.NFTablesChain{Name: "external-X", Exists: true}
-		if masq {
-			ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "meta mark set meta mark | 0x00004000", Comment: "masquerade", Mark: "0x00004000"})
-		}
-		ext.Rules = append(ext.Rules, collectorapi.NFTablesRule{Text: "goto service-X", Verdict: "goto", Target: "service-X"})
-		p.External = ext
-		return o
-	}
-	tr := judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(true))})
-	c := wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPSourceLost, "nftables (ip")
-	if evidence(c, "rule") != "meta mark set meta mark | 0x00004000" {
-		t.Errorf("evidence %+v", c.Evidence)
-	}
-	tr = judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
-	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqExternal, "external-X")
 }
 
 // TestOverlayPerNodeFDBWithoutFlannel: the recorded device read as another
@@ -645,43 +402,31 @@ func TestOverlayJudgedOnTestbedFlannel(t *testing.T) {
 	}
 }
 
-// TestMasqueradePathOnlyOnLiveBackend: with kube-proxy's chains in both
-// iptables backends, the masquerade path is judged on the one capturing the
-// Service (kube-proxy writes it); the other's missing KUBE-POSTROUTING is a
-// leftover's, which nothing goes through.
-func TestMasqueradePathOnlyOnLiveBackend(t *testing.T) {
-	healthy := &collectorapi.IPTablesPostrouting{Exists: true,
-		Jumps: []collectorapi.IPTablesRule{{Raw: `-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING`, Jump: "KUBE-POSTROUTING",
-			Options: []collectorapi.IPTablesOption{{Name: "-m", Args: []string{"comment"}}, {Name: "--comment", Args: []string{"kubernetes postrouting rules"}}, {Name: "-j", Args: []string{"KUBE-POSTROUTING"}}}}},
-		Rules: []collectorapi.IPTablesRule{{Raw: "-A KUBE-POSTROUTING -j MASQUERADE --random-fully", Jump: "MASQUERADE",
-			Options: []collectorapi.IPTablesOption{{Name: "-j", Args: []string{"MASQUERADE"}}, {Name: "--random-fully"}}}}}
-	live := iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))
-	live.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
-	live.Postrouting = healthy
-	leftover := iptRules(collectorapi.IPTablesBackendLegacy, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))
-	leftover.Ports[0].Endpoints[0].Hairpin = "10.244.1.5/32"
-	leftover.Ports[0].Entry = nil
-	leftover.Postrouting = &collectorapi.IPTablesPostrouting{}
-	obs := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{live, leftover}}
-	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
-	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
-
-	// The same leftover as the only backend holding the Service is judged.
-	obs = &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{leftover}}
-	tr = judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
-	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, "KUBE-POSTROUTING does not exist")
-}
-
-func TestInvalidRateThreshold(t *testing.T) {
-	for _, tc := range []struct {
-		delta    uint64
-		interval int
-		want     bool
+// TestRPFilterIsMaxOfAllAndDevice: the kernel validates a source with
+// rp_filter = max(conf.all.rp_filter, conf.<dev>.rp_filter)
+// (IN_DEV_RPFILTER, net/ipv4/fib_frontend.c); only 1 is strict.
+func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
+	for _, tt := range []struct {
+		all, dev string
+		strict   bool
 	}{
-		{1, 200, false}, {9, 200, false}, {10, 200, true}, {10, 1000, false}, {20, 1000, true}, {10, 0, true}, {0, 0, false},
+		{"1", "0", true},
+		{"0", "1", true},
+		{"1", "1", true},
+		{"2", "1", false},
+		{"1", "2", false},
+		{"0", "0", false},
+		{"0", "2", false},
+		{"absent", "1", false}, // all unknown: the effective value may be 2
+		{"1", "", false},       // device unknown: the effective value may be 2
 	} {
-		if got := invalidRateMatters(tc.delta, tc.interval); got != tc.want {
-			t.Errorf("%d in %d ms: %v, want %v", tc.delta, tc.interval, got, tc.want)
+		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+		obs.Sections.Route.Data.RPFilterAll = tt.all
+		obs.Sections.Route.Data.Routes[1].RPFilterDevice = tt.dev
+		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+		c, got := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTRPFilter]
+		if got != tt.strict {
+			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)
 		}
 	}
 }
