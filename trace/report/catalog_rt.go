@@ -1,13 +1,32 @@
 package report
 
-// Codes of the failure modes users meet most on a node: conntrack races and
-// INVALID drops, bridge netfilter, the neighbour table, overlays, path MTU
-// and masquerading.
+// RT codes judge whether a node can carry a packet to the endpoints:
+// routes, neighbours, overlays, path MTU and the probes to the Pods.
 const (
-	CodeCTInvalid          = "CT009"
-	CodeCTDNSRace          = "CT010"
-	CodeCTDNSRaceMitigated = "CT011"
+	CodeRTHealthy        = "RT001"
+	CodeRTNoRoute        = "RT002"
+	CodeRTDeviceDown     = "RT003"
+	CodeRTForwardOff     = "RT004"
+	CodeRTRPFilter       = "RT005"
+	CodeRTUnreadable     = "RT006"
+	CodeRTPodTimeout     = "RT007"
+	CodeRTPodsReached    = "RT008"
+	CodeRTPolicyExplains = "RT009"
+	// CodeRTPolicyUndetermined: probes failed where the policies' answer
+	// for the prober is undetermined (RT031 is the client's own).
+	CodeRTPolicyUndetermined = "RT030"
 
+	// Judged from inside the --from Pod's network namespace (the client's
+	// own view), and an endpoint Pod reaching itself (hairpin).
+	CodeRTClientProbed     = "RT020"
+	CodeRTClientSkipped    = "RT021"
+	CodeRTClientTimeout    = "RT022"
+	CodeRTClientClearsNode = "RT023"
+	// CodeRTClientPolicyUndetermined: the client's connections fail where
+	// the policies' answer for it is undetermined.
+	CodeRTClientPolicyUndetermined = "RT031"
+
+	// Failure modes users meet most on a node while every rule is right.
 	CodeRTBridgeNFSameNode = "RT010"
 	CodeRTBridgeNF         = "RT011"
 	CodeRTNeighGC          = "RT012"
@@ -21,25 +40,58 @@ const (
 	CodeRTEncapSilent      = "RT024"
 	CodeRTPathMTULowered   = "RT025"
 
-	CodeDPMasqMissing  = "DP047"
-	CodeDPSourceLost   = "DP048"
-	CodeDPSourceKept   = "DP049"
-	CodeDPMasqExternal = "DP050"
-	CodeDPMasqNoRule   = "DP051"
-	CodeDPMasqNoJump   = "DP052"
+	// A timeout that is not evidence: the collector on that node ran late (a
+	// starved node) or its time ran out before it could try again. Emitted
+	// with status unknown: the layer is undetermined there, not failed.
+	CodeRTProbeInconclusive = "RT026"
 )
 
-var failModeCatalog = []CheckSpec{
-	{Code: CodeCTInvalid, Layer: LayerConntrack, Severity: SeverityWarning, Title: "conntrack INVALID packets",
-		Message:  "conntrack marked {delta} packet(s) INVALID during a {interval}ms sample (total {total}); nf_conntrack_tcp_be_liberal={liberal}: {behaviour}",
-		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with conntrack> -- conntrack -S"},
-	{Code: CodeCTDNSRace, Layer: LayerConntrack, Severity: SeverityWarning, Title: "DNS lost to the conntrack insert race",
-		Message:  "insert_failed rose by {delta} during a {interval}ms sample while the node holds {dnsFlows} UDP flow(s) to the cluster DNS ({dnsUnreplied} never answered): {client} parallel A and AAAA queries from one UDP socket race in conntrack's insert and one of them is dropped, so lookups stall for the resolver's 5 s timeout; dnsConfig.options single-request-reopen (glibc) or use-vc on the clients, or NodeLocal DNSCache, avoid it",
-		NextStep: "kubectl explain pod.spec.dnsConfig.options"},
-	{Code: CodeCTDNSRaceMitigated, Layer: LayerConntrack, Severity: SeverityInfo, Title: "DNS insert race mitigated",
-		Message:  "insert_failed rose by {delta} during a {interval}ms sample with {dnsFlows} UDP flow(s) to the cluster DNS on the node, but the client {client} resolves with {mitigation}, which keeps its A and AAAA queries from racing (glibc; musl ignores these options)",
+var rtCatalog = []CheckSpec{
+	{Code: CodeRTHealthy, Layer: LayerRoute, Severity: SeverityInfo, Title: "Routes to Pods",
+		Message:  "routes to {count} Pod IP(s) via {devices}; ip_forward={forward}",
 		NextStep: nodeSvcCmd},
-
+	{Code: CodeRTNoRoute, Layer: LayerRoute, Severity: SeverityError, Title: "No route to Pod",
+		Message:  "no usable route to {ips}: {detail}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTDeviceDown, Layer: LayerRoute, Severity: SeverityError, Title: "Route device down",
+		Message:  "the route to {ips} uses {device}, which is {state}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTForwardOff, Layer: LayerRoute, Severity: SeverityError, Title: "IP forwarding off",
+		Message:  "net.ipv4.ip_forward={forward}: the node does not forward Service traffic to Pods{pods}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTRPFilter, Layer: LayerRoute, Severity: SeverityWarning, Title: "Strict reverse-path filter",
+		Message:  "rp_filter is strict on {device}: the kernel applies max(conf.all.rp_filter={all}, conf.{device}.rp_filter={deviceValue}) = 1, so replies that arrive on another interface than the route back are dropped",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTUnreadable, Layer: LayerRoute, Severity: SeverityWarning, Title: "Routes not readable",
+		Message:  "the collector could not read routes: {error}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTPodTimeout, Layer: LayerRoute, Severity: SeverityError, Title: "Pod IP unreachable",
+		Message:  "connections to {targets} time out or are unreachable; the packets do not get to the Pod or back",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTPodsReached, Layer: LayerRoute, Severity: SeverityInfo, Title: "Pods reachable",
+		Message:  "{count} endpoint(s) answered a direct connection{sample}",
+		NextStep: nodeSvcCmd},
+	{Code: CodeRTPolicyUndetermined, Layer: LayerRoute, Severity: SeverityWarning, Title: "Probes failed where the policy is undetermined",
+		Message:  "node {node}'s probes to {targets} failed, and whether the policies {policies} admit this node there is undetermined ({reason}): a policy drop and a path fault are equally possible, so neither is named",
+		NextStep: "kubectl svctrace {service} -n {namespace} --from pod/<client> -o yaml  # a client Pod's own view"},
+	{Code: CodeRTPolicyExplains, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probes kept out by NetworkPolicy",
+		Message:  "{targets}: no answer to this node's probes, and the NetworkPolicies {policies} do not admit this node's address there; the node is not the client, so this is not counted as a route or datapath fault (these probes cannot tell one from the policy's drop); the policy layer judges the client",
+		NextStep: "kubectl describe networkpolicy -n {namespace}"},
+	{Code: CodeRTClientProbed, Layer: LayerRoute, Severity: SeverityInfo, Title: "Probed from the client Pod",
+		Message:  "probed from inside pod {clientNamespace}/{client}'s network namespace ({netns}, process {pid} {command}) by the collector on node {node} (profile {profile}): {summary}",
+		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientSkipped, Layer: LayerRoute, Severity: SeverityInfo, Title: "Client Pod's own view not probed",
+		Message:  "every probe ran from node {node}'s network namespace, not from pod {clientNamespace}/{client}'s: {reason}",
+		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientTimeout, Layer: LayerRoute, Severity: SeverityError, Title: "Client cannot reach the Pods",
+		Message:  "from pod {clientNamespace}/{client}'s network namespace, connections to {targets} time out or are unreachable, and no NetworkPolicy denies this client there: the packets from this client do not get to the Pods or back",
+		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientPolicyUndetermined, Layer: LayerRoute, Severity: SeverityError, Title: "Client's connections fail, policy undetermined",
+		Message:  "from pod {clientNamespace}/{client}'s network namespace, {targets} got no answer, and whether the policies {policies} admit this client there is undetermined ({reason}): an enforced policy and a path fault are equally possible, so neither is named",
+		NextStep: clientNetnsCmd},
+	{Code: CodeRTClientClearsNode, Layer: LayerRoute, Severity: SeverityInfo, Title: "Client reaches what the node could not",
+		Message:  "node {node}'s own probes to {targets} failed where the NetworkPolicies keep the node out, and pod {clientNamespace}/{client} reached them from its namespace: those node probe failures are not faults",
+		NextStep: clientNetnsCmd},
 	{Code: CodeRTBridgeNFSameNode, Layer: LayerRoute, Severity: SeverityError, Title: "Bridged traffic skips kube-proxy",
 		Message:  "Pods attach to the bridge {bridge} ({ports} veth ports) and {setting}: the client {client} and the endpoints {endpoints} share this node, so the endpoint's reply is bridged straight back without conntrack reversing the Service's DNAT, and the client drops a reply from an address it never asked",
 		NextStep: "kubectl debug node/{node} -it --profile=sysadmin --image=busybox -- sh -c 'modprobe br_netfilter; sysctl -w net.bridge.bridge-nf-call-iptables=1'"},
@@ -67,7 +119,6 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeRTOverlayDown, Layer: LayerRoute, Severity: SeverityError, Title: "Overlay device down",
 		Message:  "{device} ({kind}) is {state}: Pod traffic to other nodes through it is lost",
 		NextStep: "kubectl debug node/{node} -it --image=busybox -- ip -d link show {device}"},
-
 	{Code: CodeRTEncapAnswered, Layer: LayerRoute, Severity: SeverityInfo, Title: "Tunnel answers",
 		Message:  "{device} ({kind} VNI {vni}): a datagram the collector encapsulated itself (no local forwarding-database or neighbour entry used) to a closed port of each remote endpoint's overlay address over UDP {port} was answered through the tunnel with \"port unreachable\" from {peers}: UDP {port} passes both ways and the remote devices carry VNI {vni}",
 		NextStep: nodeSvcCmd},
@@ -77,23 +128,7 @@ var failModeCatalog = []CheckSpec{
 	{Code: CodeRTEncapSilent, Layer: LayerRoute, Severity: SeverityWarning, Title: "Tunnel silent",
 		Message:  "{device} ({kind} VNI {vni}): no answer from {peers} to a datagram encapsulated to UDP {port} ({sent} datagram(s) each in {timeout}): UDP {port} is filtered between the nodes (a firewall or security group), the remote device does not carry VNI {vni}, the remote lost its own entries for this node (the way back), or it sends no ICMP errors; the remote node's own trace (--all-nodes) shows its side",
 		NextStep: "kubectl debug node/{node} -it --profile=netadmin --image=<an image with tcpdump> -- tcpdump -ni any udp port {port}"},
-
-	{Code: CodeDPMasqMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade mark chain missing",
-		Message:  "{datapath}: {detail}, so Service traffic that must be masqueraded keeps its source, and replies from Pods on other nodes bypass this node and are dropped by the client",
-		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
-	{Code: CodeDPSourceLost, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Client source IP is masqueraded",
-		Message:  "externalTrafficPolicy Cluster on {port}: {datapath} marks external traffic for masquerade ({rule}), so Pods see this node's address, not the client's (SNAT); externalTrafficPolicy Local keeps it",
-		NextStep: nodeSvcCmd},
-	{Code: CodeDPSourceKept, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Client source IP is kept",
-		Message:  "externalTrafficPolicy Local on {port}: {datapath} sends external traffic only to this node's endpoints without masquerading, so Pods see the client's address (traffic from the node itself is still masqueraded)",
-		NextStep: nodeSvcCmd},
-	{Code: CodeDPMasqExternal, Layer: LayerDatapath, Severity: SeverityError, Title: "External traffic not masqueraded",
-		Message:  "externalTrafficPolicy Cluster on {port}, but {datapath}'s external chain {chain} does not mark traffic for masquerade: packets forwarded to Pods on other nodes keep the client's source, the Pod replies directly, and the client drops the reply",
-		NextStep: nodeSvcCmd},
-	{Code: CodeDPMasqNoRule, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade rule missing",
-		Message:  "{datapath}: {detail}, so packets kube-proxy marks for masquerade ({mark}) leave this node with their source unchanged: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
-		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
-	{Code: CodeDPMasqNoJump, Layer: LayerDatapath, Severity: SeverityError, Title: "Masquerade chain not reached",
-		Message:  "{datapath}: {detail}, so nothing kube-proxy marks for masquerade ({mark}) is masqueraded: replies from Pods on other nodes, and hairpin replies, go straight back to a client that never sent to them and are dropped",
-		NextStep: "kubectl logs -n kube-system -l k8s-app=kube-proxy --tail=50"},
+	{Code: CodeRTProbeInconclusive, Layer: LayerRoute, Severity: SeverityWarning, Title: "Endpoint probe inconclusive on a slow node",
+		Message:  "connections to {targets} timed out, but {why}; whether the packets get to the Pods is not judged from this node",
+		NextStep: lateCollectorNextStepCmd},
 }
