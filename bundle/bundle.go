@@ -8,7 +8,7 @@
 // through.
 //
 // A bundle never holds a Secret object, a token or a kubeconfig: the input
-// holds only the objects trace.Fetch reads (Service, EndpointSlices, Pods,
+// holds only the objects input.Fetch reads (Service, EndpointSlices, Pods,
 // Nodes, NetworkPolicies, kube-dns), and New redacts what in them may carry
 // a credential (see Redact).
 package bundle
@@ -25,6 +25,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -96,7 +97,7 @@ type NodeView struct {
 // Bundle is one saved trace in memory.
 type Bundle struct {
 	Manifest Manifest
-	Input    *trace.Input
+	Input    *input.Input
 	// Report is nil when the node layers were not inspected.
 	Report *trace.NodeReport
 	// Result is the ServiceTrace the trace printed when it was taken.
@@ -106,7 +107,7 @@ type Bundle struct {
 // New builds the bundle of a trace from what trace.Collect returned, the
 // options it was judged with and the result. The input is copied and
 // redacted (see Redact); the caller's values are not changed.
-func New(in *trace.Input, nodes *trace.NodeReport, opts trace.Options, result *report.ServiceTrace) (*Bundle, error) {
+func New(in *input.Input, nodes *trace.NodeReport, opts trace.Options, result *report.ServiceTrace) (*Bundle, error) {
 	saved, err := Redact(in)
 	if err != nil {
 		return nil, err
@@ -220,7 +221,7 @@ func Read(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want %s %s (is it from a newer svctrace?)",
 			filepath.Join(dir, ManifestFile), m.APIVersion, m.Kind, APIVersion, Kind)
 	}
-	b.Input = &trace.Input{}
+	b.Input = &input.Input{}
 	if err := readJSON(filepath.Join(dir, InputFile), b.Input); err != nil {
 		return nil, err
 	}

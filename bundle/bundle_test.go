@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +79,7 @@ func nodeReport() *trace.NodeReport {
 	}
 }
 
-func collect(t *testing.T, objs []runtime.Object, opts trace.Options) *trace.Input {
+func collect(t *testing.T, objs []runtime.Object, opts trace.Options) *input.Input {
 	t.Helper()
 	in, _, err := trace.Collect(context.Background(), fake.NewClientset(objs...), "default", "web", opts)
 	if err != nil {

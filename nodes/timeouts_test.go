@@ -106,7 +106,7 @@ func TestInspectHungNodeBecomesUnknown(t *testing.T) {
 			}
 			return context.WithTimeout(ctx, limit)
 		}}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 
 	var dp001 *report.Check
 	for i, c := range tr.Layer(report.LayerDatapath).Checks {
@@ -176,7 +176,7 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 			want: map[string]string{"": "ran out before this node's turn (--timeout raises it)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			inp := input()
+			inp := webInput()
 			inp.Nodes["n3"] = readyNode("n3", true)
 			sel := trace.NodeSelection{AllNodes: true}
 			plan := trace.PlanNodes(inp, sel, nil, "")
@@ -256,7 +256,7 @@ func TestInspectReportsHowLateEachCollectorRan(t *testing.T) {
 			b, err := json.Marshal(obs)
 			return &Output{Node: node, Log: b}, err
 		}}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 	got := map[string]float64{}
 	for _, n := range tr.Metadata.Collector.Nodes {
 		got[n.Node] = n.LateMillis
@@ -283,7 +283,7 @@ func TestInspectNodesDeadlineDuringPreflight(t *testing.T) {
 		t.Error("a collector ran after the preflight failed")
 		return nil, errors.New("unreachable")
 	}}
-	inp := input()
+	inp := webInput()
 	plan := trace.PlanNodes(inp, f.Selection(), nil, "")
 	nr, err := in.Inspect(ctx, plan)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +22,8 @@ import (
 // fleetBenchInput is the fleet bench's Service (test/bench/fleet/gen.sh):
 // web, ClusterIP 10.96.0.50, its endpoints in slices of 100 spread over
 // 1,000 node names, and nodes Ready nodes fleet-0000….
-func fleetBenchInput(nodes, endpoints int) *trace.Input {
-	in := &trace.Input{Namespace: "default", Name: "web", Nodes: map[string]*corev1.Node{}, NodesListed: true}
+func fleetBenchInput(nodes, endpoints int) *input.Input {
+	in := &input.Input{Namespace: "default", Name: "web", Nodes: map[string]*corev1.Node{}, NodesListed: true}
 	in.Service = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.50", ClusterIPs: []string{"10.96.0.50"}, Type: corev1.ServiceTypeClusterIP,
 			Selector: map[string]string{"app": "web"},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +86,7 @@ func nodeRun(views []trace.NodeView) *report.CollectorRun {
 
 // manyNodes is a cluster of n Ready nodes node-001…; the endpoints stay on
 // node-a and node-b.
-func manyNodes(in *trace.Input, n int) []string {
+func manyNodes(in *input.Input, n int) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("node-%03d", i)
@@ -107,7 +109,7 @@ func init() {
 		// node-b's kube-proxy still sends every connection to the endpoint
 		// that was there before the slice changed, and node-a cannot
 		// connect to web-2.
-		scenario{name: "nodes-failing", in: func() *trace.Input {
+		scenario{name: "nodes-failing", in: func() *input.Input {
 			in := baseInput()
 			in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5", "10.244.2.5")}
 			return in
@@ -123,7 +125,7 @@ func init() {
 		}},
 		// --all-nodes on 100 nodes: 97 agree, node-042 misses web-2,
 		// node-077 cannot connect to web-1, node-099's collector never ran.
-		scenario{name: "nodes-100", in: func() *trace.Input {
+		scenario{name: "nodes-100", in: func() *input.Input {
 			in := baseInput()
 			manyNodes(in, 100)
 			return in
@@ -152,7 +154,7 @@ func init() {
 }
 
 // manyEndpoints is web with n ready endpoints, 10.244.1.1… on node-a.
-func manyEndpoints(n int) *trace.Input {
+func manyEndpoints(n int) *input.Input {
 	in := baseInput()
 	var ips []string
 	in.Pods = nil
@@ -174,7 +176,7 @@ func init() {
 	// Twelve endpoints do not fit as columns: the grid counts per node
 	// and names the odd endpoints. node-c lacks one and times out on
 	// another.
-	scenarios = append(scenarios, scenario{name: "nodes-12-endpoints", in: func() *trace.Input {
+	scenarios = append(scenarios, scenario{name: "nodes-12-endpoints", in: func() *input.Input {
 		in := manyEndpoints(12)
 		manyNodes(in, 0)
 		in.Nodes["node-c"] = in.Nodes["node-a"]
@@ -208,7 +210,7 @@ func init() {
 // fleetInput is web with 300 ready endpoints over n nodes node-001…:
 // 70 nodes × 300 endpoints are over the 20,000 cells a grid spells out, so
 // the evidence names shared endpoint sets and the grid shares rows' cells.
-func fleetInput(n int) *trace.Input {
+func fleetInput(n int) *input.Input {
 	in := baseInput()
 	in.Pods = nil
 	names := manyNodes(in, n)
@@ -232,7 +234,7 @@ func init() {
 	// still sends everything to an endpoint that is gone and does not
 	// forward (each node names its own endpoints then), 3 are healthy,
 	// node-069 lacks one endpoint, node-070's collector never ran.
-	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *trace.Input { return fleetInput(70) },
+	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *input.Input { return fleetInput(70) },
 		views: func() (*report.CollectorRun, []trace.NodeView) {
 			all := map[string]float64{}
 			for _, sl := range fleetInput(70).Slices {

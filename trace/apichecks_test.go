@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -464,7 +466,7 @@ func TestInspectorGetsPlanAndReportIsJudged(t *testing.T) {
 
 func TestReportFailureLeavesAPILayers(t *testing.T) {
 	client := fake.NewClientset(healthy()...)
-	in, err := Fetch(context.Background(), client, "default", "web")
+	in, err := input.Fetch(context.Background(), client, "default", "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +497,7 @@ func TestPortMatchingNoServicePortIsAnError(t *testing.T) {
 		t.Fatalf("--port 80: %v", err)
 	}
 	// A saved trace re-judged with a port it lacks still says so.
-	in, err := Fetch(context.Background(), client, "default", "web")
+	in, err := input.Fetch(context.Background(), client, "default", "web")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -27,7 +29,7 @@ func TestAssembleFromSavedInputAndObservations(t *testing.T) {
 	opts := Options{Now: fixedNow, Version: "test"}
 	live := Assemble(in, nr, opts)
 
-	var savedIn Input
+	var savedIn input.Input
 	var savedReport NodeReport
 	roundTrip(t, in, &savedIn)
 	roundTrip(t, nr, &savedReport)
@@ -98,7 +100,7 @@ func TestCollectedInputSurvivesJSON(t *testing.T) {
 				t.Fatalf("nr %+v with --no-node", nr)
 			}
 			live := jsonOf(t, Assemble(in, nil, opts))
-			var saved Input
+			var saved input.Input
 			roundTrip(t, in, &saved)
 			if len(in.Gaps) != len(saved.Gaps) {
 				t.Fatalf("%d gaps read back, want %d", len(saved.Gaps), len(in.Gaps))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 
@@ -141,7 +143,7 @@ func (nj *nodeJudge) expectation(node string) *nodeExpectation {
 // proxier the node's labels). When the Node was not read, the EndpointSlice
 // controller's copy of that label on the node's own endpoints (endpoint
 // zone) stands in, if they agree. known is false when neither says.
-func nodeZone(in *Input, node string) (zone string, known bool) {
+func nodeZone(in *input.Input, node string) (zone string, known bool) {
 	if n := in.Nodes[node]; n != nil {
 		return n.Labels[corev1.LabelTopologyZone], true
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +83,7 @@ func (j *judge) dnsChecks() {
 	switch {
 	case j.in.DNSNotFound:
 		j.Emit(report.CodeDNSNoClusterDNS, nil)
-	case j.in.DNSService != nil && !j.in.hasGap(report.LayerDNS, resEndpointSlices):
+	case j.in.DNSService != nil && !j.in.HasGap(report.LayerDNS, input.ResourceEndpointSlices):
 		ready, total := 0, 0
 		for _, sl := range j.in.DNSSlices {
 			for _, ep := range sl.Endpoints {

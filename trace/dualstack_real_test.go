@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -16,7 +18,7 @@ import (
 // dualStackRecorded is the Input and observation of the real kube-proxy
 // v1.37.2 programming a RequireDualStack Service in mode (iptables or
 // nftables) on a dual-stack node (collectors/testdata/PROVENANCE.md).
-func dualStackRecorded(t *testing.T, mode string) (*Input, *collectorapi.Observation) {
+func dualStackRecorded(t *testing.T, mode string) (*input.Input, *collectorapi.Observation) {
 	t.Helper()
 	dir := "../collectors/testdata/observations"
 	var api struct {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -136,7 +138,7 @@ func pinRecordedMaps(t *testing.T, root string, maps map[string]*recordedMap) {
 
 // recordedInput is the trace Input of default/SERVICE from a step's
 // api.yaml (Services and EndpointSlices) and the guest's Node.
-func recordedInput(t *testing.T, step, service string) *Input {
+func recordedInput(t *testing.T, step, service string) *input.Input {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(recordedDir, step, "api.yaml"))
 	if err != nil {
@@ -148,7 +150,7 @@ func recordedInput(t *testing.T, step, service string) *Input {
 	if err := yaml.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
-	in := &Input{Namespace: "default", Name: service, Nodes: map[string]*corev1.Node{}}
+	in := &input.Input{Namespace: "default", Name: service, Nodes: map[string]*corev1.Node{}}
 	for _, item := range list.Items {
 		var meta struct {
 			Kind string `json:"kind"`
@@ -281,7 +283,7 @@ func frontendString(f collectorapi.CiliumFrontend) string {
 // recordedFrontendKeys are the services-map master keys of a Service:
 // address:port/proto of every entry with slot 0 whose address is one of
 // the Service's ClusterIPs, or (NodePorts) 0.0.0.0 or the node's address.
-func recordedFrontendKeys(t *testing.T, maps map[string]*recordedMap, in *Input, nodeIP string) (real []string, wildcard []string) {
+func recordedFrontendKeys(t *testing.T, maps map[string]*recordedMap, in *input.Input, nodeIP string) (real []string, wildcard []string) {
 	t.Helper()
 	ips := map[string]bool{}
 	for _, ip := range in.Service.Spec.ClusterIPs {

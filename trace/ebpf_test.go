@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +57,7 @@ func ebpfObservation(t *testing.T, c *collectorapi.CiliumObservation, cal *colle
 // IPv4 endpoints on n1 (ready), n2 (ready, and one terminating) and n3
 // (ready; Cilium's health checker quarantined one, another is in
 // maintenance); IPv6 on n1 and n2.
-func ciliumWeb(mut ...func(*Input)) *Input {
+func ciliumWeb(mut ...func(*input.Input)) *input.Input {
 	in := nodeInput(func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.50", []string{"10.96.0.50", "fd00:96::50"}
@@ -143,7 +145,7 @@ func TestCiliumMapsFromCiliumTypesHealthy(t *testing.T) {
 // gone from the EndpointSlices) while the agent did not sync: the
 // ClusterIP and the NodePort/LB/externalIP internal scopes still select it.
 func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
-	in := ciliumWeb(func(in *Input) {
+	in := ciliumWeb(func(in *input.Input) {
 		eps := in.Slices[0].Endpoints
 		in.Slices[0].Endpoints = append(eps[:1:1], eps[2:]...)
 	})
@@ -160,7 +162,7 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 	// The same maps, with web-2's listing changed while the node was read:
 	// the agent may have applied a newer state than the API read, so every
 	// frontend still selecting it warns instead of failing.
-	in.SlicesChangedDuringRead = []SliceChange{{Slice: "web-v4", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.7"}}}
+	in.SlicesChangedDuringRead = []input.SliceChange{{Slice: "web-v4", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.7"}}}
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
 	m := nodeMessages(tr, "n1", report.CodeDPSyncPending)
@@ -173,7 +175,7 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 }
 
 func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
-	in := ciliumWeb(func(in *Input) {
+	in := ciliumWeb(func(in *input.Input) {
 		in.Slices[0].Ports[0].Port = ptr(int32(8081))
 		in.Service.Spec.Ports[0].TargetPort = intstr.FromInt32(8081)
 		in.Service.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr(int32(3600))
@@ -189,7 +191,7 @@ func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
 // externalTrafficPolicy Local; a Service that says Cluster is not what
 // the agent programmed.
 func TestCiliumExternalPolicyMismatch(t *testing.T) {
-	in := ciliumWeb(func(in *Input) {
+	in := ciliumWeb(func(in *input.Input) {
 		in.Service.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 		in.Service.Spec.HealthCheckNodePort = 0
 	})
@@ -241,7 +243,7 @@ func TestCiliumKubeDNSUDPAndTCP(t *testing.T) {
 	}
 }
 
-func hashInput() *Input {
+func hashInput() *input.Input {
 	in := nodeInput(func(s *corev1.Service) {
 		s.Name = "hash"
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.96.0.60", []string{"10.96.0.60"}
@@ -358,7 +360,7 @@ func TestCalicoHealthyAndStale(t *testing.T) {
 	// An endpoint added and removed again while the node was read: Felix
 	// may have programmed it in between.
 	in := nodeInput(nodePortWeb)
-	in.SlicesChangedDuringRead = []SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.99"}}}
+	in.SlicesChangedDuringRead = []input.SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.99"}}}
 	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
 		calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7"), be(2, "10.244.2.99")))})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -105,7 +107,7 @@ func (nj *nodeJudge) internLists(pes []expect.PortExpectation) {
 // the endpoint grid spells out (maxMatrixCells), so a small trace's
 // evidence stays self-contained.
 func (nj *nodeJudge) sharesLists() bool {
-	return nj.nodeCount*nj.in.endpointCount() > maxMatrixCells
+	return nj.nodeCount*endpointCount(nj.in) > maxMatrixCells
 }
 
 // endpointsField is an evidence field listing set: the endpoints
@@ -156,7 +158,7 @@ func (nj *nodeJudge) shareSet(set *endpointSet) string {
 }
 
 // endpointCount is the number of endpoints of the Service's slices.
-func (in *Input) endpointCount() int {
+func endpointCount(in *input.Input) int {
 	n := 0
 	for i := range in.Slices {
 		n += len(in.Slices[i].Endpoints)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -208,7 +210,7 @@ func (j *judge) targetRefChecks() {
 	}
 	if len(j.in.UnverifiedTargets) > 0 {
 		j.Emit(report.CodeEpsTargetUnverified, report.Args{"count": strconv.Itoa(len(j.in.UnverifiedTargets)),
-			"limit": strconv.Itoa(ExtraPodLimit), "endpoints": listNames(j.in.UnverifiedTargets)},
+			"limit": strconv.Itoa(input.ExtraPodLimit), "endpoints": listNames(j.in.UnverifiedTargets)},
 			fieldItems("pods", j.in.UnverifiedTargets))
 	}
 }
@@ -244,7 +246,7 @@ func (j *judge) missingReadyPodsCheck() {
 	var missing []string
 	for i := range j.in.Pods {
 		pod := &j.in.Pods[i]
-		if !podReady(pod) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
+		if !input.PodReady(pod) || pod.DeletionTimestamp != nil || pod.Status.PodIP == "" {
 			continue
 		}
 		if !byPod[pod.Name] && !byIP[pod.Status.PodIP] {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -104,7 +106,7 @@ func TestVerdictFingerprintPassAndNotFound(t *testing.T) {
 	}
 
 	missing := func() *report.ServiceTrace {
-		return Assemble(&Input{Namespace: "default", Name: "web", ServiceNotFound: true}, nil, Options{Now: fixedNow})
+		return Assemble(&input.Input{Namespace: "default", Name: "web", ServiceNotFound: true}, nil, Options{Now: fixedNow})
 	}
 	a, b := missing(), missing()
 	if a.Service.UID != "" || a.Verdict.Code != report.CodeSvcNotFound || !fingerprintFormat.MatchString(a.Verdict.Fingerprint) {

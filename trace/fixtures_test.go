@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,7 +141,7 @@ func probeEvent(name, pod string, uid types.UID, msg string, count int32, minute
 }
 
 // judgeFrom assembles a trace as judgeViews does, with a --from client.
-func judgeFrom(t *testing.T, in *Input, from *report.PolicyClient, views ...NodeView) *report.ServiceTrace {
+func judgeFrom(t *testing.T, in *input.Input, from *report.PolicyClient, views ...NodeView) *report.ServiceTrace {
 	t.Helper()
 	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
 	assertCatalogued(t, tr)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -21,7 +23,7 @@ import (
 const ipvsRecordedDir = "../collectors/testdata/observations/ipvs-uml"
 
 // ipvsRecorded is the Input for one recorded Service and its observation.
-func ipvsRecorded(t *testing.T, name string) (*Input, *collectorapi.Observation) {
+func ipvsRecorded(t *testing.T, name string) (*input.Input, *collectorapi.Observation) {
 	t.Helper()
 	var api struct {
 		Node           string                      `json:"node"`

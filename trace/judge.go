@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,7 +35,7 @@ const podCheckLimit = 10
 // O(endpoints + pods).
 type judge struct {
 	*report.Emitter
-	in   *Input
+	in   *input.Input
 	opts Options
 	t    *report.ServiceTrace
 	svc  *corev1.Service
@@ -50,7 +52,7 @@ type judge struct {
 // judgeAPI turns the fetched objects into a ServiceTrace with the API-side
 // layers decided and the node layers left empty; Assemble fills or skips
 // them and finishes the trace.
-func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
+func judgeAPI(in *input.Input, opts Options) *report.ServiceTrace {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = DefaultClusterDomain
 	}
@@ -75,8 +77,8 @@ func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
 		return t
 	}
 	t.Service.UID = string(in.Service.UID)
-	j.podsGap = in.hasGap(report.LayerEndpoints, resPods)
-	j.slicesGap = in.hasGap(report.LayerEndpoints, resEndpointSlices)
+	j.podsGap = in.HasGap(report.LayerEndpoints, input.ResourcePods)
+	j.slicesGap = in.HasGap(report.LayerEndpoints, input.ResourceEndpointSlices)
 	j.summarize()
 	j.applicability()
 	j.selectPorts()
@@ -100,7 +102,7 @@ func serviceFQDN(name, namespace, clusterDomain string) string {
 }
 
 // templateArgs are the placeholders every check template may use.
-func templateArgs(in *Input, fqdn string) report.Args {
+func templateArgs(in *input.Input, fqdn string) report.Args {
 	out := report.Args{"service": in.Name, "namespace": in.Namespace, "fqdn": fqdn}
 	if svc := in.Service; svc != nil {
 		out["selector"] = selectorString(svc.Spec.Selector)
@@ -311,13 +313,13 @@ func (j *judge) selectPorts() {
 // skipped (API003) for the optional node list.
 func (j *judge) gapChecks() {
 	for _, g := range j.in.Gaps {
-		if g.Resource == resNodes || g.Resource == resEvents {
+		if g.Resource == input.ResourceNodes || g.Resource == input.ResourceEvents {
 			// Optional reads: the layer is still judged without them.
 			code := report.CodeAPINodes
-			if g.Resource == resEvents {
+			if g.Resource == input.ResourceEvents {
 				code = report.CodeAPIEvents
 			}
-			c := report.NewCheck(code, report.Args{"error": shortErr(g), "verb": g.Verb, "namespace": g.Namespace})
+			c := report.NewCheck(code, report.Args{"error": g.Short(), "verb": g.Verb, "namespace": g.Namespace})
 			c.Status = report.StatusSkipped
 			j.add(report.LayerEndpoints, c)
 			continue
@@ -326,8 +328,8 @@ func (j *judge) gapChecks() {
 		if g.Namespace != "" {
 			scopeFlag = "-n " + g.Namespace
 		}
-		args := report.Args{"verb": g.Verb, "resource": g.Resource, "scope": g.scope(), "scopeFlag": scopeFlag,
-			"impact": g.Impact, "error": shortErr(g)}
+		args := report.Args{"verb": g.Verb, "resource": g.Resource, "scope": g.Scope(), "scopeFlag": scopeFlag,
+			"impact": g.Impact, "error": g.Short()}
 		code := report.CodeAPIError
 		if g.Forbidden {
 			code = report.CodeAPIForbidden
@@ -343,16 +345,6 @@ func (j *judge) gapChecks() {
 			}
 		}
 	}
-}
-
-func shortErr(g Gap) string {
-	if g.Forbidden {
-		return "forbidden"
-	}
-	if g.Err == nil {
-		return "error"
-	}
-	return g.Err.Error()
 }
 
 func slicePorts(sl *discoveryv1.EndpointSlice) []report.EndpointPort {

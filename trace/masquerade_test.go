@@ -3,6 +3,8 @@ package trace
 import (
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -47,7 +49,7 @@ func TestMasqueradeJudged(t *testing.T) {
 		{"KUBE-MARK-MASQ sets no mark", nodePort(corev1.ServiceExternalTrafficPolicyCluster), noMark, report.CodeDPMasqMissing, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var in *Input
+			var in *input.Input
 			if tt.svc != nil {
 				in = nodeInput(tt.svc)
 			} else {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
@@ -32,7 +34,7 @@ type NodeView struct {
 // and route layers with checks and per-node results. Layers the API side
 // already skipped (datapath of a headless Service, say) are left alone. The
 // returned judge holds each node's expectation for the endpoint matrix.
-func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
+func judgeNodes(in *input.Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
 	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from,
@@ -62,7 +64,7 @@ func judgeNodes(in *Input, t *report.ServiceTrace, views []NodeView, from *repor
 
 type nodeJudge struct {
 	*report.Emitter
-	in   *Input
+	in   *input.Input
 	t    *report.ServiceTrace
 	fqdn string
 	// shares are the ports comparePort judged, per node, for the share table.

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigObservation is a node whose iptables rules program every endpoint of
 // bigInput(n) with equal shares, as kube-proxy would.
-func bigObservation(tb testing.TB, in *Input) *collectorapi.Observation {
+func bigObservation(tb testing.TB, in *input.Input) *collectorapi.Observation {
 	var sel []collectorapi.IPTablesEndpointJump
 	n := 0
 	for _, sl := range in.Slices {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -32,7 +34,7 @@ import (
 const realNode = "svtb-node1"
 
 // realInput is the trace Input for one Service of the recorded API objects.
-func realInput(t *testing.T, name string) *Input {
+func realInput(t *testing.T, name string) *input.Input {
 	t.Helper()
 	b, err := os.ReadFile("../collectors/testdata/iptables/testbed-api.json")
 	if err != nil {
@@ -44,7 +46,7 @@ func realInput(t *testing.T, name string) *Input {
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatal(err)
 	}
-	in := &Input{Namespace: "nf-fixtures", Name: name, Nodes: map[string]*corev1.Node{}}
+	in := &input.Input{Namespace: "nf-fixtures", Name: name, Nodes: map[string]*corev1.Node{}}
 	for _, raw := range list.Items {
 		var meta struct {
 			Kind string `json:"kind"`

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -14,7 +16,7 @@ import (
 // Service as kube-proxy sees it, every endpoint of its slices, the Pod IPs to
 // route to (endpoints plus extra, e.g. the --from Pod), and the cluster DNS.
 // The collector needs nothing else: it never talks to the API server.
-func CollectRequest(in *Input, node, clusterDomain string, extraPodIPs ...string) *collectorapi.Request {
+func CollectRequest(in *input.Input, node, clusterDomain string, extraPodIPs ...string) *collectorapi.Request {
 	return newRequestTemplate(in, clusterDomain, extraPodIPs...).forNode(node)
 }
 
@@ -28,14 +30,14 @@ type requestTemplate struct {
 	podUID map[string]string
 	// nodePort: the Service has a NodePort or a health-check node port.
 	nodePort bool
-	in       *Input
+	in       *input.Input
 	// readyIPs are the Ready nodes with an InternalIP, by name.
 	readyIPs []collectorapi.NodeAddress
 	// enc holds the encoded parts every node's request shares.
 	enc requestEncoder
 }
 
-func newRequestTemplate(in *Input, clusterDomain string, extraPodIPs ...string) *requestTemplate {
+func newRequestTemplate(in *input.Input, clusterDomain string, extraPodIPs ...string) *requestTemplate {
 	t := &requestTemplate{in: in}
 	svc := in.Service
 	req := &t.base
@@ -182,7 +184,7 @@ func (t *requestTemplate) forNode(node string) *collectorapi.Request {
 // Pods and the endpoints' targetRef Pods) to its UID, so a collector can find
 // the Pod's processes on its node without another API request. A targetRef
 // whose Pod was not read gets no UID: its name alone could be a recreated Pod's.
-func podUIDs(in *Input) map[string]string {
+func podUIDs(in *input.Input) map[string]string {
 	out := make(map[string]string, len(in.Pods)+len(in.ExtraPods))
 	for i := range in.Pods {
 		out[in.Pods[i].Name] = string(in.Pods[i].UID)

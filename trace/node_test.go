@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -19,12 +21,12 @@ import (
 )
 
 // nodeInput is web (10.96.0.20:80 → 8080) with endpoints on n1 and n2.
-func nodeInput(mut ...func(*corev1.Service)) *Input {
+func nodeInput(mut ...func(*corev1.Service)) *input.Input {
 	svc := service("web", mut...)
 	sl := slice("web-abc", "web", "http", 8080,
 		ep{ip: "10.244.1.5", pod: "web-1", node: "n1", ready: true},
 		ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true})
-	in := &Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{*sl},
+	in := &input.Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{*sl},
 		Nodes: map[string]*corev1.Node{"n1": node("n1", true), "n2": node("n2", true)},
 	}
 	in.Pods = []corev1.Pod{*pod("web-1", "web", "10.244.1.5", "n1"), *pod("web-2", "web", "10.244.2.7", "n2")}
@@ -84,7 +86,7 @@ func observation(t *testing.T, mode collectorapi.DatapathMode, ipt *collectorapi
 	return o
 }
 
-func judgeViews(t *testing.T, in *Input, views ...NodeView) *report.ServiceTrace {
+func judgeViews(t *testing.T, in *input.Input, views ...NodeView) *report.ServiceTrace {
 	t.Helper()
 	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
 	assertCatalogued(t, tr)
@@ -272,7 +274,7 @@ func keysOf(m map[string]report.Check) []string {
 
 // realKubeProxyInput is a recorded observation of the real kube-proxy
 // v1.37.2 in mode, and the Service and slice that kube-proxy was fed.
-func realKubeProxyInput(t *testing.T, mode string) (*Input, collectorapi.Observation) {
+func realKubeProxyInput(t *testing.T, mode string) (*input.Input, collectorapi.Observation) {
 	t.Helper()
 	b, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
 	if err != nil {
@@ -393,7 +395,7 @@ func TestJudgeProbesListAtMostTen(t *testing.T) {
 // own endpoints in the slices; failing that, the rules are judged against
 // each zone kube-proxy could be in, never against an empty zone.
 func TestTopologyHintsWithNodeUnread(t *testing.T) {
-	hinted := func(in *Input, zoneOnEndpoints bool) {
+	hinted := func(in *input.Input, zoneOnEndpoints bool) {
 		for i, z := range []string{"a", "b"} {
 			e := &in.Slices[0].Endpoints[i]
 			e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}}
@@ -432,7 +434,7 @@ func TestTopologyHintsWithNodeUnread(t *testing.T) {
 				n.Labels = map[string]string{corev1.LabelTopologyZone: tt.nodeZone}
 				in.Nodes["n1"] = n
 			} else {
-				in.Gaps = append(in.Gaps, Gap{Verb: "get", Resource: resNodes, Forbidden: true, Impact: "node readiness not checked"})
+				in.Gaps = append(in.Gaps, input.Gap{Verb: "get", Resource: input.ResourceNodes, Forbidden: true, Impact: "node readiness not checked"})
 			}
 			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
@@ -675,7 +677,7 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 	tests := []struct {
 		name     string
 		svc      func(*corev1.Service)
-		slices   func(in *Input)
+		slices   func(in *input.Input)
 		ipt      *collectorapi.IPTablesObservation
 		service  map[string]report.Status // service-layer code → status
 		datapath []string
@@ -686,16 +688,16 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 			ipt: &collectorapi.IPTablesObservation{}, service: map[string]report.Status{report.CodeSvcProxyName: report.StatusWarn},
 			datapath: []string{report.CodeDPIgnoredByProxy}, absent: []string{report.CodeDPNoRules}},
 		{name: "every slice labelled headless: kube-proxy rejects",
-			slices:  func(in *Input) { headless(&in.Slices[0]) },
+			slices:  func(in *input.Input) { headless(&in.Slices[0]) },
 			ipt:     reject,
 			service: map[string]report.Status{report.CodeSvcSlicesIgnored: report.StatusFail}, datapath: []string{report.CodeDPRejectNoEndpoints},
 			absent: []string{report.CodeDPRejectWithEPs, report.CodeDPNoRules}},
 		{name: "every slice labelled headless, no rules read",
-			slices:  func(in *Input) { headless(&in.Slices[0]) },
+			slices:  func(in *input.Input) { headless(&in.Slices[0]) },
 			ipt:     &collectorapi.IPTablesObservation{},
 			service: map[string]report.Status{report.CodeSvcSlicesIgnored: report.StatusFail}, absent: []string{report.CodeDPNoRules, report.CodeDPRulesMatch}},
 		{name: "one of two slices labelled headless",
-			slices: func(in *Input) {
+			slices: func(in *input.Input) {
 				second := slice("web-def", "web", "http", 8080, ep{ip: "10.244.2.7", pod: "web-2", node: "n2", ready: true})
 				headless(second)
 				in.Slices[0].Endpoints = in.Slices[0].Endpoints[:1]

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -125,13 +127,13 @@ type NodePrefetcher interface {
 	Prefetch(ctx context.Context)
 }
 
-// ReadPlanNodes reads the Node objects a plan needs into the input: every
+// ReadNodes reads the Node objects a plan needs into the input: every
 // node for --all-nodes or when a stand-in node must be chosen, otherwise the
 // nodes that host endpoints, the client's and the selected ones. Errors
 // reading them are returned; without read access to nodes the collectors
 // still run, so callers may go on.
-func (in *Input) ReadPlanNodes(ctx context.Context, client kubernetes.Interface, sel NodeSelection, from *report.PolicyClient) error {
-	if sel.AllNodes || (len(sel.Nodes) == 0 && from == nil && in.needsStandIn()) {
+func ReadNodes(ctx context.Context, client kubernetes.Interface, in *input.Input, sel NodeSelection, from *report.PolicyClient) error {
+	if sel.AllNodes || (len(sel.Nodes) == 0 && from == nil && needsStandIn(in)) {
 		if err := in.ReadNodes(ctx, client, nil, true); err != nil {
 			return fmt.Errorf("cannot list nodes: %w", err)
 		}
@@ -147,7 +149,7 @@ func (in *Input) ReadPlanNodes(ctx context.Context, client kubernetes.Interface,
 // needsStandIn: the Service has endpoints but none of them names a node, or
 // it is an ExternalName, whose CNAME and its target's address only the
 // cluster DNS can answer, asked from a node.
-func (in *Input) needsStandIn() bool {
+func needsStandIn(in *input.Input) bool {
 	if in.Service != nil && in.Service.Spec.Type == corev1.ServiceTypeExternalName {
 		return true
 	}
@@ -169,7 +171,7 @@ type nodeCandidate struct {
 }
 
 // nodeCandidates lists the nodes to inspect and why, sorted by name.
-func nodeCandidates(in *Input, sel NodeSelection, from *report.PolicyClient) []nodeCandidate {
+func nodeCandidates(in *input.Input, sel NodeSelection, from *report.PolicyClient) []nodeCandidate {
 	roles := map[string][]string{}
 	add := func(node, role string) {
 		if node != "" && !slices.Contains(roles[node], role) {
@@ -199,7 +201,7 @@ func nodeCandidates(in *Input, sel NodeSelection, from *report.PolicyClient) []n
 	if from != nil {
 		add(from.NodeName, RoleClient)
 	}
-	if len(roles) == 0 && !sel.AllNodes && len(sel.Nodes) == 0 && in.needsStandIn() {
+	if len(roles) == 0 && !sel.AllNodes && len(sel.Nodes) == 0 && needsStandIn(in) {
 		add(standInNode(in), RoleStandIn)
 	}
 	out := make([]nodeCandidate, 0, len(roles))
@@ -212,7 +214,7 @@ func nodeCandidates(in *Input, sel NodeSelection, from *report.PolicyClient) []n
 
 // standInNode is the first Ready, schedulable node by name, else the first
 // Ready one, else "".
-func standInNode(in *Input) string {
+func standInNode(in *input.Input) string {
 	var ready, schedulable []string
 	for name, n := range in.Nodes {
 		if n == nil || notReadyReason(n) != "" {
@@ -235,9 +237,9 @@ func standInNode(in *Input) string {
 // PlanNodes decides which nodes to inspect and builds each one's collector
 // request. Nodes the input knows to be missing or NotReady are reported, not
 // planned: a NotReady node never starts the Pod, so it is not waited on.
-// Call ReadPlanNodes first; a node it could not read is planned anyway (it
+// Call ReadNodes first; a node it could not read is planned anyway (it
 // then fails with its own message).
-func PlanNodes(in *Input, sel NodeSelection, from *report.PolicyClient, clusterDomain string) NodePlan {
+func PlanNodes(in *input.Input, sel NodeSelection, from *report.PolicyClient, clusterDomain string) NodePlan {
 	if clusterDomain == "" {
 		clusterDomain = DefaultClusterDomain
 	}
@@ -303,7 +305,7 @@ func notReadyReason(n *corev1.Node) string {
 
 // ciliumAnnotated: some node carries Cilium's annotations, a cheap sign
 // (no extra API request) that the collectors will read pinned eBPF maps.
-func ciliumAnnotated(in *Input) bool {
+func ciliumAnnotated(in *input.Input) bool {
 	for _, n := range in.Nodes {
 		if n == nil {
 			continue

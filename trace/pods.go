@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -60,7 +62,7 @@ func (j *judge) podChecks() {
 		if node := j.nodeNotReady(pod.Spec.NodeName); node != "" {
 			emit(report.CodePodNodeNotReady, pod.Name, report.Args{"node": pod.Spec.NodeName, "detail": node})
 		}
-		if crashing || podReady(pod) {
+		if crashing || input.PodReady(pod) {
 			continue
 		}
 		if gates := unmetGates(pod); len(gates) > 0 && containersReady(pod) {
@@ -83,15 +85,6 @@ func (j *judge) podChecks() {
 			}
 		}
 	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func containersReady(pod *corev1.Pod) bool {
@@ -121,7 +114,7 @@ func unmetGates(pod *corev1.Pod) []string {
 
 // notReadyDetail explains a Running Pod that is not Ready: containers that
 // run but fail their readiness probe, containers waiting, the condition text.
-func notReadyDetail(pod *corev1.Pod, events map[string]ProbeEvent) string {
+func notReadyDetail(pod *corev1.Pod, events map[string]input.ProbeEvent) string {
 	probes := map[string]bool{}
 	for _, c := range pod.Spec.Containers {
 		probes[c.Name] = c.ReadinessProbe != nil
@@ -157,7 +150,7 @@ func notReadyDetail(pod *corev1.Pod, events map[string]ProbeEvent) string {
 }
 
 // probeEventText quotes the kubelet's newest probe failure.
-func probeEventText(ev ProbeEvent) string {
+func probeEventText(ev input.ProbeEvent) string {
 	msg := strings.TrimSpace(ev.Message)
 	if len(msg) > 300 {
 		msg = msg[:300] + "…"

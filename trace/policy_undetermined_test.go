@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,8 +171,8 @@ func TestFetchNamespaceLabels(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			in := &Input{NetworkPolicies: tc.policies}
-			fetchNamespaceLabels(context.Background(), client, in)
+			in := &input.Input{NetworkPolicies: tc.policies}
+			input.FetchNamespaceLabels(context.Background(), client, in)
 			if lists != tc.wantLists {
 				t.Errorf("%d namespace lists, want %d", lists, tc.wantLists)
 			}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,7 +108,7 @@ func TestPolicyKindsDecideOrUndetermine(t *testing.T) {
 			in := nodeInput()
 			in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
 			if tc.reader != nil {
-				fetchPolicyKinds(context.Background(), tc.reader, in, []string{"default"})
+				input.FetchPolicyKinds(context.Background(), tc.reader, in, []string{"default"})
 			}
 			client := pod("frontend", "frontend", "10.244.1.9", "n1")
 			class, outcome := "", "connected"
@@ -152,7 +154,7 @@ func TestPolicyKindsDecideOrUndetermine(t *testing.T) {
 // selects the backends, any source is admitted" into undetermined.
 func TestUnevaluatedKindNeverAdmitsAnyClient(t *testing.T) {
 	in := nodeInput()
-	fetchPolicyKinds(context.Background(), &fakePolicyReader{served: []string{resCCNP}, counts: map[string]int{resCCNP: 1}}, in, []string{"default"})
+	input.FetchPolicyKinds(context.Background(), &fakePolicyReader{served: []string{resCCNP}, counts: map[string]int{resCCNP: 1}}, in, []string{"default"})
 	tr := Assemble(in, nil, Options{Now: fixedNow, NoNode: true})
 	assertCatalogued(t, tr)
 	codes := nodeCodes(tr, report.LayerPolicy, "")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
@@ -142,7 +144,7 @@ func (nj *nodeJudge) policyBlocks(node string) map[string]policyBlock {
 // sides count: the backend's ingress and the client's own egress.
 func (nj *nodeJudge) policyBlocksFor(client netpol.Client) map[string]policyBlock {
 	out := map[string]policyBlock{}
-	if !nj.in.policiesMayDecide() || len(nj.in.Pods) == 0 || nj.in.Service == nil {
+	if !nj.in.PoliciesMayDecide() || len(nj.in.Pods) == 0 || nj.in.Service == nil {
 		return out
 	}
 	for _, a := range policyAnswers(nj.in, client, portsForPolicy(nj.in.Service, nj.t.Metadata.Port)) {
@@ -495,7 +497,7 @@ func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation
 	}
 	want := map[string]bool{}
 	for i := range nj.in.Slices {
-		if sliceFamily(nj.in.Slices[i].AddressType) != family {
+		if input.SliceFamily(nj.in.Slices[i].AddressType) != family {
 			continue
 		}
 		for _, e := range nj.in.Slices[i].Endpoints {

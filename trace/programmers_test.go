@@ -3,6 +3,8 @@ package trace
 import (
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -104,7 +106,7 @@ func TestIPVSExternalVirtualServers(t *testing.T) {
 }
 
 // zoneHinted gives web's two endpoints zone hints a and b, and n1 zone a.
-func zoneHinted(in *Input) {
+func zoneHinted(in *input.Input) {
 	for i, z := range []string{"a", "b"} {
 		in.Slices[0].Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -35,7 +37,7 @@ func recordedRoute(t *testing.T) *collectorapi.RouteObservation {
 
 // flannelNodes are the nodes of the recorded fixture with the annotations
 // flannel's kube subnet manager writes.
-func flannelNodes(in *Input) {
+func flannelNodes(in *input.Input) {
 	addFlannelNodes(in, map[string]flannelVTEP{
 		"n1": {"192.168.77.11", "0a:58:0a:f4:00:00", "10.244.0.0/24"},
 		"n2": {"192.168.77.12", "0a:58:0a:f4:01:00", "10.244.1.0/24"},
@@ -48,7 +50,7 @@ func flannelNodes(in *Input) {
 type flannelVTEP struct{ ip, mac, cidr string }
 
 // addFlannelNodes adds Ready nodes annotated as flanneld annotates them.
-func addFlannelNodes(in *Input, nodes map[string]flannelVTEP) {
+func addFlannelNodes(in *input.Input, nodes map[string]flannelVTEP) {
 	for name, v := range nodes {
 		n := node(name, true)
 		n.Spec.PodCIDR = v.cidr

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/kubectl-svctrace/trace/report"
@@ -39,7 +41,7 @@ type Options struct {
 	From *report.PolicyClient
 	// Policies reads the policy kinds beyond NetworkPolicy (nil: they are
 	// reported present but unread wherever the API serves them).
-	Policies PolicyReader
+	Policies input.PolicyReader
 	// Planned, when set, is told how many nodes the plan runs collectors
 	// on before they start: the command lets the trace's time grow with
 	// them.
@@ -98,11 +100,11 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 // node report (nil when the node layers were not inspected). Assemble of
 // its two results with the same opts is Run's result, so a caller that
 // keeps them (a saved trace) can judge them again later.
-func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*Input, *NodeReport, error) {
+func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*input.Input, *NodeReport, error) {
 	if p, ok := opts.Inspector.(NodePrefetcher); ok && opts.nodeSkipReason() == "" {
 		p.Prefetch(ctx)
 	}
-	in, err := Fetch(ctx, client, namespace, name)
+	in, err := input.Fetch(ctx, client, namespace, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,23 +113,23 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	}
 	if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace && in.Service != nil {
 		// The client's own egress policies live in its namespace.
-		extra := &Input{Namespace: f.Pod.Namespace}
-		fetchPolicies(ctx, client, extra)
+		extra := &input.Input{Namespace: f.Pod.Namespace}
+		input.FetchPolicies(ctx, client, extra)
 		in.NetworkPolicies = append(in.NetworkPolicies, extra.NetworkPolicies...)
 		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
 		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
-		fetchDNSPods(ctx, client, in)
+		input.FetchDNSPods(ctx, client, in)
 	}
 	if svc := in.Service; svc != nil && len(svc.Spec.Selector) > 0 {
 		namespaces := []string{namespace}
 		if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace {
 			namespaces = append(namespaces, f.Pod.Namespace)
 		}
-		fetchPolicyKinds(ctx, opts.Policies, in, namespaces)
+		input.FetchPolicyKinds(ctx, opts.Policies, in, namespaces)
 		// The client's egress policies and the admin tiers may need them too.
-		fetchNamespaceLabels(ctx, client, in)
+		input.FetchNamespaceLabels(ctx, client, in)
 	}
 	var nodes *NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
@@ -140,8 +142,8 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 }
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
-func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts Options) (*NodeReport, error) {
-	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil {
+func inspect(ctx context.Context, client kubernetes.Interface, in *input.Input, opts Options) (*NodeReport, error) {
+	if err := ReadNodes(ctx, client, in, opts.Nodes, opts.From); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -151,15 +153,15 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		// The plan still follows the EndpointSlices' node names; what the
 		// Node objects would have added (zones, readiness, a Ready stand-in)
 		// is missing, and the trace says so rather than dropping the error.
-		if !in.hasGap("", resNodes) {
-			in.Gaps = append(in.Gaps, gapFor("", "get", resNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
+		if !in.HasGap("", input.ResourceNodes) {
+			in.Gaps = append(in.Gaps, input.NewGap("", "get", input.ResourceNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
 		}
 	}
 	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
 	if opts.Planned != nil {
 		opts.Planned(len(plan.Nodes))
 	}
-	stopWatch := watchSlices(ctx, client, in)
+	stopWatch := input.WatchSlices(ctx, client, in)
 	ictx := ctx
 	if opts.NodesBy != nil {
 		var cancel context.CancelFunc
@@ -183,7 +185,7 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 }
 
 // checkPort returns a *PortNotFoundError when --port names no Service port.
-func checkPort(in *Input, port string) error {
+func checkPort(in *input.Input, port string) error {
 	if port == "" || in.Service == nil {
 		return nil
 	}
@@ -204,7 +206,7 @@ func checkPort(in *Input, port string) error {
 // Assemble judges a trace from the API input and what the node side
 // reported (nil: the node layers were not inspected), with no I/O. It is
 // the one function both a live trace and a saved one go through.
-func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
+func Assemble(in *input.Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
 	t := judgeAPI(in, opts)
 	if !in.ServiceNotFound {
 		switch reason := opts.nodeSkipReason(); {

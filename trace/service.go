@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 
 	corev1 "k8s.io/api/core/v1"
@@ -206,7 +208,7 @@ func (j *judge) selectorChecks() {
 	fields = append(fields, fieldValue("selector", selectorString(sel)))
 	var parts []string
 	for _, p := range j.in.ClosestPods {
-		diff := labelDiff(sel, p.Labels)
+		diff := input.LabelDiff(sel, p.Labels)
 		parts = append(parts, p.Name+": "+strings.Join(diff, ", "))
 		fields = append(fields, fieldItems("pod/"+p.Name, diff))
 	}
@@ -222,7 +224,7 @@ func (j *judge) selectorChecks() {
 			nss[r.Namespace] = true
 		}
 		more := ""
-		if len(refs) == ElsewhereLimit {
+		if len(refs) == input.ElsewhereLimit {
 			more = " or more"
 		}
 		where := "another namespace"
@@ -241,7 +243,7 @@ func (j *judge) selectorChecks() {
 // endpoint to send the traffic to.
 func (j *judge) trafficPolicyChecks() {
 	s := &j.t.Service
-	etpLocal, itpLocal := localTrafficPolicies(j.in.Service)
+	etpLocal, itpLocal := input.LocalTrafficPolicies(j.in.Service)
 	if !etpLocal && !itpLocal {
 		return
 	}

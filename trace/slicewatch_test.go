@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -24,7 +26,7 @@ func (f inspectFunc) Inspect(ctx context.Context, plan NodePlan) (*NodeReport, e
 // traceWithChange traces healthy() (endpoints 10.244.1.5 and 10.244.2.5)
 // on nodes whose kube-proxy programmed only programmed; change, when set,
 // edits the slice after the API read, while the nodes are read.
-func traceWithChange(t *testing.T, programmed string, change func(*discoveryv1.EndpointSlice)) (*Input, *report.ServiceTrace) {
+func traceWithChange(t *testing.T, programmed string, change func(*discoveryv1.EndpointSlice)) (*input.Input, *report.ServiceTrace) {
 	t.Helper()
 	client := fake.NewClientset(healthy()...)
 	rules := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
@@ -67,7 +69,7 @@ func dropSecond(s *discoveryv1.EndpointSlice) { s.Endpoints = s.Endpoints[:1] }
 // rules that the change did not touch.
 func TestSliceChangedDuringRead(t *testing.T) {
 	in, tr := traceWithChange(t, "10.244.1.5:8080", dropSecond)
-	want := []SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.5"}}}
+	want := []input.SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.5"}}}
 	if !reflect.DeepEqual(in.SlicesChangedDuringRead, want) {
 		t.Fatalf("SlicesChangedDuringRead = %+v, want %+v", in.SlicesChangedDuringRead, want)
 	}
@@ -113,34 +115,10 @@ func TestSliceChangedDuringRead(t *testing.T) {
 	}
 }
 
-// TestChangedAddresses: which addresses a slice change touches.
-func TestChangedAddresses(t *testing.T) {
-	was := slice("web-abc", "web", "http", 8080,
-		ep{ip: "10.0.0.1", node: "a", ready: true}, ep{ip: "10.0.0.2", node: "b", ready: true}, ep{ip: "10.0.0.3", node: "b", ready: true})
-	now := slice("web-abc", "web", "http", 8080,
-		ep{ip: "10.0.0.1", node: "a", ready: true}, ep{ip: "10.0.0.2", node: "b", ready: false}, ep{ip: "10.0.0.4", node: "a", ready: true})
-	other := slice("web-abc", "web", "http", 9090, ep{ip: "10.0.0.1", node: "a", ready: true})
-	for _, tc := range []struct {
-		name     string
-		was, now *discoveryv1.EndpointSlice
-		want     []string
-	}{
-		{"modified", was, now, []string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}},
-		{"added", nil, now, []string{"10.0.0.1", "10.0.0.2", "10.0.0.4"}},
-		{"deleted", was, nil, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
-		{"ports changed", was, other, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
-		{"unchanged", was, was, nil},
-	} {
-		if got := changedAddresses(tc.was, tc.now); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestReadChangesFamilies: a change counts for its own family's rules, on
 // the datapaths programmed from the EndpointSlices.
 func TestReadChangesFamilies(t *testing.T) {
-	nj := &nodeJudge{in: &Input{SlicesChangedDuringRead: []SliceChange{{Slice: "web-v6", Type: "ADDED", Family: "IPv6", Addresses: []string{"fd00::5"}}}}}
+	nj := &nodeJudge{in: &input.Input{SlicesChangedDuringRead: []input.SliceChange{{Slice: "web-v6", Type: "ADDED", Family: "IPv6", Addresses: []string{"fd00::5"}}}}}
 	if rc := nj.readChanges(collectorapi.ModeIPVS, "IPv4"); rc.why != "" {
 		t.Errorf("IPv6 slice change explains IPv4 rules: %q", rc.why)
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,7 +81,7 @@ type MCPOptions struct {
 	// slot is held by the call whose collectors are running.
 	slot chan struct{}
 	// policies reads the policy kinds beyond NetworkPolicy (nil in tests).
-	policies trace.PolicyReader
+	policies input.PolicyReader
 	genericiooptions.IOStreams
 }
 

@@ -1,4 +1,4 @@
-package trace
+package input
 
 import (
 	"reflect"
@@ -45,7 +45,7 @@ func TestClosestPodsSkipsStrangers(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("got %v", got)
 	}
-	if d := labelDiff(map[string]string{"app": "web", "tier": "front"}, map[string]string{"app": "web"}); !reflect.DeepEqual(d, []string{"tier=<missing> (want front)"}) {
-		t.Fatalf("labelDiff %v", d)
+	if d := LabelDiff(map[string]string{"app": "web", "tier": "front"}, map[string]string{"app": "web"}); !reflect.DeepEqual(d, []string{"tier=<missing> (want front)"}) {
+		t.Fatalf("LabelDiff %v", d)
 	}
 }

@@ -1,4 +1,4 @@
-package trace
+package input
 
 import (
 	"context"
@@ -176,10 +176,11 @@ func (g *Gap) UnmarshalJSON(b []byte) error {
 
 // Describe renders the gap the way kubectl names permissions.
 func (g Gap) Describe() string {
-	return fmt.Sprintf("cannot %s %s in %s", g.Verb, g.Resource, g.scope())
+	return fmt.Sprintf("cannot %s %s in %s", g.Verb, g.Resource, g.Scope())
 }
 
-func (g Gap) scope() string {
+// Scope is where the read was refused, in kubectl auth can-i's words.
+func (g Gap) Scope() string {
 	if g.Namespace == "" {
 		return "the cluster scope"
 	}
@@ -192,11 +193,11 @@ const ExtraPodLimit = 20
 
 // Resource names used in gaps and next steps.
 const (
-	resServices       = "services"
-	resEndpointSlices = "endpointslices.discovery.k8s.io"
-	resPods           = "pods"
-	resNodes          = "nodes"
-	resEvents         = "events"
+	ResourceServices       = "services"
+	ResourceEndpointSlices = "endpointslices.discovery.k8s.io"
+	ResourcePods           = "pods"
+	ResourceNodes          = "nodes"
+	ResourceEvents         = "events"
 )
 
 // Fetch reads the Service and everything its checks need. It returns an error
@@ -242,7 +243,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 		g.Go(func() error {
 			slices, version, err := listSlices(gctx, client, namespace, name)
 			if err != nil {
-				addGap(gapFor(report.LayerEndpoints, "list", resEndpointSlices, namespace, err, "endpoints cannot be judged"))
+				addGap(NewGap(report.LayerEndpoints, "list", ResourceEndpointSlices, namespace, err, "endpoints cannot be judged"))
 				return nil
 			}
 			in.Slices, in.slicesVersion = slices, version
@@ -253,7 +254,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			// whether the node is the reason); a healthy Service needs none.
 			if names := notReadyEndpointNodes(slices); len(names) > 0 {
 				if err := in.ReadNodes(gctx, client, names, false); err != nil {
-					addGap(gapFor("", nodesVerb(len(names)), resNodes, "", err, "node readiness not checked"))
+					addGap(NewGap("", nodesVerb(len(names)), ResourceNodes, "", err, "node readiness not checked"))
 				}
 			}
 			return nil
@@ -262,7 +263,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			g.Go(func() error {
 				// The policy layer: one paged list in the Service's namespace.
 				pin := &Input{Namespace: namespace}
-				fetchPolicies(gctx, client, pin)
+				FetchPolicies(gctx, client, pin)
 				mu.Lock()
 				in.NetworkPolicies, in.UnreadPolicyNamespaces = pin.NetworkPolicies, pin.UnreadPolicyNamespaces
 				in.Gaps = append(in.Gaps, pin.Gaps...)
@@ -272,7 +273,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			g.Go(func() error {
 				pods, err := listPods(gctx, client, namespace, labels.SelectorFromSet(svc.Spec.Selector).String(), 0)
 				if err != nil {
-					addGap(gapFor(report.LayerEndpoints, "list", resPods, namespace, err, "Pods behind the Service cannot be judged"))
+					addGap(NewGap(report.LayerEndpoints, "list", ResourcePods, namespace, err, "Pods behind the Service cannot be judged"))
 					return nil
 				}
 				in.Pods = pods
@@ -284,7 +285,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 				if err := in.ReadNodes(gctx, client, nil, true); err != nil {
 					// Nodes are cluster-scoped and often not readable: the checks
 					// that need them are skipped (API003), the layer still judges.
-					addGap(gapFor("", "list", resNodes, "", err, "node readiness and per-node traffic policy not checked"))
+					addGap(NewGap("", "list", ResourceNodes, "", err, "node readiness and per-node traffic policy not checked"))
 				}
 				return nil
 			})
@@ -297,7 +298,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 			in.DNSNotFound = true
 			return nil
 		case err != nil:
-			addGap(gapFor(report.LayerDNS, "get", resServices, "kube-system", err, "cluster DNS Service not checked"))
+			addGap(NewGap(report.LayerDNS, "get", ResourceServices, "kube-system", err, "cluster DNS Service not checked"))
 			return nil
 		}
 		in.DNSService = dns
@@ -306,7 +307,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	g.Go(func() error {
 		slices, _, err := listSlices(gctx, client, "kube-system", "kube-dns")
 		if err != nil {
-			addGap(gapFor(report.LayerDNS, "list", resEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
+			addGap(NewGap(report.LayerDNS, "list", ResourceEndpointSlices, "kube-system", err, "cluster DNS endpoints not checked"))
 			return nil
 		}
 		in.DNSSlices = slices
@@ -327,7 +328,7 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fetchNamespaceLabels(ctx, client, in)
+	FetchNamespaceLabels(ctx, client, in)
 	fetchFailurePaths(ctx, client, in)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -340,16 +341,16 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace, name str
 // that are not among the selected ones.
 func fetchFailurePaths(ctx context.Context, client kubernetes.Interface, in *Input) {
 	svc := in.Service
-	if len(svc.Spec.Selector) > 0 && len(in.Pods) == 0 && !in.hasGap(report.LayerEndpoints, resPods) {
+	if len(svc.Spec.Selector) > 0 && len(in.Pods) == 0 && !in.HasGap(report.LayerEndpoints, ResourcePods) {
 		pods, err := listPods(ctx, client, in.Namespace, "", 4*PageSize)
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(report.LayerService, "list", resPods, in.Namespace, err, "closest Pods not shown"))
+			in.Gaps = append(in.Gaps, NewGap(report.LayerService, "list", ResourcePods, in.Namespace, err, "closest Pods not shown"))
 		} else {
 			in.ClosestPods = closestPods(svc.Spec.Selector, pods, 3)
 		}
 		in.SelectedElsewhere = selectedElsewhere(ctx, client, in.Namespace, svc.Spec.Selector)
 	}
-	if in.hasGap(report.LayerEndpoints, resPods) {
+	if in.HasGap(report.LayerEndpoints, ResourcePods) {
 		return
 	}
 	fetchUnownedIPs(ctx, client, in)
@@ -425,7 +426,7 @@ func fetchUnownedIPs(ctx context.Context, client kubernetes.Interface, in *Input
 	}
 	if !in.NodesListed {
 		if err := in.ReadNodes(ctx, client, nil, true); err != nil {
-			in.Gaps = append(in.Gaps, gapFor("", "list", resNodes, "", err, "endpoint IPs without a Pod reference not checked against the Pod CIDRs"))
+			in.Gaps = append(in.Gaps, NewGap("", "list", ResourceNodes, "", err, "endpoint IPs without a Pod reference not checked against the Pod CIDRs"))
 			return
 		}
 	}
@@ -458,7 +459,7 @@ func fetchUnownedIPs(ctx context.Context, client kubernetes.Interface, in *Input
 		checked++
 		list, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.podIP=" + ip.String(), Limit: 1})
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(report.LayerEndpoints, "list", resPods, "", err, "endpoint IPs without a Pod reference not checked for an owner"))
+			in.Gaps = append(in.Gaps, NewGap(report.LayerEndpoints, "list", ResourcePods, "", err, "endpoint IPs without a Pod reference not checked for an owner"))
 			return
 		}
 		if len(list.Items) == 0 {
@@ -473,7 +474,9 @@ type UnownedIP struct {
 	PodCIDR string `json:"podCIDR"`
 }
 
-func (in *Input) hasGap(layer report.LayerName, resource string) bool {
+// HasGap says whether a read of resource for layer failed already, so that a
+// later read of the same does not report it twice.
+func (in *Input) HasGap(layer report.LayerName, resource string) bool {
 	for _, g := range in.Gaps {
 		if g.Layer == layer && g.Resource == resource {
 			return true
@@ -482,7 +485,8 @@ func (in *Input) hasGap(layer report.LayerName, resource string) bool {
 	return false
 }
 
-func gapFor(layer report.LayerName, verb, resource, namespace string, err error, impact string) Gap {
+// NewGap is the gap of a failed read; Forbidden comes from the error.
+func NewGap(layer report.LayerName, verb, resource, namespace string, err error, impact string) Gap {
 	return Gap{Layer: layer, Verb: verb, Resource: resource, Namespace: namespace,
 		Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), Err: err, Impact: impact}
 }
@@ -566,7 +570,7 @@ func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Inpu
 	pods := map[string]*corev1.Pod{}
 	for i := range in.Pods {
 		p := &in.Pods[i]
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !podReady(p) {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !PodReady(p) {
 			pods[p.Name] = p
 		}
 	}
@@ -586,7 +590,7 @@ func fetchProbeEvents(ctx context.Context, client kubernetes.Interface, in *Inpu
 	for page := 0; page < eventPages; page++ {
 		list, err := client.CoreV1().Events(in.Namespace).List(ctx, opts)
 		if err != nil {
-			in.Gaps = append(in.Gaps, gapFor(report.LayerEndpoints, "list", resEvents, in.Namespace, err, "probe failure messages not shown"))
+			in.Gaps = append(in.Gaps, NewGap(report.LayerEndpoints, "list", ResourceEvents, in.Namespace, err, "probe failure messages not shown"))
 			return
 		}
 		items = append(items, list.Items...)
@@ -695,18 +699,18 @@ func (in *Input) ReadNodes(ctx context.Context, client kubernetes.Interface, nam
 // needsAllNodes: a Local traffic policy is judged against every node (which
 // nodes have no local endpoint), so those Services list the nodes.
 func needsAllNodes(svc *corev1.Service) bool {
-	etp, itp := localTrafficPolicies(svc)
+	etp, itp := LocalTrafficPolicies(svc)
 	// Source ranges are checked against every node's address and Pod CIDR.
 	ranges := svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 		(len(svc.Spec.LoadBalancerSourceRanges) > 0 || svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey] != "")
 	return etp || itp || ranges
 }
 
-// localTrafficPolicies says which Local traffic policies take effect:
+// LocalTrafficPolicies says which Local traffic policies take effect:
 // externalTrafficPolicy only where the Service is reachable from outside
 // (NodePort, LoadBalancer, externalIPs), internalTrafficPolicy only where
 // it has a ClusterIP.
-func localTrafficPolicies(svc *corev1.Service) (etpLocal, itpLocal bool) {
+func LocalTrafficPolicies(svc *corev1.Service) (etpLocal, itpLocal bool) {
 	s := svc.Spec
 	external := s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer || len(s.ExternalIPs) > 0
 	etpLocal = external && s.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
@@ -752,7 +756,7 @@ func listServiceNames(ctx context.Context, client kubernetes.Interface, namespac
 	for {
 		list, err := client.CoreV1().Services(namespace).List(ctx, opts)
 		if err != nil {
-			g := gapFor(report.LayerService, "list", resServices, namespace, err, "")
+			g := NewGap(report.LayerService, "list", ResourceServices, namespace, err, "")
 			return names, &g
 		}
 		for _, s := range list.Items {
@@ -763,4 +767,26 @@ func listServiceNames(ctx context.Context, client kubernetes.Interface, namespac
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// Short is the gap's reason in a word or the error's message, for a
+// sentence that names the read already.
+func (g Gap) Short() string {
+	if g.Forbidden {
+		return "forbidden"
+	}
+	if g.Err == nil {
+		return "error"
+	}
+	return g.Err.Error()
+}
+
+// PodReady says whether the Pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

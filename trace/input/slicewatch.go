@@ -1,12 +1,9 @@
-package trace
+package input
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -16,8 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	utilptr "k8s.io/utils/ptr"
 
-	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -35,7 +30,7 @@ type SliceChange struct {
 	Addresses []string `json:"addresses,omitempty"`
 }
 
-// watchSlices watches the Service's EndpointSlices from the version Fetch
+// WatchSlices watches the Service's EndpointSlices from the version Fetch
 // listed them at (from now if the list gave none) until stop is called, and
 // stop returns the slices that changed meanwhile. The nodes are read
 // seconds after the API: during a rollout kube-proxy may apply a change made
@@ -43,9 +38,9 @@ type SliceChange struct {
 // not wrong. A watch carries no payload unless a slice changes. stop returns
 // nil when there is nothing to compare with (no Service, an ExternalName,
 // the list failed) or the watch was refused.
-func watchSlices(ctx context.Context, client kubernetes.Interface, in *Input) (stop func() []SliceChange) {
+func WatchSlices(ctx context.Context, client kubernetes.Interface, in *Input) (stop func() []SliceChange) {
 	none := func() []SliceChange { return nil }
-	if in.Service == nil || in.Service.Spec.Type == corev1.ServiceTypeExternalName || in.hasGap(report.LayerEndpoints, resEndpointSlices) {
+	if in.Service == nil || in.Service.Spec.Type == corev1.ServiceTypeExternalName || in.HasGap(report.LayerEndpoints, ResourceEndpointSlices) {
 		return none
 	}
 	w, err := client.DiscoveryV1().EndpointSlices(in.Namespace).Watch(ctx, metav1.ListOptions{
@@ -80,7 +75,7 @@ func watchSlices(ctx context.Context, client kubernetes.Interface, in *Input) (s
 			if ev.Type == watch.Deleted {
 				now = nil
 			}
-			c := SliceChange{Slice: s.Name, Type: ev.Type, Family: sliceFamily(s.AddressType), Addresses: changedAddresses(read[s.Name], now)}
+			c := SliceChange{Slice: s.Name, Type: ev.Type, Family: SliceFamily(s.AddressType), Addresses: changedAddresses(read[s.Name], now)}
 			if i, ok := seen[s.Name]; ok {
 				// Against the slice as read, so the union keeps every
 				// address any of its versions changed.
@@ -99,7 +94,9 @@ func watchSlices(ctx context.Context, client kubernetes.Interface, in *Input) (s
 	}
 }
 
-func sliceFamily(t discoveryv1.AddressType) corev1.IPFamily {
+// SliceFamily is the IP family of an EndpointSlice's address type, "" for
+// FQDN.
+func SliceFamily(t discoveryv1.AddressType) corev1.IPFamily {
 	switch t {
 	case discoveryv1.AddressTypeIPv4:
 		return corev1.IPv4Protocol
@@ -154,75 +151,4 @@ func mergeSorted(a, b []string) []string {
 	out := append(slices.Clone(a), b...)
 	sort.Strings(out)
 	return slices.Compact(out)
-}
-
-// readChange is what changed in the Service's EndpointSlices while the
-// nodes were read, for one IP family on one datapath.
-type readChange struct {
-	addresses map[string]bool
-	why       string
-}
-
-// readChanges is the change of family's slices during the read that can
-// explain mode's datapath disagreeing with the API read; the zero value
-// when there was none or mode's programmer is unknown.
-func (nj *nodeJudge) readChanges(mode collectorapi.DatapathMode, family corev1.IPFamily) readChange {
-	var rc readChange
-	if !programmed.SlicesDriven(mode) {
-		return rc
-	}
-	var names []string
-	for _, c := range nj.in.SlicesChangedDuringRead {
-		if c.Family != "" && family != "" && c.Family != family {
-			continue
-		}
-		names = append(names, fmt.Sprintf("%s %s", c.Slice, strings.ToLower(string(c.Type))))
-		for _, a := range c.Addresses {
-			if rc.addresses == nil {
-				rc.addresses = map[string]bool{}
-			}
-			rc.addresses[a] = true
-		}
-	}
-	if len(rc.addresses) > 0 {
-		rc.why = fmt.Sprintf("EndpointSlice %s while the nodes were read, so the datapath may already hold a newer state for these endpoints than the API read", listNames(names))
-	}
-	return rc
-}
-
-// split divides the endpoints ("ip:port") that disagree with the API read
-// into the ones explained without a fault, with why, and the rest: every
-// one while kube-proxy may not have applied the Service's latest change
-// (pending, from syncPending), otherwise those whose address changed
-// during the read.
-func (rc readChange) split(endpoints []string, pending string) (excused, faulty []string, why string) {
-	if pending != "" {
-		excused, why = endpoints, pending
-		if rc.why != "" {
-			for _, ep := range endpoints {
-				if rc.addresses[endpointHost(ep)] {
-					why += "; " + rc.why
-					break
-				}
-			}
-		}
-		return excused, nil, why
-	}
-	for _, ep := range endpoints {
-		if rc.addresses[endpointHost(ep)] {
-			excused = append(excused, ep)
-		} else {
-			faulty = append(faulty, ep)
-		}
-	}
-	if len(excused) > 0 {
-		why = rc.why
-	}
-	return excused, faulty, why
-}
-
-// endpointHost is the address of an "ip:port" endpoint, unmapped.
-func endpointHost(ep string) string {
-	h, _, _ := net.SplitHostPort(probeKey(ep))
-	return h
 }

@@ -1,4 +1,4 @@
-package trace
+package input
 
 import (
 	"sort"
@@ -134,9 +134,9 @@ func closeEnough(selector map[string]string) int {
 	return n
 }
 
-// labelDiff says, for each selector key, what the Pod has instead:
+// LabelDiff says, for each selector key, what the Pod has instead:
 // "app=web-v2 (want web)", "tier=<missing> (want front)".
-func labelDiff(selector map[string]string, podLabels map[string]string) []string {
+func LabelDiff(selector map[string]string, podLabels map[string]string) []string {
 	keys := make([]string, 0, len(selector))
 	for k := range selector {
 		keys = append(keys, k)

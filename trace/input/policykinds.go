@@ -1,4 +1,4 @@
-package trace
+package input
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
-
-	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // PolicyReader reads the policy kinds beyond networking.k8s.io that decide
@@ -73,12 +71,12 @@ var unevaluatedKinds = []unevaluatedKind{
 
 var adminPolicyGV = schema.GroupVersion{Group: anpv1alpha1.GroupVersion.Group, Version: anpv1alpha1.GroupVersion.Version}
 
-// fetchPolicyKinds reads, for the namespaces whose NetworkPolicies were
+// FetchPolicyKinds reads, for the namespaces whose NetworkPolicies were
 // read, the other policy kinds the API serves: discovery says which exist
 // (an absent group means none); the admin tiers are listed, the others
 // counted. Nothing here is a gap: what cannot be read makes the answers it
 // could change undetermined, with the reason.
-func fetchPolicyKinds(ctx context.Context, reader PolicyReader, in *Input, namespaces []string) {
+func FetchPolicyKinds(ctx context.Context, reader PolicyReader, in *Input, namespaces []string) {
 	if reader == nil {
 		return
 	}
@@ -137,9 +135,9 @@ func fetchPolicyKinds(ctx context.Context, reader PolicyReader, in *Input, names
 	}
 }
 
-// unevaluatedPresent are the kinds svctrace does not evaluate that may
+// UnevaluatedPresent are the kinds svctrace does not evaluate that may
 // apply: objects found, or not countable.
-func (in *Input) unevaluatedPresent() []UnevaluatedPolicy {
+func (in *Input) UnevaluatedPresent() []UnevaluatedPolicy {
 	var out []UnevaluatedPolicy
 	for _, u := range in.UnevaluatedPolicies {
 		if u.Count != 0 {
@@ -149,8 +147,8 @@ func (in *Input) unevaluatedPresent() []UnevaluatedPolicy {
 	return out
 }
 
-// describe is "CiliumNetworkPolicy in namespace shop: 1 or more" in words.
-func (u UnevaluatedPolicy) describe() string {
+// Describe is "CiliumNetworkPolicy in namespace shop: 1 or more" in words.
+func (u UnevaluatedPolicy) Describe() string {
 	scope := "cluster-wide"
 	if u.Namespace != "" {
 		scope = "in namespace " + u.Namespace
@@ -164,31 +162,15 @@ func (u UnevaluatedPolicy) describe() string {
 	return fmt.Sprintf("%s %s (%d)", u.Kind, scope, u.Count)
 }
 
-// judgeUnevaluatedPolicies says which policy kinds svctrace does not
-// evaluate exist where they could decide the traffic: the policy layer's
-// answer is then undetermined, never admitted.
-func judgeUnevaluatedPolicies(in *Input, e *report.Emitter) {
-	present := in.unevaluatedPresent()
-	if len(present) == 0 {
-		return
-	}
-	var kinds []string
-	for _, u := range present {
-		kinds = append(kinds, u.describe())
-	}
-	c := e.Emit(report.CodeNPKindNotEvaluated, report.Args{"kinds": strings.Join(kinds, "; ")}, fieldItems("kinds", kinds))
-	c.Status = report.StatusUnknown
-}
-
-// unevaluatedReason is the sentence every answer they could change quotes.
-func (in *Input) unevaluatedReason() string {
-	present := in.unevaluatedPresent()
+// UnevaluatedReason is the sentence every answer they could change quotes.
+func (in *Input) UnevaluatedReason() string {
+	present := in.UnevaluatedPresent()
 	if len(present) == 0 {
 		return ""
 	}
 	var kinds []string
 	for _, u := range present {
-		kinds = append(kinds, u.describe())
+		kinds = append(kinds, u.Describe())
 	}
 	return "policies svctrace does not evaluate may decide this traffic: " + strings.Join(kinds, "; ")
 }
