@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +22,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -57,8 +57,8 @@ func inspectTrace(t *testing.T, in *Inspector, inp *input.Input) *report.Service
 	t.Helper()
 	ctx := context.Background()
 	sel := in.Flags.Selection()
-	_ = trace.ReadNodes(ctx, in.Client, inp, sel, nil)
-	nr, err := in.Inspect(ctx, trace.PlanNodes(inp, sel, nil, ""))
+	_ = plan.ReadNodes(ctx, in.Client, inp, sel, nil)
+	nr, err := in.Inspect(ctx, plan.PlanNodes(inp, sel, nil, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,11 +289,11 @@ func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
 			return &Output{Node: node, Log: b}, nil
 		}}
 	inp := webInput()
-	plan := trace.PlanNodes(inp, trace.NodeSelection{}, nil, "")
-	if plan.EBPFHint {
+	np := plan.PlanNodes(inp, plan.NodeSelection{}, nil, "")
+	if np.EBPFHint {
 		t.Fatal("no node carries Cilium annotations, yet the plan hints eBPF")
 	}
-	nr, err := in.Inspect(context.Background(), plan)
+	nr, err := in.Inspect(context.Background(), np)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -65,8 +65,8 @@ func TestResolveTimeouts(t *testing.T) {
 			if f.NodeTimeout != tt.wantNode || f.StartTimeout != tt.wantStr {
 				t.Errorf("node %s start %s, want %s %s", f.NodeTimeout, f.StartTimeout, tt.wantNode, tt.wantStr)
 			}
-			if f.StartTimeout >= f.NodeTimeout || f.NodeTimeout+trace.JudgeReserve(tt.trace) > tt.trace {
-				t.Errorf("limits do not nest: start %s, node %s, reserve %s, trace %s", f.StartTimeout, f.NodeTimeout, trace.JudgeReserve(tt.trace), tt.trace)
+			if f.StartTimeout >= f.NodeTimeout || f.NodeTimeout+plan.JudgeReserve(tt.trace) > tt.trace {
+				t.Errorf("limits do not nest: start %s, node %s, reserve %s, trace %s", f.StartTimeout, f.NodeTimeout, plan.JudgeReserve(tt.trace), tt.trace)
 			}
 		})
 	}
@@ -178,10 +178,10 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			inp := webInput()
 			inp.Nodes["n3"] = readyNode("n3", true)
-			sel := trace.NodeSelection{AllNodes: true}
-			plan := trace.PlanNodes(inp, sel, nil, "")
-			if len(plan.Nodes) != 3 {
-				t.Fatalf("plan %+v", plan.Nodes)
+			sel := plan.NodeSelection{AllNodes: true}
+			np := plan.PlanNodes(inp, sel, nil, "")
+			if len(np.Nodes) != 3 {
+				t.Fatalf("plan %+v", np.Nodes)
 			}
 			f := NewFlags("img")
 			f.MaxParallel = tt.maxParallel
@@ -214,11 +214,11 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 				}
 				ctx.end()
 			}()
-			nr, err := in.Inspect(ctx, plan)
+			nr, err := in.Inspect(ctx, np)
 			if err != nil {
 				t.Fatalf("Inspect = %v: the nodes' deadline is not an interruption", err)
 			}
-			views := map[string]trace.NodeView{}
+			views := map[string]plan.NodeView{}
 			for _, v := range nr.Nodes {
 				views[v.Node] = v
 			}
@@ -284,8 +284,8 @@ func TestInspectNodesDeadlineDuringPreflight(t *testing.T) {
 		return nil, errors.New("unreachable")
 	}}
 	inp := webInput()
-	plan := trace.PlanNodes(inp, f.Selection(), nil, "")
-	nr, err := in.Inspect(ctx, plan)
+	np := plan.PlanNodes(inp, f.Selection(), nil, "")
+	nr, err := in.Inspect(ctx, np)
 	if err != nil {
 		t.Fatalf("Inspect = %v: the nodes' deadline is not an interruption", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -57,16 +57,16 @@ func fleetBenchJSON(t *testing.T, nodes, endpoints int) []byte {
 		t.Fatal(err)
 	}
 	in := fleetBenchInput(nodes, endpoints)
-	var views []trace.NodeView
+	var views []plan.NodeView
 	for name := range in.Nodes {
 		var o collectorapi.Observation
 		if err := json.Unmarshal(raw, &o); err != nil {
 			t.Fatal(err)
 		}
-		views = append(views, trace.NodeView{Node: name, Observation: &o})
+		views = append(views, plan.NodeView{Node: name, Observation: &o})
 	}
 	var out bytes.Buffer
-	if err := Print(&out, trace.Assemble(in, &trace.NodeReport{Nodes: views}, trace.Options{}), FormatJSON, TextOptions{}); err != nil {
+	if err := Print(&out, trace.Assemble(in, &plan.NodeReport{Nodes: views}, trace.Options{}), FormatJSON, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()

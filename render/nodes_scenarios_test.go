@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -75,7 +74,7 @@ func bothReached() map[string]string {
 	return map[string]string{"10.244.1.5:8080": "ok", "10.244.2.5:8080": "ok"}
 }
 
-func nodeRun(views []trace.NodeView) *report.CollectorRun {
+func nodeRun(views []plan.NodeView) *report.CollectorRun {
 	run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 		Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}}
 	for _, v := range views {
@@ -99,8 +98,8 @@ func manyNodes(in *input.Input, n int) []string {
 
 func init() {
 	scenarios = append(scenarios,
-		scenario{name: "nodes-healthy", in: baseInput, views: func() (*report.CollectorRun, []trace.NodeView) {
-			views := []trace.NodeView{
+		scenario{name: "nodes-healthy", in: baseInput, views: func() (*report.CollectorRun, []plan.NodeView) {
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-a", twoEndpoints, bothReached())},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b", twoEndpoints, bothReached())},
 			}
@@ -113,10 +112,10 @@ func init() {
 			in := baseInput()
 			in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5", "10.244.2.5")}
 			return in
-		}, views: func() (*report.CollectorRun, []trace.NodeView) {
+		}, views: func() (*report.CollectorRun, []plan.NodeView) {
 			refused := bothReached()
 			refused["10.244.2.5:8080"] = "refused"
-			views := []trace.NodeView{
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-a", twoEndpoints, refused)},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b",
 					map[string]float64{"10.244.1.5:8080": 0.5, "10.244.9.9:8080": 0.5}, bothReached())},
@@ -129,11 +128,11 @@ func init() {
 			in := baseInput()
 			manyNodes(in, 100)
 			return in
-		}, views: func() (*report.CollectorRun, []trace.NodeView) {
-			var views []trace.NodeView
+		}, views: func() (*report.CollectorRun, []plan.NodeView) {
+			var views []plan.NodeView
 			for i := 1; i <= 100; i++ {
 				name := fmt.Sprintf("node-%03d", i)
-				v := trace.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
+				v := plan.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
 				switch name {
 				case "node-042":
 					v.Observation = nodeObservation(name, map[string]float64{"10.244.1.5:8080": 1}, bothReached())
@@ -181,7 +180,7 @@ func init() {
 		manyNodes(in, 0)
 		in.Nodes["node-c"] = in.Nodes["node-a"]
 		return in
-	}, views: func() (*report.CollectorRun, []trace.NodeView) {
+	}, views: func() (*report.CollectorRun, []plan.NodeView) {
 		all, probes := map[string]float64{}, map[string]string{}
 		for i := 1; i <= 12; i++ {
 			ep := fmt.Sprintf("10.244.1.%d:8080", i)
@@ -198,11 +197,11 @@ func init() {
 			slow[ep] = o
 		}
 		slow["10.244.1.3:8080"] = "timeout"
-		var views []trace.NodeView
+		var views []plan.NodeView
 		for _, n := range []string{"node-a", "node-b"} {
-			views = append(views, trace.NodeView{Node: n, Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation(n, all, probes)})
+			views = append(views, plan.NodeView{Node: n, Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation(n, all, probes)})
 		}
-		views = append(views, trace.NodeView{Node: "node-c", Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation("node-c", short, slow)})
+		views = append(views, plan.NodeView{Node: "node-c", Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation("node-c", short, slow)})
 		return nodeRun(views), views
 	}})
 }
@@ -235,7 +234,7 @@ func init() {
 	// forward (each node names its own endpoints then), 3 are healthy,
 	// node-069 lacks one endpoint, node-070's collector never ran.
 	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *input.Input { return fleetInput(70) },
-		views: func() (*report.CollectorRun, []trace.NodeView) {
+		views: func() (*report.CollectorRun, []plan.NodeView) {
 			all := map[string]float64{}
 			for _, sl := range fleetInput(70).Slices {
 				for _, e := range sl.Endpoints {
@@ -248,10 +247,10 @@ func init() {
 					short[ep] = 1.0 / 299
 				}
 			}
-			var views []trace.NodeView
+			var views []plan.NodeView
 			for i := 1; i <= 70; i++ {
 				name := fmt.Sprintf("node-%03d", i)
-				v := trace.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
+				v := plan.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
 				switch {
 				case i <= 65:
 					v.Observation = nodeObservation(name, map[string]float64{"10.244.9.9:8080": 1}, nil)

@@ -3,14 +3,14 @@ package render
 import (
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -98,7 +98,7 @@ type scenario struct {
 	in   func() *input.Input
 	opts trace.Options
 	// views, when set, are the node report the scenario's collectors returned.
-	views func() (*report.CollectorRun, []trace.NodeView)
+	views func() (*report.CollectorRun, []plan.NodeView)
 }
 
 var scenarios = []scenario{
@@ -168,10 +168,10 @@ var scenarios = []scenario{
 		return &input.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
 	{name: "collectors-failed", in: baseInput,
-		views: func() (*report.CollectorRun, []trace.NodeView) {
+		views: func() (*report.CollectorRun, []plan.NodeView) {
 			run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}
-			views := []trace.NodeView{
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin",
 					Failure: `collector on node node-a (pod svctrace-collector-abcde) could not pull its image: Back-off pulling image "ghcr.io/svctrace/svctrace-collector:v0.1.0"`},
 				{Node: "node-b", Roles: []string{"endpoints", "client"}, Failure: "node is NotReady (Ready=Unknown, NodeStatusUnknown: Kubelet stopped posting node status.): not inspected"},
@@ -196,10 +196,10 @@ func (sc scenario) trace() *report.ServiceTrace {
 	opts.Version = "v0.1.0-test"
 	opts.Context = "kind-svctrace"
 	in := sc.in()
-	var nr *trace.NodeReport
+	var nr *plan.NodeReport
 	if sc.views != nil {
 		run, views := sc.views()
-		nr = &trace.NodeReport{Collector: run, Nodes: views}
+		nr = &plan.NodeReport{Collector: run, Nodes: views}
 	}
 	return trace.Assemble(in, nr, opts)
 }

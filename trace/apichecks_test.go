@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -416,17 +416,17 @@ func TestNodeLayersSkippedWithReason(t *testing.T) {
 // fakeInspector records the plan it was given and reports one failed node.
 type fakeInspector struct {
 	called bool
-	plan   NodePlan
+	plan   plan.NodePlan
 	fail   bool
 }
 
-func (f *fakeInspector) Inspect(_ context.Context, plan NodePlan) (*NodeReport, error) {
+func (f *fakeInspector) Inspect(_ context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
 	f.called = true
-	f.plan = plan
-	r := &NodeReport{Collector: &report.CollectorRun{Image: "img", Namespace: "svctrace-system", Profile: "netadmin"}}
-	for _, n := range plan.Nodes {
+	f.plan = np
+	r := &plan.NodeReport{Collector: &report.CollectorRun{Image: "img", Namespace: "svctrace-system", Profile: "netadmin"}}
+	for _, n := range np.Nodes {
 		if f.fail {
-			r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Failure: "collector could not pull its image"})
+			r.Nodes = append(r.Nodes, plan.NodeView{Node: n.Name, Roles: n.Roles, Failure: "collector could not pull its image"})
 		}
 	}
 	return r, nil
@@ -448,7 +448,7 @@ func TestInspectorGetsPlanAndReportIsJudged(t *testing.T) {
 		if r := n.CollectRequest(); r == nil || r.NodeName != n.Name || r.Service.Name != "web" {
 			t.Errorf("node %s planned with request %+v", n.Name, r)
 		}
-		if !slices.Equal(n.Roles, []string{RoleEndpoints}) {
+		if !slices.Equal(n.Roles, []string{plan.RoleEndpoints}) {
 			t.Errorf("node %s roles %v, want [endpoints]", n.Name, n.Roles)
 		}
 	}
@@ -471,7 +471,7 @@ func TestReportFailureLeavesAPILayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	const why = "collector Pods cannot run in namespace \"svctrace-system\": missing permission: verb create on resource pods"
-	tr := Assemble(in, &NodeReport{Failure: why}, Options{Inspector: &fakeInspector{}, Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Failure: why}, Options{Inspector: &fakeInspector{}, Now: fixedNow})
 	for _, n := range report.NodeLayers {
 		if l := tr.Layer(n); l.Status != report.StatusUnknown || l.Reason != why {
 			t.Errorf("layer %s: %s %q, want unknown with the report's failure", n, l.Status, l.Reason)
@@ -841,7 +841,7 @@ func TestExternalNameInspectsAStandInNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.plan.Nodes) != 1 || !slices.Equal(f.plan.Nodes[0].Roles, []string{RoleStandIn}) {
+	if len(f.plan.Nodes) != 1 || !slices.Equal(f.plan.Nodes[0].Roles, []string{plan.RoleStandIn}) {
 		t.Fatalf("plan %+v, want one stand-in node", f.plan.Nodes)
 	}
 	for _, l := range []report.LayerName{report.LayerEndpoints, report.LayerDatapath, report.LayerConntrack, report.LayerRoute} {

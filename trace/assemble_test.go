@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -22,15 +22,15 @@ import (
 // equal the one assembled from the objects in memory.
 func TestAssembleFromSavedInputAndObservations(t *testing.T) {
 	in, obs := realKubeProxyInput(t, "nftables")
-	nr := &NodeReport{
+	nr := &plan.NodeReport{
 		Collector: &report.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin"},
-		Nodes:     []NodeView{{Node: obs.NodeName, Roles: []string{RoleEndpoints}, Observation: &obs}},
+		Nodes:     []plan.NodeView{{Node: obs.NodeName, Roles: []string{plan.RoleEndpoints}, Observation: &obs}},
 	}
 	opts := Options{Now: fixedNow, Version: "test"}
 	live := Assemble(in, nr, opts)
 
 	var savedIn input.Input
-	var savedReport NodeReport
+	var savedReport plan.NodeReport
 	roundTrip(t, in, &savedIn)
 	roundTrip(t, nr, &savedReport)
 	offline := Assemble(&savedIn, &savedReport, opts)

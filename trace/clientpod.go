@@ -9,6 +9,7 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -18,7 +19,7 @@ import (
 // clears the node probes that policies kept out.
 
 // judgeClient judges the client Pod's probes, resolver lookup and hairpin.
-func (nj *nodeJudge) judgeClient(v *NodeView, c *collectorapi.ClientProbeObservation) {
+func (nj *nodeJudge) judgeClient(v *plan.NodeView, c *collectorapi.ClientProbeObservation) {
 	node := v.Node
 	base := report.Args{"client": c.Name, "clientNamespace": c.Namespace}
 	args := func(extra report.Args) report.Args {

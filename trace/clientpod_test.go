@@ -8,16 +8,17 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // clientView is node n1's observation with the client Pod's own probes.
-func clientView(t *testing.T, nodeProbes []collectorapi.Probe, c *collectorapi.ClientProbeObservation) NodeView {
+func clientView(t *testing.T, nodeProbes []collectorapi.Probe, c *collectorapi.ClientProbeObservation) plan.NodeView {
 	t.Helper()
 	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	obs.Sections.Probe = probes(nodeProbes...)
 	obs.Sections.Probe.Data.Client = c
-	return NodeView{Node: "n1", Roles: []string{RoleClient}, Profile: "netadmin+netns", Observation: obs}
+	return plan.NodeView{Node: "n1", Roles: []string{plan.RoleClient}, Profile: "netadmin+netns", Observation: obs}
 }
 
 func clientProbes(name string, ps ...collectorapi.Probe) *collectorapi.ClientProbeObservation {
@@ -228,7 +229,7 @@ func TestHairpin(t *testing.T) {
 			c.Hairpin = tt.hairpin
 			obs.Sections.Probe = probes()
 			obs.Sections.Probe.Data.Client = c
-			tr := judgeFrom(t, in, report.PolicyClientFromPod(client), NodeView{Node: "n1", Observation: obs})
+			tr := judgeFrom(t, in, report.PolicyClientFromPod(client), plan.NodeView{Node: "n1", Observation: obs})
 			mustCode(t, tr, report.LayerDatapath, tt.code, tt.wants...)
 		})
 	}
@@ -238,8 +239,8 @@ func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
 	in := nodeInput()
 	client := pod("frontend", "frontend", "10.244.1.9", "n1")
 	client.UID = "uid-frontend"
-	plan := PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(client), "")
-	for _, n := range plan.Nodes {
+	np := plan.PlanNodes(in, plan.NodeSelection{}, report.PolicyClientFromPod(client), "")
+	for _, n := range np.Nodes {
 		c := n.CollectRequest().Client
 		switch n.Name {
 		case "n1":
@@ -254,7 +255,7 @@ func TestPlanNamesTheClientPodOnlyToItsNode(t *testing.T) {
 	}
 	host := client.DeepCopy()
 	host.Spec.HostNetwork = true
-	for _, n := range PlanNodes(in, NodeSelection{}, report.PolicyClientFromPod(host), "").Nodes {
+	for _, n := range plan.PlanNodes(in, plan.NodeSelection{}, report.PolicyClientFromPod(host), "").Nodes {
 		if n.CollectRequest().Client != nil {
 			t.Errorf("a host-network client's namespace is the node's: %+v", n.CollectRequest().Client)
 		}
@@ -271,7 +272,7 @@ func TestHairpinNFTablesNamesTheSet(t *testing.T) {
 	c.Hairpin = &collectorapi.HairpinProbe{Frontend: "10.96.0.20:80", Self: "10.244.1.5:8080", Attempts: 2, SelfHits: 1, Connected: 2, PeerAddress: "10.0.0.11"}
 	obs.Sections.Probe = probes()
 	obs.Sections.Probe.Data.Client = c
-	tr := judgeFrom(t, in, report.PolicyClientFromPod(client), NodeView{Node: "n1", Observation: obs})
+	tr := judgeFrom(t, in, report.PolicyClientFromPod(client), plan.NodeView{Node: "n1", Observation: obs})
 	mustCode(t, tr, report.LayerDatapath, report.CodeDPHairpinOK, "hairpin-connections set (10.244.1.5 . 10.244.1.5 . tcp . 8080)")
 }
 
@@ -299,7 +300,7 @@ func TestClientOnNodeDroppingByDesign(t *testing.T) {
 			obs.Sections.Probe = probes(
 				probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 				probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
-			tr := judgeFrom(t, in, tc.from, NodeView{Node: "n1", Observation: obs})
+			tr := judgeFrom(t, in, tc.from, plan.NodeView{Node: "n1", Observation: obs})
 			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPDroppedByDesign, "n1")
 			c, got := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPClientDroppedByDesign]
 			if got != tc.fail {

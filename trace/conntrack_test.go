@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -41,7 +42,7 @@ func TestConntrackInvalidJudged(t *testing.T) {
 			}
 			ct := obs.Sections.Conntrack.Data
 			ct.StatsDelta.Invalid, ct.Stats, ct.TCPBeLiberal = tt.invalid, &collectorapi.ConntrackCounters{Invalid: 100 + tt.invalid}, tt.liberal
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 			if !tt.want {
 				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTInvalid)
 				wantCode(t, tr, report.LayerConntrack, "n1", report.CodeCTHealthy)
@@ -89,7 +90,7 @@ func TestDNSInsertRaceJudged(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			ct := obs.Sections.Conntrack.Data
 			ct.StatsDelta.InsertFailed, ct.DNSFlows = tt.failed, tt.flows
-			tr := judgeFrom(t, nodeInput(), tt.from, NodeView{Node: "n1", Observation: obs})
+			tr := judgeFrom(t, nodeInput(), tt.from, plan.NodeView{Node: "n1", Observation: obs})
 			if tt.want == "" {
 				assertNoCode(t, tr, report.LayerConntrack, "n1", report.CodeCTDNSRace, report.CodeCTDNSRaceMitigated)
 				return
@@ -159,7 +160,7 @@ func TestConntrackSkewExplained(t *testing.T) {
 			fe.Backends = fe.Backends[:len(fe.Backends)-1]
 		}
 		obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{Frontends: []collectorapi.FrontendFlows{fe}, ExpectedBackends: expected}
-		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+		tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 		_, got := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTSkew]
 		if got != tt.skew {
 			t.Errorf("counts %v: skew reported %v, want %v", tt.counts, got, tt.skew)
@@ -185,7 +186,7 @@ func TestStaleFlowsCountOnlyLiveOnes(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: tc.count, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: tc.count,
 				Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: tc.count, States: tc.states}}}}}
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 			c, ok := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTStaleFlows]
 			if ok != (tc.want != "") || ok && !strings.Contains(c.Message, tc.want) {
 				t.Fatalf("CT005 %v %q, want %q", ok, c.Message, tc.want)

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
-	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-
 	corev1 "k8s.io/api/core/v1"
 
+	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -131,7 +130,7 @@ func dedupe(in []string) []string {
 
 // judgeDNS compares the live answers with the expected ones. Every node asks
 // the same servers, so identical results are reported once.
-func (nj *nodeJudge) judgeDNS(views []NodeView) {
+func (nj *nodeJudge) judgeDNS(views []plan.NodeView) {
 	svc := nj.in.Service
 	if svc == nil {
 		return

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -48,7 +49,7 @@ func TestJudgeNodesDNS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: tt.obs})
 			got := nodeCodes(tr, report.LayerDNS, "")
 			c, ok := got[tt.want]
 			if !ok {
@@ -101,7 +102,7 @@ func TestJudgeExternalNameTarget(t *testing.T) {
 		{"target has an IPv6 address only", []string{cname}, []string{cname, "AAAA 2001:db8::7"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: mk(tt.a, tt.aaaa)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: mk(tt.a, tt.aaaa)})
 			c, ok := nodeCodes(tr, report.LayerDNS, "n1")[report.CodeDNSExternalUnresolved]
 			if ok != tt.want {
 				t.Fatalf("%s present %v, want %v: %v", report.CodeDNSExternalUnresolved, ok, tt.want, keysOf(nodeCodes(tr, report.LayerDNS, "")))

@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -60,7 +60,7 @@ func TestJudgeRealDualStack(t *testing.T) {
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) {
 			in, obs := dualStackRecorded(t, mode)
-			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 			dp := tr.Layer(report.LayerDatapath)
 			matched := map[string]bool{}
 			for _, c := range dp.Checks {

@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +23,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	ebpfreader "github.com/svctrace/kubectl-svctrace/collectors/ebpf"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -330,7 +330,7 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 		for _, svc := range services {
 			t.Run(step+"/"+svc, func(t *testing.T) {
 				in := recordedInput(t, step, svc)
-				req := CollectRequest(in, recordedNode, "cluster.local")
+				req := plan.CollectRequest(in, recordedNode, "cluster.local")
 				obs, err := ebpfreader.Read(context.Background(), req, root)
 				if err != nil {
 					t.Fatal(err)
@@ -389,7 +389,7 @@ func TestCiliumRecordedAgentMaps(t *testing.T) {
 					}
 				}
 
-				tr := judgeViews(t, in, NodeView{Node: recordedNode, Observation: ebpfObservation(t, c, nil)})
+				tr := judgeViews(t, in, plan.NodeView{Node: recordedNode, Observation: ebpfObservation(t, c, nil)})
 				got := nodeCodes(tr, report.LayerDatapath, recordedNode)
 				if o, ok := got[report.CodeDPEBPFOwner]; !ok || !strings.Contains(o.Message, "Cilium") {
 					t.Errorf("DP018 owner: %+v", o)

@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // ciliumFixture loads the observations svctrace's collector read from maps
@@ -110,7 +109,7 @@ func requireNoNodeCheck(t *testing.T, tr *report.ServiceTrace, node string, code
 }
 
 func TestCiliumMapsFromCiliumTypesHealthy(t *testing.T) {
-	tr := judgeViews(t, ciliumWeb(), NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	tr := judgeViews(t, ciliumWeb(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints,
 		report.CodeDPMissingEndpoints, report.CodeDPUnequalShares, report.CodeDPEBPFExternal, report.CodeDPEBPFBrokenSlot, report.CodeDPAffinityTimeout,
 		report.CodeDPAffinityMissing, report.CodeDPEBPFLayoutUnknown, report.CodeDPEBPFUnreadable)
@@ -149,7 +148,7 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 		eps := in.Slices[0].Endpoints
 		in.Slices[0].Endpoints = append(eps[:1:1], eps[2:]...)
 	})
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	if c, ok := got[report.CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.7:8080") {
 		t.Fatalf("stale backend not reported: %+v", got)
@@ -163,7 +162,7 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 	// the agent may have applied a newer state than the API read, so every
 	// frontend still selecting it warns instead of failing.
 	in.SlicesChangedDuringRead = []input.SliceChange{{Slice: "web-v4", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.7"}}}
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
 	m := nodeMessages(tr, "n1", report.CodeDPSyncPending)
 	for _, want := range []string{"on cilium (random): 1 endpoint(s) no longer listed still programmed (10.244.2.7:8080), but the Cilium agent and the API",
@@ -180,7 +179,7 @@ func TestCiliumWrongPortAndAffinityTimeout(t *testing.T) {
 		in.Service.Spec.Ports[0].TargetPort = intstr.FromInt32(8081)
 		in.Service.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr(int32(3600))
 	})
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPWrongDNATPort, "n1")
 	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPAffinityTimeout]; !strings.Contains(c.Message, "10800") || !strings.Contains(c.Message, "3600") {
 		t.Errorf("affinity timeout: %+v", c)
@@ -195,7 +194,7 @@ func TestCiliumExternalPolicyMismatch(t *testing.T) {
 		in.Service.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 		in.Service.Spec.HealthCheckNodePort = 0
 	})
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/web"), nil)})
 	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "nodePort 0.0.0.0:30080/TCP external scope for default/web:http (80/TCP) carries externalTrafficPolicy Local, the Service says Cluster") {
 		t.Fatalf("%s", m)
 	}
@@ -204,7 +203,7 @@ func TestCiliumExternalPolicyMismatch(t *testing.T) {
 func TestCiliumBrokenSlot(t *testing.T) {
 	c := ciliumFixture(t, "default/web")
 	c.Frontends[0].Backends[1].Found = false // the backends map lost backend 2
-	tr := judgeViews(t, ciliumWeb(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
+	tr := judgeViews(t, ciliumWeb(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	if ck, ok := got[report.CodeDPEBPFBrokenSlot]; !ok || !strings.Contains(ck.Message, "slot 2") {
 		t.Fatalf("%+v", got)
@@ -230,7 +229,7 @@ func TestCiliumKubeDNSUDPAndTCP(t *testing.T) {
 		{Name: ptr("dns-tcp"), Port: ptr(int32(53)), Protocol: ptr(corev1.ProtocolTCP)}}
 	in.Slices = []discoveryv1.EndpointSlice{*sl}
 	in.Pods = nil
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "kube-system/kube-dns"), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "kube-system/kube-dns"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPUnequalShares, report.CodeDPMissingEndpoints, report.CodeDPNoRules)
 	n := 0
 	for _, c := range tr.Layer(report.LayerDatapath).Checks {
@@ -261,7 +260,7 @@ func hashInput() *input.Input {
 // each of 3 backends 5460 or 5461 of 16381 entries: fair. Moving 2000
 // entries from one backend to another is not.
 func TestCiliumMaglevShares(t *testing.T) {
-	tr := judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)})
+	tr := judgeViews(t, hashInput(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPUnequalShares, report.CodeDPEBPFMaglevTable, report.CodeDPStaleEndpoints)
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPRulesMatch]; !strings.Contains(c.Message, "cilium (maglev)") {
@@ -272,12 +271,12 @@ func TestCiliumMaglevShares(t *testing.T) {
 	mg := c.Frontends[0].Maglev
 	mg.Backends[0].Entries -= 2000
 	mg.Backends[1].Entries += 2000
-	tr = judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
+	tr = judgeViews(t, hashInput(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPUnequalShares, "n1")
 
 	c = ciliumFixture(t, "default/hash")
 	c.Frontends[0].Maglev = nil
-	tr = judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
+	tr = judgeViews(t, hashInput(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, c, nil)})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPEBPFMaglevTable, "n1")
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPUnequalShares)
 }
@@ -294,7 +293,7 @@ func TestCiliumTerminatingFallback(t *testing.T) {
 	sl := slice("drain-abc", "drain", "", 80, ep{ip: "10.244.2.40", pod: "d-1", node: "n2", terminating: true})
 	in.Slices = []discoveryv1.EndpointSlice{*sl}
 	in.Pods = nil
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/drain"), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/drain"), nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPMissingEndpoints, report.CodeDPNoRules)
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 }
@@ -312,7 +311,7 @@ func TestEBPFUnknownLayoutIsNotAKubeProxyFailure(t *testing.T) {
 		"calico": ebpfObservation(t, nil, cal),
 	} {
 		t.Run(name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(nodePortWeb), plan.NodeView{Node: "n1", Observation: obs})
 			requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints, report.CodeDPMissingEndpoints)
 			c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFLayoutUnknown]
 			if !ok || c.Status != report.StatusUnknown || !strings.Contains(c.Message, "could not read this") {
@@ -341,14 +340,14 @@ func TestCalicoHealthyAndStale(t *testing.T) {
 	be := func(o uint32, ip string) collectorapi.CalicoBackend {
 		return collectorapi.CalicoBackend{Ordinal: o, Found: true, Address: ip, Port: 8080}
 	}
-	tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, nil, calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7")))})
+	tr := judgeViews(t, nodeInput(nodePortWeb), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil, calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7")))})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal, report.CodeDPUnequalShares)
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 	if c := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFOwner]; !strings.Contains(c.Message, "Calico") {
 		t.Errorf("owner: %s", c.Message)
 	}
 
-	tr = judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
+	tr = judgeViews(t, nodeInput(nodePortWeb), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
 		calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7"), be(2, "10.244.2.99")))})
 	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; !ok || !strings.Contains(c.Message, "10.244.2.99:8080") {
 		t.Fatalf("stale Calico backend: %+v", c)
@@ -361,7 +360,7 @@ func TestCalicoHealthyAndStale(t *testing.T) {
 	// may have programmed it in between.
 	in := nodeInput(nodePortWeb)
 	in.SlicesChangedDuringRead = []input.SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: []string{"10.244.2.99"}}}
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil,
 		calicoWeb(be(0, "10.244.1.5"), be(1, "10.244.2.7"), be(2, "10.244.2.99")))})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
 	if m := nodeMessages(tr, "n1", report.CodeDPSyncPending); strings.Count(m, "10.244.2.99:8080") != 3 || !strings.Contains(m, "Calico's Felix and the API") {
@@ -383,11 +382,11 @@ func TestCalicoExternalLocal(t *testing.T) {
 			cal.Frontends[i].Flags = 0x1
 		}
 	}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPEBPFExternal, report.CodeDPStaleEndpoints, report.CodeDPNodePortMissing)
 
 	cal.Frontends[1].Flags = 0 // the node-address NodePort without the flag
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
 	if m := nodeMessages(tr, "n1", report.CodeDPEBPFExternal); !strings.Contains(m, "10.0.0.11:30080/TCP for default/web:http (80/TCP) carries externalTrafficPolicy Cluster, the Service says Local") {
 		t.Fatalf("%s", m)
 	}
@@ -399,7 +398,7 @@ func TestCalicoExternalLocal(t *testing.T) {
 func TestCiliumMapsNotOpenedAreUnknown(t *testing.T) {
 	cil := &collectorapi.CiliumObservation{Detected: true, Error: "could not open Cilium's maps: cilium_lb4_services_v2: operation not permitted",
 		Maps: []collectorapi.PinnedMap{{Name: "cilium_lb4_services_v2", Error: "operation not permitted"}}}
-	tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: ebpfObservation(t, cil, nil)})
+	tr := judgeViews(t, nodeInput(nodePortWeb), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, cil, nil)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPProxyUnreachable, report.CodeDPNoRules, report.CodeDPNodePortMissing, report.CodeDPEBPFLayoutUnknown)
 	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPEBPFUnreadable]; !ok || c.Status != report.StatusUnknown {
 		t.Fatalf("%+v", c)

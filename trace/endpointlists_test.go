@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -15,15 +16,15 @@ func TestLargeTraceNamesSharedEndpointSets(t *testing.T) {
 	in := bigInput(5000)
 	in.Service.Spec.Ports[0].NodePort = 30080
 	all, three := bigObservation(t, in), bigObservation(t, bigInput(3))
-	var views []NodeView
+	var views []plan.NodeView
 	for i := range 30 {
-		v := NodeView{Node: fmt.Sprintf("node-%02d", i), Observation: all}
+		v := plan.NodeView{Node: fmt.Sprintf("node-%02d", i), Observation: all}
 		if i == 7 {
 			v.Observation = three
 		}
 		views = append(views, v)
 	}
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: fixedNow})
 	if len(tr.EndpointSets) != 1 || len(tr.EndpointSets[0].Endpoints) != 5000 {
 		t.Fatalf("endpoint sets %d, want one of 5,000", len(tr.EndpointSets))
 	}
@@ -51,7 +52,7 @@ func TestLargeTraceNamesSharedEndpointSets(t *testing.T) {
 		t.Errorf("%d matching nodes and node-07 reported %t, want 29 and a DP007", matched, partial)
 	}
 
-	small := Assemble(in, &NodeReport{Nodes: views[7:8]}, Options{Now: fixedNow})
+	small := Assemble(in, &plan.NodeReport{Nodes: views[7:8]}, Options{Now: fixedNow})
 	if len(small.EndpointSets) != 0 {
 		t.Errorf("one node: %d shared sets, want the lists inline", len(small.EndpointSets))
 	}

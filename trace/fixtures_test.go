@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -141,9 +141,9 @@ func probeEvent(name, pod string, uid types.UID, msg string, count int32, minute
 }
 
 // judgeFrom assembles a trace as judgeViews does, with a --from client.
-func judgeFrom(t *testing.T, in *input.Input, from *report.PolicyClient, views ...NodeView) *report.ServiceTrace {
+func judgeFrom(t *testing.T, in *input.Input, from *report.PolicyClient, views ...plan.NodeView) *report.ServiceTrace {
 	t.Helper()
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
 	assertCatalogued(t, tr)
 	return tr
 }

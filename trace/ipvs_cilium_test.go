@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -33,7 +34,7 @@ func TestIPVSNodePortHealthy(t *testing.T) {
 	in := nodeInput(nodePortWeb)
 	obs := ipvsObservation(t, collectorapi.IPVSRealServer{Address: "10.244.1.5", Port: 8080, Weight: 1},
 		collectorapi.IPVSRealServer{Address: "10.244.2.7", Port: 8080, Weight: 1})
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	for _, bad := range []string{report.CodeDPNodePortMissing, report.CodeDPNoRules, report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints, report.CodeDPUnequalShares} {
 		if c, ok := got[bad]; ok {
@@ -54,7 +55,7 @@ func TestIPVSDrainingRealServerIsNotAnEndpoint(t *testing.T) {
 	obs := ipvsObservation(t, collectorapi.IPVSRealServer{Address: "10.244.1.5", Port: 8080, Weight: 1},
 		collectorapi.IPVSRealServer{Address: "10.244.2.7", Port: 8080, Weight: 1},
 		collectorapi.IPVSRealServer{Address: "10.244.2.99", Port: 8080, Weight: 0, ActiveConns: 3})
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	if c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; ok {
 		t.Fatalf("a weight-0 real server reported stale: %s", c.Message)
 	}
@@ -71,7 +72,7 @@ func TestIPVSNodePortMissing(t *testing.T) {
 			vss[i].Found, vss[i].RealServers = false, nil
 		}
 	}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing, "n1")
 }
 
@@ -100,7 +101,7 @@ func TestCiliumNodePortHealthy(t *testing.T) {
 	obs := ciliumObservation(t, "",
 		ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 0, "10.244.1.5", "10.244.2.7"),
 		ciliumFE("nodePort", "0.0.0.0", 30080, "TCP", 0, "10.244.1.5", "10.244.2.7"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	for _, bad := range []string{report.CodeDPNodePortMissing, report.CodeDPNoRules, report.CodeDPStaleEndpoints, report.CodeDPUnequalShares} {
 		if c, ok := got[bad]; ok {
@@ -121,7 +122,7 @@ func TestCiliumFrontendsPerProtocolAndFamily(t *testing.T) {
 		ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 0, "10.244.1.5", "10.244.2.7"),
 		ciliumFE("clusterIP", "fd00::20", 80, "TCP", 0, "fd00:1::5", "fd00:2::7"),
 		ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 1, "10.244.1.5"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	for _, bad := range []string{report.CodeDPStaleEndpoints, report.CodeDPUnequalShares, report.CodeDPMissingEndpoints} {
 		if c, ok := got[bad]; ok {
@@ -136,7 +137,7 @@ func TestCiliumFrontendsPerProtocolAndFamily(t *testing.T) {
 func TestCiliumUnreadableMapsAreUnknown(t *testing.T) {
 	in := nodeInput()
 	obs := ciliumObservation(t, "could not read this Cilium version's maps: cilium_lb4_services_v2 has key 16/value 12 bytes, this reader knows 12/12")
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	for _, bad := range []string{report.CodeDPNoRules, report.CodeDPProxyUnreachable, report.CodeDPNodePortMissing, report.CodeDPStaleEndpoints} {
 		if c, ok := got[bad]; ok {

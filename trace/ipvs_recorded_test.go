@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -110,7 +110,7 @@ func TestJudgeRealIPVS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in, obs := ipvsRecorded(t, tt.name)
-			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 			got := nodeCodes(tr, report.LayerDatapath, obs.NodeName)
 			for _, c := range tt.want {
 				requireNodeCheck(t, tr, report.LayerDatapath, c, obs.NodeName)
@@ -146,7 +146,7 @@ func TestJudgeRealIPVSMessages(t *testing.T) {
 		{"etp-local-none", report.CodeDPIPVSETPLocalFallback, []string{"30082"}},
 	} {
 		in, obs := ipvsRecorded(t, tt.name)
-		tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
+		tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 		c, ok := nodeCodes(tr, report.LayerDatapath, obs.NodeName)[tt.code]
 		if !ok {
 			t.Errorf("%s: no %s", tt.name, tt.code)
@@ -170,7 +170,7 @@ func TestJudgeRealIPVSNodePortGone(t *testing.T) {
 			vss[i].Found, vss[i].RealServers = false, nil
 		}
 	}
-	tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPNodePortMissing, obs.NodeName)
 }
 

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -54,7 +54,7 @@ type judge struct {
 // them and finishes the trace.
 func judgeAPI(in *input.Input, opts Options) *report.ServiceTrace {
 	if opts.ClusterDomain == "" {
-		opts.ClusterDomain = DefaultClusterDomain
+		opts.ClusterDomain = plan.DefaultClusterDomain
 	}
 	now := time.Now
 	if opts.Now != nil {

@@ -3,11 +3,11 @@ package trace
 import (
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -55,7 +55,7 @@ func TestMasqueradeJudged(t *testing.T) {
 			} else {
 				in = nodeInput()
 			}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
 			assertNoCode(t, tr, report.LayerDatapath, "n1", tt.not...)
 			if tt.want != "" {
 				wantCode(t, tr, report.LayerDatapath, "n1", tt.want)
@@ -86,12 +86,12 @@ func TestMasqueradeJudgedNFTables(t *testing.T) {
 		p.External = ext
 		return o
 	}
-	tr := judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(true))})
+	tr := judgeViews(t, nodeInput(nodePort), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(true))})
 	c := wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPSourceLost, "nftables (ip")
 	if evidence(c, "rule") != "meta mark set meta mark | 0x00004000" {
 		t.Errorf("evidence %+v", c.Evidence)
 	}
-	tr = judgeViews(t, nodeInput(nodePort), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
+	tr = judgeViews(t, nodeInput(nodePort), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk(false))})
 	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqExternal, "external-X")
 }
 
@@ -113,11 +113,11 @@ func TestMasqueradePathOnlyOnLiveBackend(t *testing.T) {
 	leftover.Ports[0].Entry = nil
 	leftover.Postrouting = &collectorapi.IPTablesPostrouting{}
 	obs := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{live, leftover}}
-	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
 
 	// The same leftover as the only backend holding the Service is judged.
 	obs = &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{leftover}}
-	tr = judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
+	tr = judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, obs, nil)})
 	wantCode(t, tr, report.LayerDatapath, "n1", report.CodeDPMasqNoRule, "KUBE-POSTROUTING does not exist")
 }

@@ -8,33 +8,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
-
-// NodeView is what svctrace learnt about one node: the collector's
-// observation, or why there is none.
-type NodeView struct {
-	Node string
-	// Roles say why the node was inspected: "endpoints", "client", "selected".
-	Roles []string
-	// Profile is the privilege profile the collector Pod ran with.
-	Profile string
-	// Observation is nil when Failure is set.
-	Observation *collectorapi.Observation
-	Failure     string
-}
 
 // judgeNodes compares each node's observation with what the Service and its
 // EndpointSlices say should be there, and fills the dns, datapath, conntrack
 // and route layers with checks and per-node results. Layers the API side
 // already skipped (datapath of a headless Service, say) are left alone. The
 // returned judge holds each node's expectation for the endpoint matrix.
-func judgeNodes(in *input.Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) *nodeJudge {
+func judgeNodes(in *input.Input, t *report.ServiceTrace, views []plan.NodeView, from *report.PolicyClient) *nodeJudge {
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	fqdn := serviceFQDN(in.Name, in.Namespace, t.Metadata.ClusterDomain)
 	nj := &nodeJudge{Emitter: report.NewEmitter(t, templateArgs(in, fqdn)), in: in, t: t, fqdn: fqdn, from: from,
@@ -128,7 +115,7 @@ func (nj *nodeJudge) nodeResult(layer report.LayerName, node string, forced repo
 	l.Nodes = append(l.Nodes, report.NodeResult{Node: node, Status: st, Reason: reason})
 }
 
-func (nj *nodeJudge) judge(v *NodeView) {
+func (nj *nodeJudge) judge(v *plan.NodeView) {
 	if v.Observation == nil {
 		reason := v.Failure
 		if reason == "" {

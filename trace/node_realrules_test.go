@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -20,6 +18,8 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -133,7 +133,7 @@ func judgeRealIPTables(t *testing.T, ns *netns.NS, name, backend, reader string)
 	if len(obs.Backends) != 1 || obs.Backends[0].Error != "" || !obs.Backends[0].KubeProxyChains {
 		t.Fatalf("%s: %+v", name, obs.Backends)
 	}
-	return judgeViews(t, realInput(t, name), NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeIPTables, obs, nil)}), obs.Backends[0]
+	return judgeViews(t, realInput(t, name), plan.NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeIPTables, obs, nil)}), obs.Backends[0]
 }
 
 // datapathJudgement is the datapath layer's checks on the node as
@@ -253,7 +253,7 @@ func TestRealNFTablesMasqueradePathJudged(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tr := judgeViews(t, realInput(t, "web"), NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeNFTables, nil, obs)})
+				tr := judgeViews(t, realInput(t, "web"), plan.NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeNFTables, nil, obs)})
 				if c.code == "" {
 					assertNoCode(t, tr, report.LayerDatapath, realNode, report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
 					continue

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -86,9 +86,9 @@ func observation(t *testing.T, mode collectorapi.DatapathMode, ipt *collectorapi
 	return o
 }
 
-func judgeViews(t *testing.T, in *input.Input, views ...NodeView) *report.ServiceTrace {
+func judgeViews(t *testing.T, in *input.Input, views ...plan.NodeView) *report.ServiceTrace {
 	t.Helper()
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: fixedNow})
 	assertCatalogued(t, tr)
 	return tr
 }
@@ -110,7 +110,7 @@ func healthyIPT() *collectorapi.IPTablesObservation {
 
 func TestJudgeNodesHealthyIPTables(t *testing.T) {
 	in := nodeInput()
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
 	dp := nodeCodes(tr, report.LayerDatapath, "n1")
 	if _, ok := dp[report.CodeDPRulesMatch]; !ok {
 		t.Fatalf("datapath checks = %v, want %s", keysOf(dp), report.CodeDPRulesMatch)
@@ -188,7 +188,7 @@ func TestJudgeNodesDatapathFaults(t *testing.T) {
 			if tt.proxy != nil {
 				tt.proxy(obs.Sections.Proxy.Data)
 			}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, code := range tt.want {
 				if _, ok := got[code]; !ok {
@@ -225,7 +225,7 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 	obs.Sections.Conntrack.Data.StatsDelta = &collectorapi.ConntrackCounters{InsertFailed: 3}
 	obs.Sections.Conntrack.Data.Flows = &collectorapi.ServiceFlows{UnexpectedTotal: 2, Frontends: []collectorapi.FrontendFlows{{Frontend: "10.96.0.20:80/TCP", Total: 2,
 		Backends: []collectorapi.BackendFlows{{Backend: "10.244.9.9:8080", Count: 2}, {Backend: "10.96.0.20:80", Count: 1}}}}}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	for layer, want := range map[report.LayerName][]string{
 		report.LayerRoute:     {report.CodeRTForwardOff},
 		report.LayerDatapath:  {report.CodeDPClusterIPFails},
@@ -252,7 +252,7 @@ func TestJudgeNodesRouteProbesConntrack(t *testing.T) {
 
 func TestJudgeNodesCollectorFailureIsUnknown(t *testing.T) {
 	in := nodeInput()
-	tr := judgeViews(t, in, NodeView{Node: "n2", Failure: "collector on node n2 could not pull its image: ErrImageNeverPull"})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n2", Failure: "collector on node n2 could not pull its image: ErrImageNeverPull"})
 	if c, ok := nodeCodes(tr, report.LayerDatapath, "n2")[report.CodeNodeCollectorFailed]; !ok || !strings.Contains(c.Message, "ErrImageNeverPull") {
 		t.Fatalf("no specific collector failure: %+v", tr.Layer(report.LayerDatapath).Checks)
 	}
@@ -301,7 +301,7 @@ func TestJudgeRealKubeProxyObservations(t *testing.T) {
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) {
 			in, obs := realKubeProxyInput(t, mode)
-			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: &obs})
 			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, obs.NodeName)
 			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPOwner, obs.NodeName)
 			if s := tr.Layer(report.LayerDatapath).Status; s != report.StatusPass {
@@ -311,7 +311,7 @@ func TestJudgeRealKubeProxyObservations(t *testing.T) {
 			// The same rules judged against a slice whose endpoint moved:
 			// the programmed one is stale, the new one missing.
 			in.Slices = []discoveryv1.EndpointSlice{*slice("web-abc", "web", "http", 8080, ep{ip: "10.250.0.3", pod: "web-1", node: obs.NodeName, ready: true})}
-			tr = judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: &obs})
+			tr = judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: &obs})
 			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, obs.NodeName)
 			requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, obs.NodeName)
 		})
@@ -332,7 +332,7 @@ func TestRefusedEndpointHintsAtDeclaredPorts(t *testing.T) {
 	obs := observation(t, collectorapi.ModeIPTables, nil, nil)
 	obs.Sections.Probe = &collectorapi.Section[collectorapi.ProbeObservation]{Status: collectorapi.StatusOK, Data: &collectorapi.ProbeObservation{Probes: []collectorapi.Probe{
 		{Target: "endpoint", Address: "10.244.1.5:8081", Protocol: "TCP", Outcome: "failed", ErrorClass: "refused"}}}}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	c, ok := nodeCodes(tr, report.LayerEndpoints, "n1")[report.CodeEpsRefused]
 	if !ok || !strings.Contains(c.Message, "declare container port(s) http=8080/TCP, not 8081") {
 		t.Fatalf("refusal without the declared-port hint: %+v", c)
@@ -355,7 +355,7 @@ func TestJudgeProbesSampled(t *testing.T) {
 				{Target: "endpoint", Address: "10.244.1.5:8080", Protocol: "TCP", Outcome: "connected"},
 				{Target: "endpoint", Address: "10.244.2.7:8080", Protocol: "TCP", Outcome: "connected"},
 			}}}
-		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+		tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 		c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodsReached]
 		if !ok || c.Message != tt.want {
 			t.Errorf("%d/%d: %q, want %q", tt.probed, tt.total, c.Message, tt.want)
@@ -377,7 +377,7 @@ func TestJudgeProbesListAtMostTen(t *testing.T) {
 		e := slice("x", "web", "http", 8080, ep{ip: fmt.Sprintf("10.252.0.%d", i+1), ready: true}).Endpoints[0]
 		in.Slices[0].Endpoints = append(in.Slices[0].Endpoints, e)
 	}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodTimeout]
 	if !ok {
 		t.Fatalf("no %s: %v", report.CodeRTPodTimeout, keysOf(nodeCodes(tr, report.LayerRoute, "n1")))
@@ -436,7 +436,7 @@ func TestTopologyHintsWithNodeUnread(t *testing.T) {
 			} else {
 				in.Gaps = append(in.Gaps, input.Gap{Verb: "get", Resource: input.ResourceNodes, Forbidden: true, Impact: "node readiness not checked"})
 			}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, code := range tt.want {
 				if _, ok := got[code]; !ok {
@@ -462,7 +462,7 @@ func TestSliceProtocolMismatchIsNoDatapathFault(t *testing.T) {
 		Family: "IPv4", KubeProxyChains: true, Ports: []collectorapi.IPTablesPortObservation{{ServicePortName: "default/web:http", Protocol: "udp", Port: 80,
 			Filter: []collectorapi.IPTablesRule{{Raw: `-A KUBE-SERVICES -d 10.96.0.20/32 -p udp -m comment --comment "default/web:http has no endpoints" -m udp --dport 80 -j REJECT`,
 				Comment: "default/web:http has no endpoints", Jump: "REJECT"}}}}}}}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 	got := nodeCodes(tr, report.LayerDatapath, "n1")
 	if c, ok := got[report.CodeDPRejectWithEPs]; ok {
 		t.Errorf("%s: %q", report.CodeDPRejectWithEPs, c.Message)
@@ -489,7 +489,7 @@ func TestDuplicateEndpointAcrossSlices(t *testing.T) {
 			jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			if _, ok := got[report.CodeDPRulesMatch]; !ok {
 				t.Errorf("no %s; got %v", report.CodeDPRulesMatch, keysOf(got))
@@ -504,7 +504,7 @@ func TestDuplicateEndpointAcrossSlices(t *testing.T) {
 	// Rules that fit no order still fail.
 	wrong := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 		jump("KUBE-SEP-9", "10.244.9.9:8080", 1))}}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, wrong, nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, wrong, nil)})
 	if _, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPStaleEndpoints]; !ok {
 		t.Errorf("no %s for rules that fit no slice order", report.CodeDPStaleEndpoints)
 	}
@@ -572,7 +572,7 @@ func TestAffinityTimeoutCompared(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(tt.svc), NodeView{Node: "n1", Observation: tt.obs})
+			tr := judgeViews(t, nodeInput(tt.svc), plan.NodeView{Node: "n1", Observation: tt.obs})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			c, ok := got[tt.want]
 			if !ok {
@@ -650,7 +650,7 @@ func TestEndpointSharesToleranceIsRelative(t *testing.T) {
 			"one doubled, one missing": {rules(doubled, 0), true},
 			"one share unmatched":      {rules(missing, fair), true},
 		} {
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: tt.obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: tt.obs})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			if _, uneven := got[report.CodeDPUnequalShares]; uneven != tt.uneven {
 				t.Errorf("%d endpoints, %s: DP010 %v, want %v (%q)", n, name, uneven, tt.uneven, got[report.CodeDPUnequalShares].Message)
@@ -721,7 +721,7 @@ func TestLabelsThatMakeKubeProxyIgnore(t *testing.T) {
 			if tt.slices != nil {
 				tt.slices(in)
 			}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
 			svc := codes(tr, report.LayerService)
 			for code, st := range tt.service {
 				if c, ok := svc[code]; !ok {
@@ -780,7 +780,7 @@ func TestLeftoversAcrossIPVS(t *testing.T) {
 		{"IPVS mode, its own KUBE-SERVICES only", ipvsClean, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: tt.obs})
 			dp := nodeCodes(tr, report.LayerDatapath, "n1")
 			c, ok := dp[report.CodeDPLeftovers]
 			if tt.leftover == "" {
@@ -832,7 +832,7 @@ func TestJudgeNodesUnreadBackend(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, tc.mode, tc.ipt, tc.nft)})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, tc.mode, tc.ipt, tc.nft)})
 			dp := nodeCodes(tr, report.LayerDatapath, "n1")
 			for _, c := range tc.want {
 				if _, ok := dp[c]; !ok {

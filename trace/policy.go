@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -237,7 +237,7 @@ func emitDNSEgress(e *report.Emitter, d *netpol.DNSDecision, from *report.Policy
 // from its network namespace and they are not the DNS Service's ClusterIPs
 // (NodeLocal DNSCache's 169.254.20.10, a custom dnsConfig): the policy
 // layer's first answer assumed the client asks kube-dns.
-func judgeClientResolverEgress(in *input.Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) {
+func judgeClientResolverEgress(in *input.Input, t *report.ServiceTrace, views []plan.NodeView, from *report.PolicyClient) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || l.Status == report.StatusSkipped || from == nil || from.Pod == nil || in.Service == nil || len(in.Pods) == 0 {
 		return
@@ -269,7 +269,7 @@ func judgeClientResolverEgress(in *input.Input, t *report.ServiceTrace, views []
 
 // clientNameservers are the nameservers of the --from Pod's resolv.conf,
 // as the collector read them in its network namespace.
-func clientNameservers(views []NodeView) []netip.Addr {
+func clientNameservers(views []plan.NodeView) []netip.Addr {
 	for _, v := range views {
 		o := v.Observation
 		if o == nil || o.Sections.Probe == nil || o.Sections.Probe.Data == nil {
@@ -310,7 +310,7 @@ func portsForPolicy(svc *corev1.Service, port string) []netpol.TargetPort {
 // (NP020), a Cilium or Calico datapath, which enforces policies itself but
 // whose policy state is not read (NP022), or nothing (NP021). NP006 stays
 // when some such node was not inspected.
-func judgePolicyEnforcement(in *input.Input, t *report.ServiceTrace, views []NodeView) {
+func judgePolicyEnforcement(in *input.Input, t *report.ServiceTrace, views []plan.NodeView) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || in.Service == nil || len(in.NetworkPolicies) == 0 || len(in.Pods) == 0 {
 		return
@@ -334,7 +334,7 @@ func judgePolicyEnforcement(in *input.Input, t *report.ServiceTrace, views []Nod
 	if len(pods) == 0 {
 		return
 	}
-	byNode := map[string]*NodeView{}
+	byNode := map[string]*plan.NodeView{}
 	for i := range views {
 		byNode[views[i].Node] = &views[i]
 	}

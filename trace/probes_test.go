@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -55,7 +56,7 @@ func TestProbesKeptOutByPolicy(t *testing.T) {
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodTimeout)
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
 	c, ok := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPolicyExplains]
@@ -90,7 +91,7 @@ func TestProbesNotExplainedByAdmittingPolicy(t *testing.T) {
 	obs.Sections.Probe = probes(
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	requireNodeCheck(t, tr, report.LayerRoute, report.CodeRTPodTimeout, "n1")
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPolicyExplains)
 }
@@ -109,7 +110,7 @@ func TestITPLocalDropsByDesign(t *testing.T) {
 	obs.Sections.Probe = probes(
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails, report.CodeDPNoRules)
 	c, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPDroppedByDesign]
 	if !ok {
@@ -142,7 +143,7 @@ func TestITPLocalStaleRulesStillCompared(t *testing.T) {
 	in.Pods = in.Pods[1:]
 	ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-2", "10.244.2.7:8080", 1))}}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPStaleEndpoints, "n1")
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPDroppedByDesign)
 }
@@ -165,7 +166,7 @@ func TestClusterIPComparedPerPort(t *testing.T) {
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""),
 		probe("endpoint", "metrics", "10.244.1.5:9090", "failed", "refused"),
 		probe("endpoint", "metrics", "10.244.2.7:9090", "failed", "refused"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
 	requireNodeCheck(t, tr, report.LayerEndpoints, report.CodeEpsRefused, "n1")
 
@@ -175,7 +176,7 @@ func TestClusterIPComparedPerPort(t *testing.T) {
 		probe("clusterIP", "metrics", "10.96.0.20:9090", "failed", "timeout"),
 		probe("endpoint", "metrics", "10.244.1.5:9090", "connected", ""),
 		probe("endpoint", "metrics", "10.244.2.7:9090", "connected", ""))
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPClusterIPFails, "n1")
 }
 
@@ -191,7 +192,7 @@ func TestNotReadyAnswerIsNoComparison(t *testing.T) {
 	obs.Sections.Probe = probes(
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "refused"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRejectNoEndpoints, "n1")
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodsReached)
@@ -208,7 +209,7 @@ func TestSlowProbeIsNoFailure(t *testing.T) {
 	late := probe("endpoint", "http", "10.244.2.7:8080", "connected", "")
 	late.Attempts, late.FirstError = 2, "dial tcp 10.244.2.7:8080: i/o timeout"
 	obs.Sections.Probe = probes(probe("endpoint", "http", "10.244.1.5:8080", "connected", ""), late)
-	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 	c := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodsReached]
 	if !strings.Contains(c.Message, "10.244.2.7:8080 answered only when probed again") {
 		t.Errorf("%s = %q", report.CodeRTPodsReached, c.Message)
@@ -241,7 +242,7 @@ func TestUnNATedUDPFlowPinsClients(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Conntrack.Data.Flows = tt.f
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 			c, got := nodeCodes(tr, report.LayerConntrack, "n1")[report.CodeCTUnNATedUDP]
 			if got != tt.want {
 				t.Fatalf("%s present = %v, want %v", report.CodeCTUnNATedUDP, got, tt.want)
@@ -274,7 +275,7 @@ func TestNodePortProbes(t *testing.T) {
 		np("n2", "10.0.0.12:30080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	c := nodeCodes(tr, report.LayerDatapath, "n2")[report.CodeDPNodePortFails]
 	if !strings.Contains(c.Message, "10.0.0.12:30080") || !strings.Contains(c.Message, "from n1") {
 		t.Fatalf("%s on n2 = %q; datapath checks %v", report.CodeDPNodePortFails, c.Message, keysOf(nodeCodes(tr, report.LayerDatapath, "")))
@@ -286,7 +287,7 @@ func TestNodePortProbes(t *testing.T) {
 	obs.Sections.Probe = probes(
 		np("n2", "10.0.0.12:30080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerDatapath, "n2", report.CodeDPNodePortFails)
 }
 
@@ -314,7 +315,7 @@ func TestHealthCheckNodePort(t *testing.T) {
 			hc := tt.hc
 			hc.Address = "10.0.0.11:30999"
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{HealthCheck: &hc})
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			if _, ok := nodeCodes(tr, report.LayerDatapath, "n1")[tt.want]; !ok {
 				t.Errorf("want %s, got %v", tt.want, keysOf(nodeCodes(tr, report.LayerDatapath, "n1")))
 			}
@@ -354,7 +355,7 @@ func TestHealthCheckPerFamily(t *testing.T) {
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{HealthChecks: []collectorapi.HealthCheckProbe{
 				{Address: "10.0.0.11:30999", StatusCode: 200, LocalEndpoints: n(tt.v4)},
 				{Address: "[fd00::11]:30999", StatusCode: 200, LocalEndpoints: n(tt.v6)}}})
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			codes := nodeCodes(tr, report.LayerDatapath, "n1")
 			if _, ok := codes[tt.want]; !ok {
 				t.Errorf("want %s, got %v", tt.want, keysOf(codes))

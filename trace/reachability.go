@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/expect"
-	"github.com/svctrace/kubectl-svctrace/trace/programmed"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -27,13 +27,13 @@ var maxSparseRowCells = 100
 // It reads the expectation and the programmed ports judgeDatapath computed
 // for each node (nodeJudge.expectation, nodeJudge.programmed), so a cell
 // agrees with the node's datapath checks; it adds nothing to the layers.
-func endpointMatrix(nj *nodeJudge, views []NodeView) *report.EndpointMatrix {
+func endpointMatrix(nj *nodeJudge, views []plan.NodeView) *report.EndpointMatrix {
 	in := nj.in
 	svc := in.Service
 	if svc == nil || expect.SkippedByKubeProxy(svc) || len(views) == 0 {
 		return nil
 	}
-	views = append([]NodeView(nil), views...)
+	views = append([]plan.NodeView(nil), views...)
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 
 	type portGrid struct {

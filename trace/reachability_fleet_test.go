@@ -3,6 +3,7 @@ package trace
 import (
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -11,12 +12,12 @@ import (
 // them, so 1,000 such nodes are not millions of "missing" cells.
 func TestSparseRowKeepsACountNotEveryMissingCell(t *testing.T) {
 	in := bigInput(5000)
-	var views []NodeView
+	var views []plan.NodeView
 	empty := bigObservation(t, bigInput(1))
 	for _, n := range []string{"node-00", "node-01", "node-02", "node-03", "node-04"} {
-		views = append(views, NodeView{Node: n, Observation: empty})
+		views = append(views, plan.NodeView{Node: n, Observation: empty})
 	}
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: fixedNow})
 	if tr.Matrix == nil || len(tr.Matrix.Ports) == 0 {
 		t.Fatal("no matrix")
 	}

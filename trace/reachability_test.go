@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -30,10 +31,10 @@ func TestEndpointMatrix(t *testing.T) {
 	refused.Sections.Probe = probes("ok", "refused")
 
 	tr := judgeViews(t, nodeInput(),
-		NodeView{Node: "n1", Observation: healthy},
-		NodeView{Node: "n2", Observation: oneMissing},
-		NodeView{Node: "n3", Observation: refused},
-		NodeView{Node: "n4", Failure: "could not pull its image"})
+		plan.NodeView{Node: "n1", Observation: healthy},
+		plan.NodeView{Node: "n2", Observation: oneMissing},
+		plan.NodeView{Node: "n3", Observation: refused},
+		plan.NodeView{Node: "n4", Failure: "could not pull its image"})
 	if tr.Matrix == nil || len(tr.Matrix.Ports) != 1 {
 		t.Fatalf("matrix %+v, want one port", tr.Matrix)
 	}
@@ -86,7 +87,7 @@ func TestEndpointMatrixNotInspected(t *testing.T) {
 func TestEndpointMatrixUnequalShare(t *testing.T) {
 	skewed := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.9), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.1))}}, nil)
-	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: skewed})
+	tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: skewed})
 	row := tr.Matrix.Ports[0].Nodes[0]
 	if row.Status != report.StatusWarn || row.Cells[0].Problem != "unequal share" || row.Cells[0].FairShare != 0.5 {
 		t.Fatalf("row %+v", row)
@@ -102,9 +103,9 @@ func TestEndpointMatrixSparse(t *testing.T) {
 	oneMissing := observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}, nil)
 	tr := judgeViews(t, nodeInput(),
-		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
-		NodeView{Node: "n2", Observation: oneMissing},
-		NodeView{Node: "n3", Failure: "could not pull its image"})
+		plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		plan.NodeView{Node: "n2", Observation: oneMissing},
+		plan.NodeView{Node: "n3", Failure: "could not pull its image"})
 	p := tr.Matrix.Ports[0]
 	if !p.Sparse {
 		t.Fatal("6 cells over a bound of 3, not sparse")

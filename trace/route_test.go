@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -106,7 +106,7 @@ func TestOverlayJudgedOnRecordedVXLAN(t *testing.T) {
 			r := recordedRoute(t)
 			tt.mut(r)
 			obs.Sections.Route.Data = r
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			if tt.want == "" {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, report.CodeRTOverlayMTU, report.CodeRTOverlayDown,
 					report.CodeRTBridgeNF, report.CodeRTBridgeNFSameNode, report.CodeRTNeighGC, report.CodeRTNeighOverflow)
@@ -155,7 +155,7 @@ func TestBridgeNetfilterJudgedOnRecordedBridge(t *testing.T) {
 				r.BrNetfilterLoaded = tt.loaded
 			}
 			obs.Sections.Route.Data = r
-			tr := judgeFrom(t, in, tt.from, NodeView{Node: "n1", Observation: obs})
+			tr := judgeFrom(t, in, tt.from, plan.NodeView{Node: "n1", Observation: obs})
 			if tt.want == "" {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTBridgeNF, report.CodeRTBridgeNFSameNode)
 				return
@@ -185,7 +185,7 @@ func TestNeighbourTableAgainstGCThresholds(t *testing.T) {
 			obs.Sections.Route.Data.Neighbours = []collectorapi.NeighbourTable{
 				{Family: "IPv4", Entries: tt.entries, GCThresh1: 128, GCThresh2: 512, GCThresh3: 1024},
 				{Family: "IPv6", Entries: 3, GCThresh1: 128, GCThresh2: 512, GCThresh3: 1024}}
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 			if tt.want == "" {
 				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTNeighGC, report.CodeRTNeighOverflow)
 				return
@@ -222,7 +222,7 @@ func TestPathMTUBlackholeJudged(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 			obs.Sections.Probe = okSection(&collectorapi.ProbeObservation{PathMTU: []collectorapi.PathMTUProbe{tt.probe}})
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 			if tt.lowered {
 				c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPathMTULowered, tt.probe.Address, "MTU 1500 via", "MTU 1400", "fragmentation needed")
 				if c.Status != report.StatusWarn || evidence(c, "pathMTU") != "1400" {
@@ -262,13 +262,13 @@ func TestOverlayPerNodeFDBWithoutFlannel(t *testing.T) {
 	r := recordedRoute(t)
 	r.Overlays[0].Name = "vxlan.calico"
 	obs.Sections.Route.Data = r
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP, "vxlan.calico", "n4 (dst 192.168.77.14)")
 	if strings.Contains(c.Message, "n2") || strings.Contains(c.Message, "n3") {
 		t.Errorf("nodes with entries named: %s", c.Message)
 	}
 	delete(in.Nodes, "n4")
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTOverlayVTEP)
 }
 
@@ -309,7 +309,7 @@ func TestEncapJudgedOnRecordedProbes(t *testing.T) {
 			r.Overlays = []collectorapi.OverlayDevice{o}
 			r.Routes = slices.DeleteFunc(r.Routes, func(rt collectorapi.RouteLookup) bool { return rt.Device == "flannel.1" })
 			obs.Sections.Route.Data = r
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			c := wantCode(t, tr, report.LayerRoute, "n1", tt.want, tt.parts...)
 			if c.Status != tt.status {
 				t.Errorf("%s is %s, want %s", tt.want, c.Status, tt.status)
@@ -388,11 +388,11 @@ func TestOverlayJudgedOnTestbedFlannel(t *testing.T) {
 			for _, n := range tt.apiNodes {
 				in.Nodes[n] = rec.Nodes[n]
 			}
-			var views []NodeView
+			var views []plan.NodeView
 			for node := range tt.want {
 				obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 				obs.Sections.Route.Data = rec.Route[node]
-				views = append(views, NodeView{Node: node, Observation: obs})
+				views = append(views, plan.NodeView{Node: node, Observation: obs})
 			}
 			tr := judgeViews(t, in, views...)
 			for node, code := range tt.want {
@@ -425,7 +425,7 @@ func TestRPFilterIsMaxOfAllAndDevice(t *testing.T) {
 		obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 		obs.Sections.Route.Data.RPFilterAll = tt.all
 		obs.Sections.Route.Data.Routes[1].RPFilterDevice = tt.dev
-		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: obs})
+		tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: obs})
 		c, got := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTRPFilter]
 		if got != tt.strict {
 			t.Errorf("all=%s eth0=%s: strict reported %v (%q), want %v", tt.all, tt.dev, got, c.Message, tt.strict)

@@ -7,13 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
-	"github.com/svctrace/kubectl-svctrace/trace/expect"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -335,7 +333,7 @@ func (j *judge) nodesWithout(local map[string]bool, lbOnly bool) (without []stri
 		switch {
 		case n == nil:
 			continue // listed earlier, deleted since
-		case !nodeIsReady(n):
+		case !input.NodeReady(n):
 			notCounted["notReadyNodesNotCounted"] = append(notCounted["notReadyNodesNotCounted"], name)
 			continue
 		case lbOnly && !inLoadBalancerNodeSet(n):
@@ -352,15 +350,6 @@ func (j *judge) nodesWithout(local map[string]bool, lbOnly bool) (without []stri
 		sort.Strings(v)
 	}
 	return without, counted, notCounted
-}
-
-func nodeIsReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // inLoadBalancerNodeSet copies the cloud-provider service controller's

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/svctrace/kubectl-svctrace/trace/expect"
-	"github.com/svctrace/kubectl-svctrace/trace/programmed"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
+	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -34,12 +34,12 @@ func (nj *nodeJudge) recordShares(node string, obs *collectorapi.Observation, pe
 // shareTable lays out each inspected node's split of new connections per
 // Service port: the programmed shares where the datapath was read, else
 // kube-proxy's expectation for the node, with the reasons for that set.
-func shareTable(nj *nodeJudge, views []NodeView) *report.ShareTable {
+func shareTable(nj *nodeJudge, views []plan.NodeView) *report.ShareTable {
 	svc := nj.in.Service
 	if svc == nil || expect.SkippedByKubeProxy(svc) || len(views) == 0 || nj.skipped(report.LayerDatapath) {
 		return nil
 	}
-	views = append([]NodeView(nil), views...)
+	views = append([]plan.NodeView(nil), views...)
 	sort.SliceStable(views, func(i, j int) bool { return views[i].Node < views[j].Node })
 	ports := map[string]*report.SharePort{}
 	var order []string

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -41,8 +42,8 @@ func percentOf(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" }
 // TestShareTableHealthy: a healthy trace carries the split too, equal or not.
 func TestShareTableHealthy(t *testing.T) {
 	tr := judgeViews(t, nodeInput(),
-		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
-		NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
+		plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		plan.NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
 	if tr.Verdict.Status != report.StatusPass {
 		t.Fatalf("verdict %+v", tr.Verdict)
 	}
@@ -65,7 +66,7 @@ func TestShareTableReasons(t *testing.T) {
 	t.Run("unequal shares are shown as programmed", func(t *testing.T) {
 		ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 			jump("KUBE-SEP-1", "10.244.1.5:8080", 0.8), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.2))}}
-		tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+		tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 		if s := shareString(sharesOf(t, tr)["n1"]); s != "10.244.1.5:8080=80% 10.244.2.7:8080=20%" {
 			t.Errorf("shares %s", s)
 		}
@@ -78,7 +79,7 @@ func TestShareTableReasons(t *testing.T) {
 		b.Ports[0].Local, b.Ports[0].Service = b.Ports[0].Service, nil
 		b.Ports[0].Local.Name = "KUBE-SVL-X"
 		b.Ports[0].Entry[0].Jump = "KUBE-SVL-X"
-		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)})
+		tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)})
 		ns := sharesOf(t, tr)["n1"]
 		why := strings.Join(ns.Why, "; ")
 		if !strings.Contains(why, "internalTrafficPolicy Local") || !strings.Contains(why, "ClientIP session affinity (10800 s)") {
@@ -93,21 +94,21 @@ func TestShareTableReasons(t *testing.T) {
 		in.Slices[0] = *slice("web-abc", "web", "http", 8080, ep{ip: "10.244.1.5", pod: "web-1", node: "n1", terminating: true})
 		ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0,
 			jump("KUBE-SEP-1", "10.244.1.5:8080", 1))}}
-		tr := judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+		tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 		if why := strings.Join(sharesOf(t, tr)["n1"].Why, "; "); !strings.Contains(why, "falls back to serving terminating") {
 			t.Errorf("why %q", why)
 		}
 	})
 	t.Run("IPVS weights", func(t *testing.T) {
 		obs := ipvsObservation(t, collectorapi.IPVSRealServer{Address: "10.244.1.5", Port: 8080, Weight: 1}, collectorapi.IPVSRealServer{Address: "10.244.2.7", Port: 8080, Weight: 1})
-		tr := judgeViews(t, nodeInput(nodePortWeb), NodeView{Node: "n1", Observation: obs})
+		tr := judgeViews(t, nodeInput(nodePortWeb), plan.NodeView{Node: "n1", Observation: obs})
 		ns := sharesOf(t, tr)["n1"]
 		if shareString(ns) != "10.244.1.5:8080=50%/w1 10.244.2.7:8080=50%/w1" || !strings.Contains(ns.Balancer, "IPVS scheduler rr") {
 			t.Errorf("IPVS %+v (%s)", ns, shareString(ns))
 		}
 	})
 	t.Run("Cilium Maglev entries", func(t *testing.T) {
-		tr := judgeViews(t, hashInput(), NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)})
+		tr := judgeViews(t, hashInput(), plan.NodeView{Node: "n1", Observation: ebpfObservation(t, ciliumFixture(t, "default/hash"), nil)})
 		ns := sharesOf(t, tr)["n1"]
 		if !strings.HasPrefix(ns.Balancer, "Maglev (16381 table entries)") || len(ns.Endpoints) != 3 {
 			t.Fatalf("Cilium %+v", ns)
@@ -125,7 +126,7 @@ func TestShareTableReasons(t *testing.T) {
 		}
 	})
 	t.Run("collector failed: kube-proxy's expectation", func(t *testing.T) {
-		tr := judgeViews(t, nodeInput(), NodeView{Node: "n2", Failure: "image pull back-off"})
+		tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n2", Failure: "image pull back-off"})
 		ns := sharesOf(t, tr)["n2"]
 		if ns.Source != report.ShareExpected || ns.Reason != "image pull back-off" || shareString(ns) != "10.244.1.5:8080=50% 10.244.2.7:8080=50%" {
 			t.Errorf("expected row %+v", ns)
@@ -149,9 +150,9 @@ func TestShareTableFoldsLargePorts(t *testing.T) {
 	in := nodeInput()
 	in.Nodes["n3"] = node("n3", true)
 	tr := judgeViews(t, in,
-		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
-		NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
-		NodeView{Node: "n3", Observation: observation(t, collectorapi.ModeIPTables, unequal, nil)})
+		plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		plan.NodeView{Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)},
+		plan.NodeView{Node: "n3", Observation: observation(t, collectorapi.ModeIPTables, unequal, nil)})
 	got := sharesOf(t, tr)
 	if got["n1"].SameAs != "" || len(got["n1"].Endpoints) != 2 {
 		t.Errorf("first row %+v", got["n1"])

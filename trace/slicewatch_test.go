@@ -6,21 +6,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // inspectFunc is a NodeInspector from a function.
-type inspectFunc func(ctx context.Context, plan NodePlan) (*NodeReport, error)
+type inspectFunc func(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error)
 
-func (f inspectFunc) Inspect(ctx context.Context, plan NodePlan) (*NodeReport, error) {
-	return f(ctx, plan)
+func (f inspectFunc) Inspect(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
+	return f(ctx, np)
 }
 
 // traceWithChange traces healthy() (endpoints 10.244.1.5 and 10.244.2.5)
@@ -31,7 +31,7 @@ func traceWithChange(t *testing.T, programmed string, change func(*discoveryv1.E
 	client := fake.NewClientset(healthy()...)
 	rules := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{
 		iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", programmed, 1))}}
-	inspector := inspectFunc(func(ctx context.Context, plan NodePlan) (*NodeReport, error) {
+	inspector := inspectFunc(func(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
 		if change != nil {
 			s, err := client.DiscoveryV1().EndpointSlices("default").Get(ctx, "web-abc", metav1.GetOptions{})
 			if err != nil {
@@ -42,10 +42,10 @@ func traceWithChange(t *testing.T, programmed string, change func(*discoveryv1.E
 				return nil, err
 			}
 		}
-		r := &NodeReport{}
-		for _, n := range plan.Nodes {
+		r := &plan.NodeReport{}
+		for _, n := range np.Nodes {
 			// No kube-proxy metrics: nothing says a sync is pending.
-			r.Nodes = append(r.Nodes, NodeView{Node: n.Name, Roles: n.Roles, Observation: observation(t, collectorapi.ModeIPTables, rules, nil)})
+			r.Nodes = append(r.Nodes, plan.NodeView{Node: n.Name, Roles: n.Roles, Observation: observation(t, collectorapi.ModeIPTables, rules, nil)})
 		}
 		return r, nil
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -76,7 +77,7 @@ type slicePort struct {
 	protocol string
 }
 
-func (nj *nodeJudge) buildSocketIndex(views []NodeView) *socketIndex {
+func (nj *nodeJudge) buildSocketIndex(views []plan.NodeView) *socketIndex {
 	idx := &socketIndex{facts: map[string]*socketFact{}, byNode: map[string][]*socketFact{}, unread: map[string][]unreadPods{},
 		sectionErr: map[string]string{}, refusedFrom: map[string][]string{}, refusedRaw: map[string][]string{}}
 	// Ports of every non-terminating endpoint address, from its slice.

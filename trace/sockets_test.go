@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -37,7 +38,7 @@ func refusedProbe(addr string) *collectorapi.Section[collectorapi.ProbeObservati
 
 // socketViews: n1 probes web-2 (on n2) and reads web-1's sockets; n2 reads
 // web-2's sockets as given.
-func socketViews(t *testing.T, web2 collectorapi.PodSockets, probeRefused bool) []NodeView {
+func socketViews(t *testing.T, web2 collectorapi.PodSockets, probeRefused bool) []plan.NodeView {
 	n1 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n1.Sections.Sockets = socketsSection(podSockets("web-1", "10.244.1.5", tcp("::", 8080)))
 	if probeRefused {
@@ -45,7 +46,7 @@ func socketViews(t *testing.T, web2 collectorapi.PodSockets, probeRefused bool) 
 	}
 	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Sockets = socketsSection(web2)
-	return []NodeView{{Node: "n1", Observation: n1}, {Node: "n2", Observation: n2}}
+	return []plan.NodeView{{Node: "n1", Observation: n1}, {Node: "n2", Observation: n2}}
 }
 
 func TestSocketsLoopbackOnlyIsOneFindingWithTheProbe(t *testing.T) {
@@ -82,7 +83,7 @@ func TestCollectorMetadataSaysHostPID(t *testing.T) {
 		for _, v := range views {
 			v.Observation.Sections.Sockets.Data.HostPID = hostPID
 		}
-		tr := Assemble(in, &NodeReport{Collector: &report.CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}, Nodes: views}, Options{Now: fixedNow})
+		tr := Assemble(in, &plan.NodeReport{Collector: &report.CollectorRun{Image: "i", Namespace: "svctrace-system", Profile: "netadmin"}, Nodes: views}, Options{Now: fixedNow})
 		if tr.Metadata.Collector.HostPID != hostPID {
 			t.Errorf("collectors saw hostPID=%v, metadata says %v", hostPID, tr.Metadata.Collector.HostPID)
 		}
@@ -184,7 +185,7 @@ func TestCollectRequestCarriesPodUIDs(t *testing.T) {
 	in.ExtraPods = map[string]*corev1.Pod{"web-2": pod("web-2", "web", "10.244.2.7", "n2", func(p *corev1.Pod) { p.UID = "22222222-bbbb" })}
 	uids := func(node string) map[string]string {
 		got := map[string]string{}
-		for _, ep := range CollectRequest(in, node, "cluster.local").Endpoints {
+		for _, ep := range plan.CollectRequest(in, node, "cluster.local").Endpoints {
 			got[ep.PodName] = ep.PodUID
 		}
 		return got

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -116,7 +117,7 @@ func TestRulesBehindAPIWarn(t *testing.T) {
 			in := nodeInput()
 			in.Slices[0].Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: tc.trigger}
 			obs := withSyncMetrics(observation(t, collectorapi.ModeIPTables, behind, nil), syncMetrics("IPv4", tc.last, tc.last-0.2, 0, 0.05))
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			dp := nodeCodes(tr, report.LayerDatapath, "n1")
 			if s := tr.Layer(report.LayerDatapath).Status; s != tc.wantStatus {
 				t.Errorf("datapath layer %s (%s), want %s; checks %v", s, tr.Layer(report.LayerDatapath).Reason, tc.wantStatus, keysOf(dp))

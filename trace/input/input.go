@@ -790,3 +790,13 @@ func PodReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// NodeReady says whether the Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -5,10 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // TestChangedAddresses: which addresses a slice change touches.

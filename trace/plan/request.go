@@ -1,14 +1,13 @@
-package trace
+package plan
 
 import (
 	"slices"
 	"sort"
 
-	"github.com/svctrace/kubectl-svctrace/trace/input"
-
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 )
 
@@ -149,7 +148,7 @@ func newRequestTemplate(in *input.Input, clusterDomain string, extraPodIPs ...st
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if n := in.Nodes[name]; n != nil && nodeIsReady(n) {
+			if n := in.Nodes[name]; n != nil && input.NodeReady(n) {
 				for _, ip := range internalIPs(n) {
 					t.readyIPs = append(t.readyIPs, collectorapi.NodeAddress{Node: name, IP: ip})
 				}

@@ -1,4 +1,4 @@
-package trace
+package plan
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -317,4 +317,33 @@ func ciliumAnnotated(in *input.Input) bool {
 		}
 	}
 	return false
+}
+
+// NodeView is what svctrace learnt about one node: the collector's
+// observation, or why there is none.
+type NodeView struct {
+	Node string
+	// Roles say why the node was inspected: "endpoints", "client", "selected".
+	Roles []string
+	// Profile is the privilege profile the collector Pod ran with.
+	Profile string
+	// Observation is nil when Failure is set.
+	Observation *collectorapi.Observation
+	Failure     string
+}
+
+// DefaultClusterDomain is the DNS suffix used when none is given.
+const DefaultClusterDomain = "cluster.local"
+
+// JudgeReserve is the part of a trace's timeout kept after the node
+// inspection for judging and rendering: a tenth, at least 2 s (a quarter
+// of a timeout under 8 s). Judging a thousand nodes takes a few seconds,
+// and a node that answers at the last moment must not cost the whole
+// result.
+func JudgeReserve(timeout time.Duration) time.Duration {
+	r := timeout / 10
+	if floor := min(2*time.Second, timeout/4); r < floor {
+		r = floor
+	}
+	return r
 }
