@@ -359,3 +359,12 @@ func answerData(answers []string, typ string, keepCNAME bool) []string {
 	}
 	return out
 }
+
+// skipLiveDNS says the live DNS query, which a node makes, was skipped with
+// the node layers.
+func skipLiveDNS(t *report.ServiceTrace, reason string) {
+	fqdn := serviceFQDN(t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
+	c := report.NewCheck(report.CodeDNSLiveQuery, report.Args{"fqdn": fqdn, "reason": "skipped, " + reason})
+	c.Status = report.StatusSkipped
+	t.Layer(report.LayerDNS).Add(c)
+}

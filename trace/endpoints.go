@@ -101,16 +101,7 @@ func (j *judge) portEndpointsCheck(p corev1.ServicePort) {
 			servingTerminating++
 		}
 	}
-	if total == 0 && otherProto > 0 {
-		// kube-proxy keys endpoints by port name AND protocol.
-		j.Emit(report.CodePortSliceProtocol, report.Args{"port": label, "name": p.Name, "protocol": proto,
-			"sliceProtocol": otherProtocol, "count": strconv.Itoa(otherProto)},
-			fieldValue("serviceProtocol", proto), fieldValue("sliceProtocol", otherProtocol))
-		return
-	}
-	if j.t.Endpoints.Total > 0 && total == 0 {
-		j.Emit(report.CodePortMissingInSlices, report.Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
-			fieldValue("servicePortName", p.Name), fieldValue("slicePortNames", j.slicePortNames()))
+	if j.slicePortCheck(p, label, proto, total, otherProto, otherProtocol) {
 		return
 	}
 	if len(j.in.Slices) == 0 {

@@ -3,7 +3,6 @@ package trace
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,40 +111,6 @@ func templateArgs(in *input.Input, fqdn string) report.Args {
 		}
 	}
 	return out
-}
-
-func (j *judge) notFound() {
-	if j.in.NamespaceNotFound {
-		closest := ""
-		var fields []report.Field
-		if len(j.in.ClosestNamespaces) > 0 {
-			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
-			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
-		}
-		j.Emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
-		j.gapChecks()
-		for _, name := range report.LayerOrder {
-			if name != report.LayerService {
-				j.t.Layer(name).Skip(fmt.Sprintf("namespace %s not found", j.in.Namespace))
-			}
-		}
-		return
-	}
-	closest := ""
-	if len(j.in.ClosestServices) > 0 {
-		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
-	}
-	var fields []report.Field
-	if len(j.in.ClosestServices) > 0 {
-		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
-	}
-	j.Emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
-	j.gapChecks()
-	for _, name := range report.LayerOrder {
-		if name != report.LayerService {
-			j.t.Layer(name).Skip(fmt.Sprintf("Service %s/%s not found", j.in.Namespace, j.in.Name))
-		}
-	}
 }
 
 // applicability marks the layers that do not apply to this kind of Service.
@@ -289,26 +254,6 @@ func (j *judge) summarize() {
 	j.endpoints = e.Endpoints
 }
 
-// selectPorts applies --port (a port name or number).
-func (j *judge) selectPorts() {
-	if j.opts.Port == "" {
-		j.ports = j.svc.Spec.Ports
-		return
-	}
-	for _, p := range j.svc.Spec.Ports {
-		if p.Name == j.opts.Port || strconv.Itoa(int(p.Port)) == j.opts.Port {
-			j.ports = append(j.ports, p)
-		}
-	}
-	if len(j.ports) == 0 && j.svc.Spec.Type != corev1.ServiceTypeExternalName {
-		var names []string
-		for _, p := range j.svc.Spec.Ports {
-			names = append(names, portLabel(p))
-		}
-		j.Emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
-	}
-}
-
 // gapChecks turns every failed read into a check: unknown in its layer, or
 // skipped (API003) for the optional node list.
 func (j *judge) gapChecks() {
@@ -418,10 +363,7 @@ func skipNodeLayers(t *report.ServiceTrace, reason string) {
 	for _, name := range report.NodeLayers {
 		t.Layer(name).Skip(reason)
 	}
-	fqdn := serviceFQDN(t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
-	c := report.NewCheck(report.CodeDNSLiveQuery, report.Args{"fqdn": fqdn, "reason": "skipped, " + reason})
-	c.Status = report.StatusSkipped
-	t.Layer(report.LayerDNS).Add(c)
+	skipLiveDNS(t, reason)
 }
 
 // fieldValue and fieldItems build evidence fields.

@@ -3,6 +3,8 @@ package trace
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -156,4 +158,176 @@ func iptMarkConditions(r collectorapi.IPTablesRule, pm uint32) (matched, decided
 		}
 	}
 	return matched, true
+}
+
+// markValue is the mark KUBE-MARK-MASQ's "MARK --set-xmark V/M" gives a
+// packet whose mark was 0: (0 & ^M) ^ V, that is V.
+func markValue(s string) (uint32, bool) {
+	v, _, ok := markPair(s)
+	return v, ok
+}
+
+// markPair parses "0x4000/0x4000" or "0x4000" (mask all ones).
+func markPair(s string) (value, mask uint32, ok bool) {
+	vs, ms, hasMask := strings.Cut(s, "/")
+	v, err := strconv.ParseUint(vs, 0, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	mask = 0xffffffff
+	if hasMask {
+		m, err := strconv.ParseUint(ms, 0, 32)
+		if err != nil {
+			return 0, 0, false
+		}
+		mask = uint32(m)
+	}
+	return uint32(v), mask, true
+}
+
+func optionArg(r collectorapi.IPTablesRule, name string) string {
+	for _, o := range r.Options {
+		if o.Name == name {
+			return firstArg(o.Args)
+		}
+	}
+	return ""
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// judgeNFTablesMasquerading follows a marked packet through kube-proxy's
+// nftables masquerade path (pkg/proxy/nftables/proxier.go v1.37.2: chain
+// masquerading, "meta mark & M != 0 meta mark set meta mark ^ M masquerade
+// fully-random", jumped to from the nat-postrouting base chain). Every
+// Service depends on it: the shared services chain marks cluster IP
+// traffic from outside the cluster, external chains mark what they send
+// elsewhere. The mark is the one the Service's own rules set, else the one
+// chain masquerading tests, else kube-proxy's default (--masquerade-bit 14).
+func (nj *nodeJudge) judgeNFTablesMasquerading(node, dp string, t collectorapi.NFTablesTableObservation) {
+	if t.Masquerading == nil || t.NATPostrouting == nil || len(t.Ports) == 0 {
+		return // not collected
+	}
+	mark, from := uint32(0), ""
+	var markedBy []string
+	for _, p := range t.Ports {
+		for _, c := range append(append([]*collectorapi.NFTablesChain{p.Service, p.Local, p.External, p.Firewall}, p.Other...), p.Endpoints...) {
+			if c == nil {
+				continue
+			}
+			for _, r := range c.Rules {
+				if v, err := strconv.ParseUint(r.Mark, 0, 32); err == nil && v != 0 {
+					mark, from = uint32(v), "set by "+c.Name
+					markedBy = append(markedBy, c.Name)
+				}
+			}
+		}
+	}
+	for _, r := range t.Masquerading.Rules {
+		if m := r.MarkMatch; mark == 0 && m != nil && m.Op == "!=" && m.Value == 0 && m.Mask != 0 {
+			mark, from = m.Mask, "tested by chain masquerading"
+		}
+	}
+	if mark == 0 {
+		mark, from = 0x4000, "kube-proxy's default"
+	}
+	a := report.Args{"datapath": dp, "mark": fmt.Sprintf("0x%x, %s", mark, from)}
+	var evidence []string
+	for _, r := range append(append([]collectorapi.NFTablesRule{}, t.NATPostrouting.Rules...), t.Masquerading.Rules...) {
+		evidence = append(evidence, r.Text)
+	}
+	fields := []report.Field{fieldItems("markedBy", slices.Compact(markedBy))}
+	if detail := masqueradingGap(t.Masquerading, mark); detail != "" {
+		a["detail"] = detail
+		nj.EmitNode(report.CodeDPMasqNoRule, node, a, evidence, fields...)
+		return
+	}
+	if !slices.ContainsFunc(t.NATPostrouting.Rules, func(r collectorapi.NFTablesRule) bool { return r.Target == "masquerading" }) {
+		a["detail"] = "chain nat-postrouting does not jump to chain masquerading"
+		if !t.NATPostrouting.Exists {
+			a["detail"] = "base chain nat-postrouting does not exist"
+		}
+		nj.EmitNode(report.CodeDPMasqNoJump, node, a, evidence, fields...)
+	}
+}
+
+// masqueradingGap walks chain masquerading with a packet whose mark is mark
+// and says why it is not masqueraded, "" when it is.
+func masqueradingGap(c *collectorapi.NFTablesChain, mark uint32) string {
+	if !c.Exists {
+		return "chain masquerading does not exist"
+	}
+	for _, r := range c.Rules {
+		matched := r.Conditions == 0
+		if r.Conditions == 1 && r.MarkMatch != nil {
+			m := r.MarkMatch
+			matched = (mark&m.Mask == m.Value) == (m.Op == "==")
+		}
+		if !matched {
+			continue
+		}
+		switch {
+		case r.Masquerade:
+			return ""
+		case r.Verdict == "return" || r.Verdict == "accept" || r.Verdict == "drop":
+			return fmt.Sprintf("chain masquerading ends marked packets with %q before any masquerade rule", r.Text)
+		}
+	}
+	return fmt.Sprintf("chain masquerading has no masquerade rule for packets marked 0x%x", mark)
+}
+
+// markMasqUsers are the Service's chains that jump to KUBE-MARK-MASQ.
+func markMasqUsers(b collectorapi.IPTablesBackendObservation) []string {
+	seen := map[string]bool{}
+	for _, p := range b.Ports {
+		for _, c := range []*collectorapi.IPTablesChain{p.Service, p.Local, p.External} {
+			if c == nil {
+				continue
+			}
+			if c.Masquerade != nil {
+				seen[c.Name] = true
+			}
+			for _, r := range c.Rules {
+				if r.Jump == "KUBE-MARK-MASQ" {
+					seen[c.Name] = true
+				}
+			}
+		}
+		for _, e := range p.Endpoints {
+			if e.Hairpin != "" {
+				seen[e.Name] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func (nj *nodeJudge) emitExternalMasq(node, dp, port, chain string, local, marked bool, rule func() string) {
+	a := report.Args{"datapath": dp, "port": port, "chain": chain}
+	switch {
+	case local:
+		nj.EmitNode(report.CodeDPSourceKept, node, a, nil)
+	case marked:
+		a["rule"] = rule()
+		nj.EmitNode(report.CodeDPSourceLost, node, a, nil, fieldValue("rule", a["rule"]))
+	default:
+		nj.EmitNode(report.CodeDPMasqExternal, node, a, nil)
+	}
+}
+
+func masqPortLabel(spn, proto string) string {
+	return spn + "/" + strings.ToUpper(proto)
+}
+
+func ruleTexts(rules []collectorapi.IPTablesRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Raw)
+	}
+	return out
 }

@@ -128,3 +128,24 @@ func (j *judge) slicePortNames() string {
 	sort.Strings(names)
 	return orNone(strings.Join(names, ", "))
 }
+
+// slicePortCheck reports a Service port that no endpoint serves because the
+// EndpointSlices carry it under another protocol or not at all (total is
+// the endpoints that matched it by name and protocol, otherProto those that
+// matched by name only). It says whether it reported one: no-ready checks
+// would then only repeat it.
+func (j *judge) slicePortCheck(p corev1.ServicePort, label, proto string, total, otherProto int, otherProtocol string) bool {
+	if total == 0 && otherProto > 0 {
+		// kube-proxy keys endpoints by port name AND protocol.
+		j.Emit(report.CodePortSliceProtocol, report.Args{"port": label, "name": p.Name, "protocol": proto,
+			"sliceProtocol": otherProtocol, "count": strconv.Itoa(otherProto)},
+			fieldValue("serviceProtocol", proto), fieldValue("sliceProtocol", otherProtocol))
+		return true
+	}
+	if j.t.Endpoints.Total > 0 && total == 0 {
+		j.Emit(report.CodePortMissingInSlices, report.Args{"port": label, "name": p.Name, "slicePorts": j.slicePortNames()},
+			fieldValue("servicePortName", p.Name), fieldValue("slicePortNames", j.slicePortNames()))
+		return true
+	}
+	return false
+}

@@ -529,3 +529,57 @@ func (j *judge) sourceRangesCheck() {
 	j.Emit(report.CodeSvcSourceRanges, report.Args{"ranges": strings.Join(texts, ", "), "who": who},
 		fieldItems("loadBalancerSourceRanges", texts), fieldItems("outside", outside))
 }
+
+func (j *judge) notFound() {
+	if j.in.NamespaceNotFound {
+		closest := ""
+		var fields []report.Field
+		if len(j.in.ClosestNamespaces) > 0 {
+			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
+			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
+		}
+		j.Emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
+		j.gapChecks()
+		for _, name := range report.LayerOrder {
+			if name != report.LayerService {
+				j.t.Layer(name).Skip(fmt.Sprintf("namespace %s not found", j.in.Namespace))
+			}
+		}
+		return
+	}
+	closest := ""
+	if len(j.in.ClosestServices) > 0 {
+		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
+	}
+	var fields []report.Field
+	if len(j.in.ClosestServices) > 0 {
+		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
+	}
+	j.Emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
+	j.gapChecks()
+	for _, name := range report.LayerOrder {
+		if name != report.LayerService {
+			j.t.Layer(name).Skip(fmt.Sprintf("Service %s/%s not found", j.in.Namespace, j.in.Name))
+		}
+	}
+}
+
+// selectPorts applies --port (a port name or number).
+func (j *judge) selectPorts() {
+	if j.opts.Port == "" {
+		j.ports = j.svc.Spec.Ports
+		return
+	}
+	for _, p := range j.svc.Spec.Ports {
+		if p.Name == j.opts.Port || strconv.Itoa(int(p.Port)) == j.opts.Port {
+			j.ports = append(j.ports, p)
+		}
+	}
+	if len(j.ports) == 0 && j.svc.Spec.Type != corev1.ServiceTypeExternalName {
+		var names []string
+		for _, p := range j.svc.Spec.Ports {
+			names = append(names, portLabel(p))
+		}
+		j.Emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
+	}
+}
