@@ -28,8 +28,8 @@ import (
 const PageSize = 500
 
 // Input is what the API says about one Service: the objects every check reads.
-// Fetch fills it with six requests when the Service is healthy; a NodeInspector reuses it to know
-// which nodes, IPs and ports to look at.
+// Fetch fills it with six requests when the Service is healthy; the node plan
+// (package plan) reads it to know which nodes, IPs and ports to look at.
 type Input struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`

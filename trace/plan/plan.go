@@ -121,8 +121,8 @@ type NodeInspector interface {
 
 // NodePrefetcher is a NodeInspector with API reads of its own that do not
 // depend on the Service (which node agents run, whether the user may exec
-// into them): Collect starts them while it reads the Service, and the next
-// Inspect uses what they read.
+// into them): trace.Collect starts them while it reads the Service, and the
+// next Inspect uses what they read.
 type NodePrefetcher interface {
 	Prefetch(ctx context.Context)
 }
