@@ -43,8 +43,10 @@ func objects(ready bool) []runtime.Object {
 		cond = corev1.ConditionTrue
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Labels: map[string]string{"app": "web"},
-		Annotations:   lastApplied,
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}},
+		Annotations: lastApplied,
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			Time: &metav1.Time{Time: time.Date(2026, 12, 5, 13, 56, 30, 0, time.UTC)}, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:containers":{}}}`)}}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app",
 			Env:   []corev1.EnvVar{{Name: "DB_PASSWORD", Value: secretValue}, {Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}},
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
@@ -182,8 +184,8 @@ func TestBundleHoldsNoSecret(t *testing.T) {
 		if strings.Contains(string(data), secretValue) {
 			t.Errorf("%s holds the secret", f.Name())
 		}
-		if strings.Contains(string(data), `"managedFields"`) {
-			t.Errorf("%s holds managedFields", f.Name())
+		if strings.Contains(string(data), `"fieldsV1"`) {
+			t.Errorf("%s holds managedFields' field sets", f.Name())
 		}
 		if info, _ := f.Info(); info.Mode().Perm() != 0o600 {
 			t.Errorf("%s mode %v, want 0600", f.Name(), info.Mode().Perm())
@@ -193,7 +195,8 @@ func TestBundleHoldsNoSecret(t *testing.T) {
 		t.Errorf("files %q, want %q", names, want)
 	}
 	input, _ := os.ReadFile(filepath.Join(dir, InputFile))
-	for _, keep := range []string{`"DB_PASSWORD"`, `"FROM_SECRET"`, `"secretKeyRef"`, `"/ready"`} {
+	// The managers' times stay: the judge's sync-lag excuse reads them.
+	for _, keep := range []string{`"DB_PASSWORD"`, `"FROM_SECRET"`, `"secretKeyRef"`, `"/ready"`, `"2026-12-05T13:56:30Z"`} {
 		if !strings.Contains(string(input), keep) {
 			t.Errorf("input.json lost %s", keep)
 		}

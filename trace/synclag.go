@@ -68,6 +68,23 @@ func proxySyncOf(obs *collectorapi.Observation, family corev1.IPFamily) (ps prox
 	return ps, true
 }
 
+// metricsTimedOut is the error of kube-proxy's /metrics when every try
+// timed out, "" otherwise.
+func metricsTimedOut(obs *collectorapi.Observation) string {
+	s := obs.Sections.Proxy
+	if s == nil || s.Data == nil || s.Data.Metrics == nil {
+		return ""
+	}
+	f := s.Data.Metrics.Fetch
+	if f.ErrorClass != collectorapi.ErrClassTimeout {
+		return ""
+	}
+	if f.Attempts > 1 {
+		return fmt.Sprintf("%d tries, the last after %.1f s", f.Attempts, f.LatencyMillis/1000)
+	}
+	return fmt.Sprintf("after %.1f s", f.LatencyMillis/1000)
+}
+
 // serviceChangedAt is when the Service or one of its EndpointSlices last
 // changed, as far as the API tells: the EndpointSlice controller's
 // last-change-trigger-time annotation (the Pod or Service change it acted
@@ -131,12 +148,20 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 	if changedAt.IsZero() || read.IsZero() || read.Sub(changedAt) > syncLagLimit {
 		return ""
 	}
+	ago := func(t time.Time) string { return read.Sub(t).Round(100 * time.Millisecond).String() }
 	ps, ok := proxySyncOf(obs, family)
 	if !ok {
+		if err := metricsTimedOut(obs); err != "" {
+			// kube-proxy is alive but too busy to answer (a full sync on a
+			// starved node): nothing tells whether its last sync took the
+			// Service's recent change, so a difference is not yet evidence
+			// of a fault. A kube-proxy that refuses or is gone stays
+			// unexcused: it is not syncing either.
+			return fmt.Sprintf("the Service's endpoints changed %s before the read and kube-proxy's sync metrics did not answer in time (%s), so its rules may not include the change yet", ago(changedAt), err)
+		}
 		return ""
 	}
 	at := func(sec float64) time.Time { return time.Unix(0, int64(sec*1e9)) }
-	ago := func(t time.Time) string { return read.Sub(t).Round(100 * time.Millisecond).String() }
 	if ps.last == 0 {
 		// kube-proxy sets the last-sync gauge at the end of its first
 		// successful sync: a restarted kube-proxy that queued one and has

@@ -43,7 +43,8 @@ func TestSyncPending(t *testing.T) {
 		family    corev1.IPFamily
 		changed   float64
 		samples   []collectorapi.MetricSample
-		want      string // a part of the reason; "" for none
+		fetch     *collectorapi.HTTPFetch // /metrics failed this way (no samples)
+		want      string                  // a part of the reason; "" for none
 		wantEmpty bool
 	}{
 		{name: "changed after the last completed sync", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2,
@@ -71,6 +72,16 @@ func TestSyncPending(t *testing.T) {
 		{name: "not kube-proxy's datapath", mode: collectorapi.ModeCilium, family: corev1.IPv4Protocol, changed: 999.2,
 			samples: syncMetrics("IPv4", 998, 998, 0, 0.05), wantEmpty: true},
 		{name: "no metrics", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2, wantEmpty: true},
+		// kube-proxy in user-mode Linux, mid-sync, let three tries of
+		// /metrics time out (recorded in the IPVS e2e trace).
+		{name: "metrics timed out, recent change", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 999.2,
+			fetch: &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3, LatencyMillis: 4001},
+			want:  "sync metrics did not answer in time (3 tries, the last after 4.0 s)"},
+		{name: "metrics timed out, change older than the limit", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 900,
+			fetch: &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3}, wantEmpty: true},
+		// Refused: kube-proxy is not running, so it is not syncing either.
+		{name: "metrics refused, recent change", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2,
+			fetch: &collectorapi.HTTPFetch{Error: "connection refused", ErrorClass: collectorapi.ErrClassRefused}, wantEmpty: true},
 		{name: "restarted, first sync not completed", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2,
 			samples: syncMetrics("IPv4", 0, 999.5, 0, 0), want: "not completed a sync since it started (it queued one 500ms before the read)"},
 		{name: "restarted, first sync not completed, change older than the limit", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 900,
@@ -81,6 +92,9 @@ func TestSyncPending(t *testing.T) {
 			obs := observation(t, tc.mode, nil, nil)
 			if tc.samples != nil {
 				withSyncMetrics(obs, tc.samples)
+			}
+			if tc.fetch != nil {
+				obs.Sections.Proxy.Data.Metrics = &collectorapi.ProxyMetrics{Fetch: *tc.fetch}
 			}
 			got := syncPending(obs, tc.mode, tc.family, at(tc.changed))
 			if tc.wantEmpty {

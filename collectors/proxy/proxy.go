@@ -36,6 +36,9 @@ type Options struct {
 	NetfilterTables func() ([]string, error)
 }
 
+// metricsAttempts bounds how often /metrics is asked when it times out.
+const metricsAttempts = 3
+
 // Read asks kube-proxy and collects fingerprints.
 func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, error) {
 	if opts.HTTPTimeout == 0 {
@@ -78,14 +81,19 @@ func Read(ctx context.Context, opts Options) (*collectorapi.ProxyObservation, er
 	wg.Go(func() {
 		url := "http://" + opts.MetricsAddress + "/metrics"
 		obs.Metrics = readMetrics(ctx, client, url)
-		if obs.Metrics.Fetch.ErrorClass == collectorapi.ErrClassTimeout && ctx.Err() == nil {
-			// Without the sync metrics the judge cannot tell rules
-			// kube-proxy has not updated yet from stale ones, and a busy
-			// node answers /metrics later than /proxyMode: ask once more,
-			// with twice the time.
-			first := obs.Metrics.Fetch.Error
-			obs.Metrics = readMetrics(ctx, &http.Client{Timeout: 2 * opts.HTTPTimeout}, url)
-			obs.Metrics.Fetch.Attempts, obs.Metrics.Fetch.FirstError = 2, first
+		// Without the sync metrics the judge cannot tell rules kube-proxy
+		// has not updated yet from stale ones, and a busy node answers
+		// /metrics later than /proxyMode (kube-proxy in the middle of a
+		// sync on a starved node took more than 2 s): ask again with twice
+		// the time, then four times. The fingerprints below run meanwhile,
+		// so the retries rarely lengthen the section.
+		first := obs.Metrics.Fetch.Error
+		for attempt, timeout := 2, 2*opts.HTTPTimeout; attempt <= metricsAttempts; attempt, timeout = attempt+1, 2*timeout {
+			if obs.Metrics.Fetch.ErrorClass != collectorapi.ErrClassTimeout || ctx.Err() != nil {
+				break
+			}
+			obs.Metrics = readMetrics(ctx, &http.Client{Timeout: timeout}, url)
+			obs.Metrics.Fetch.Attempts, obs.Metrics.Fetch.FirstError = attempt, first
 		}
 	})
 

@@ -214,6 +214,48 @@ func TestMetricsAskedAgainAfterTimeout(t *testing.T) {
 	}
 }
 
+// TestMetricsThirdAttempt: kube-proxy in user-mode Linux, mid-sync on a
+// starved guest, let the first two tries (1 s, 2 s) time out; the third,
+// with four times the first timeout, gets the sync metrics. A kube-proxy
+// that never answers costs three tries, no more.
+func TestMetricsThirdAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		slow      int32 // calls that answer after a second
+		wantTries int
+		wantOK    bool
+	}{
+		{"answers on the third try", 2, 3, true},
+		{"never answers in time", 99, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/metrics" {
+					return
+				}
+				if calls.Add(1) <= tc.slow {
+					time.Sleep(time.Second)
+				}
+				fmt.Fprintln(w, "kubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7e+09")
+			}))
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			obs, err := Read(context.Background(), Options{MetricsAddress: addr, HealthzAddress: addr, HTTPTimeout: 200 * time.Millisecond, Fingerprints: noFingerprints})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := obs.Metrics
+			if got := int(calls.Load()); got != tc.wantTries || m.Fetch.Attempts != tc.wantTries || m.Fetch.FirstError == "" {
+				t.Errorf("%d calls, fetch %+v: want %d tries", got, m.Fetch, tc.wantTries)
+			}
+			if ok := m.Fetch.Error == "" && len(m.Samples) > 0; ok != tc.wantOK {
+				t.Errorf("samples read %v (fetch %+v), want %v", ok, m.Fetch, tc.wantOK)
+			}
+		})
+	}
+}
+
 // TestProxyModeAskedAgainAfterTimeout: kube-proxy answers /proxyMode only
 // after the first try gave up (a busy node); the second, longer try gets
 // the mode, and the fetch says it took two.

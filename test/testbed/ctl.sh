@@ -2,22 +2,23 @@
 # Testbed control for end-to-end tests: fault injection and its undo, and running
 # commands inside node namespaces. Every fault has an inverse command.
 #
-#   ctl.sh info                                  KEY=VALUE facts (nodes, netns, IPs, Pod CIDRs, proxy modes)
+#   ctl.sh info                                  KEY=VALUE facts (IP families, nodes, netns, IPs, Pod CIDRs, proxy modes)
 #   ctl.sh exec NODE -- CMD...                   run CMD in the node's (or svtb-cp's) network namespace
 #   ctl.sh proxy-stop NODE | proxy-start NODE    stop / start that node's kube-proxy (rules stay behind = stale)
-#   ctl.sh svc-rules-delete NODE IP PORT [PROTO] delete one Service port's capture rule on NODE
-#                                                (iptables: its nat KUBE-SERVICES jump; nftables: its service-ips element).
+#   ctl.sh svc-rules-delete NODE IP PORT [PROTO] delete one Service port's capture rule on NODE (IP of either family)
+#                                                (iptables/ip6tables: its nat KUBE-SERVICES jump; nftables: its service-ips element
+#                                                in table ip or ip6 kube-proxy).
 #                                                kube-proxy puts it back on its next sync: stop kube-proxy first for a lasting fault.
 #   ctl.sh legacy-leftovers NODE | legacy-clean NODE
 #                                                write / remove stale kube-proxy-looking rules with the OTHER iptables backend (legacy)
-#   ctl.sh ip-forward NODE 0|1
+#   ctl.sh ip-forward NODE 0|1 [ipv4|ipv6]       (default ipv4)
 #   ctl.sh route-del NODE CIDR | route-add NODE CIDR
-#                                                delete / restore NODE's route to another node's Pod CIDR
-#                                                (with SVTB_CNI=flannel: flannel's route via flannel.1)
-#   ctl.sh fdb-del NODE OTHER | fdb-add NODE OTHER
-#                                                delete / restore the flannel.1 FDB entry on NODE for OTHER's VTEP
-#   ctl.sh neigh-del NODE OTHER | neigh-add NODE OTHER
-#                                                delete / restore the flannel.1 neighbour entry on NODE for OTHER's VTEP
+#                                                delete / restore NODE's route to another node's Pod CIDR of either family
+#                                                (with SVTB_CNI=flannel: flannel's route via flannel.1 or flannel-v6.1)
+#   ctl.sh fdb-del NODE OTHER [ipv6] | fdb-add NODE OTHER [ipv6]
+#                                                delete / restore the flannel.1 (ipv6: flannel-v6.1) FDB entry on NODE for OTHER's VTEP
+#   ctl.sh neigh-del NODE OTHER [ipv6] | neigh-add NODE OTHER [ipv6]
+#                                                delete / restore the flannel.1 (ipv6: flannel-v6.1) neighbour entry on NODE for OTHER's VTEP
 #   ctl.sh encap-block NODE | encap-unblock NODE drop / stop dropping UDP to the VXLAN port arriving at NODE
 #   ctl.sh pod-veth NODE POD_IP                  print the node side of a Pod's veth (bridge port on cni0)
 #   ctl.sh link-mtu NODE DEV MTU                 set a link's MTU in the node's namespace
@@ -35,37 +36,55 @@ node_arg() {
 }
 other_node_for_cidr() {
 	local cidr=$1 m
-	for m in "${NODES[@]}"; do [[ ${NODE_CIDR[$m]} == "$cidr" ]] && { echo "$m"; return; }; done
+	for m in "${NODES[@]}"; do [[ ${NODE_CIDR4[$m]} == "$cidr" || ${NODE_CIDR6[$m]} == "$cidr" ]] && { echo "$m"; return; }; done
 	die "no testbed node owns Pod CIDR $cidr"
 }
+# family_of ADDR_OR_CIDR: ipv6 or ipv4.
+family_of() { if [[ $1 == *:* ]]; then echo ipv6; else echo ipv4; fi; }
+# running_families: the IP families the running testbed was brought up with.
+running_families() { cat "$STATE/ip-families" 2>/dev/null || echo ipv4; }
 
 # running_cni: the Pod network the running testbed was brought up with.
 running_cni() { cat "$STATE/cni-mode" 2>/dev/null || echo ptp; }
-# vtep_mac NODE: the VtepMAC flannel annotated NODE with.
+# vtep_mac NODE [ipv6]: the VtepMAC flannel annotated NODE with (its IPv6 VTEP's).
 vtep_mac() {
-	KUBECTL get node "$1" -o jsonpath='{.metadata.annotations.flannel\.alpha\.coreos\.com/backend-data}' |
+	local key=backend-data
+	[[ ${2:-} == ipv6 ]] && key=backend-v6-data
+	KUBECTL get node "$1" -o jsonpath="{.metadata.annotations.flannel\\.alpha\\.coreos\\.com/$key}" |
 		sed -n 's/.*"VtepMAC":"\([^"]*\)".*/\1/p'
 }
 
 cmd=${1:-}; shift || true
 case $cmd in
 info)
+	# The running testbed's families (SVTB_IP_FAMILIES of its up), not this
+	# shell's: the *_IP, *_POD_CIDR, SERVICE_CIDR and KUBE_DNS_IP keys are
+	# the primary family's, the plural keys every family's, primary first.
+	SVTB_IP_FAMILIES=$(running_families) exec bash "$0" info-families
+	;;
+info-families)
+	echo "IP_FAMILIES=$IP_FAMILIES_SPEC"
 	echo "NODES=${NODES[*]}"
 	echo "CP_NETNS=$CP_NS"
 	echo "CP_IP=$CP_IP"
+	echo "CP_IPS=$(per_family $CP_IP4 $CP_IP6)"
 	echo "HUB_NETNS=$HUB_NS"
 	for n in "${NODES[@]}"; do
 		k=${n//-/_}; k=${k^^}
 		echo "${k}_NETNS=$n"
 		echo "${k}_IP=${NODE_IP[$n]}"
+		echo "${k}_IPS=${NODE_IPS[$n]}"
 		echo "${k}_POD_CIDR=${NODE_CIDR[$n]}"
+		echo "${k}_POD_CIDRS=${NODE_CIDRS[$n]}"
 		echo "${k}_ZONE=${NODE_ZONE[$n]}"
 		echo "${k}_PROXY_MODE=$(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null || echo "${NODE_PROXY_MODE[$n]}")"
 	done
 	echo "CNI=$(cat "$STATE/cni-mode" 2>/dev/null || echo ptp)"
 	echo "FLANNEL_PORT=$FLANNEL_PORT"
-	echo "SERVICE_CIDR=$SERVICE_CIDR"
+	echo "SERVICE_CIDR=${SERVICE_CIDR%%,*}"
+	echo "SERVICE_CIDRS=$SERVICE_CIDR"
 	echo "KUBE_DNS_IP=$KUBE_DNS_IP"
+	echo "KUBE_DNS_IPS=$KUBE_DNS_IPS"
 	echo "KUBECTL=$K8S_BIN/kubectl"
 	echo "ECHO_CLIENT=$IMAGES_DIR/echo"
 	echo "STATE_DIR=$STATE"
@@ -96,13 +115,14 @@ proxy-start)
 svc-rules-delete)
 	n=$(node_arg "${1:-}"); ip=${2:?IP}; port=${3:?PORT}; proto=${4:-tcp}
 	mode=$(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml")
+	if [[ $(family_of "$ip") == ipv6 ]]; then table=ip6 ipt=ip6tables len=128; else table=ip ipt=iptables len=32; fi
 	if [[ $mode == nftables ]]; then
-		in_ns "$n" nft delete element ip kube-proxy service-ips "{ $ip . $proto . $port }"
+		in_ns "$n" nft delete element "$table" kube-proxy service-ips "{ $ip . $proto . $port }"
 	else
-		rule=$(in_ns "$n" iptables -t nat -S KUBE-SERVICES | grep -E -- "-d $ip/32 .*--dport $port " | grep -- "-p $proto" | head -n1)
+		rule=$(in_ns "$n" "$ipt" -t nat -S KUBE-SERVICES | grep -E -- "-d $ip/$len .*--dport $port " | grep -- "-p $proto" | head -n1)
 		[[ -n $rule ]] || die "no KUBE-SERVICES rule for $ip:$port/$proto on $n"
 		# shellcheck disable=SC2086
-		eval "in_ns \"\$n\" iptables -t nat ${rule/-A /-D }"
+		eval "in_ns \"\$n\" $ipt -t nat ${rule/-A /-D }"
 	fi
 	log "deleted the $mode capture rule for $ip:$port/$proto on $n"
 	;;
@@ -126,29 +146,36 @@ legacy-clean)
 	;;
 ip-forward)
 	n=$(node_arg "${1:-}"); v=${2:?0|1}
-	in_ns "$n" sysctl -qw "net.ipv4.ip_forward=$v"
-	log "ip_forward=$v on $n"
+	if [[ ${3:-ipv4} == ipv6 ]]; then key=net.ipv6.conf.all.forwarding; else key=net.ipv4.ip_forward; fi
+	in_ns "$n" sysctl -qw "$key=$v"
+	log "$key=$v on $n"
 	;;
 route-del | route-add)
 	n=$(node_arg "${1:-}"); cidr=${2:?CIDR}
-	via=(via "${NODE_IP[$(other_node_for_cidr "$cidr")]}")
-	# flannel's route: the remote flannel.1's address (the CIDR's first address) on flannel.1.
-	[[ $(running_cni) == flannel ]] && via=(via "${cidr%/*}" dev flannel.1 onlink)
+	o=$(other_node_for_cidr "$cidr")
+	if [[ $(family_of "$cidr") == ipv6 ]]; then via=(via "${NODE_IP6[$o]}") dev=flannel-v6.$FLANNEL_VNI; else via=(via "${NODE_IP4[$o]}") dev=flannel.$FLANNEL_VNI; fi
+	# flannel's route: the remote VTEP's address (the CIDR's first address) on flannel.1 or flannel-v6.1.
+	[[ $(running_cni) == flannel ]] && via=(via "${cidr%/*}" dev "$dev" onlink)
 	if [[ $cmd == route-del ]]; then in_ns "$n" ip route del "$cidr" "${via[@]}"; else in_ns "$n" ip route replace "$cidr" "${via[@]}"; fi
 	log "$cmd $cidr ${via[*]} on $n"
 	;;
 fdb-del | fdb-add | neigh-del | neigh-add)
-	n=$(node_arg "${1:-}"); o=$(node_arg "${2:-}")
+	n=$(node_arg "${1:-}"); o=$(node_arg "${2:-}"); fam=${3:-ipv4}
 	[[ $(running_cni) == flannel ]] || die "$cmd: the testbed does not run flannel"
-	mac=$(vtep_mac "$o")
-	[[ -n $mac ]] || die "node $o has no flannel VtepMAC annotation"
+	mac=$(vtep_mac "$o" "$fam")
+	[[ -n $mac ]] || die "node $o has no flannel $fam VtepMAC annotation"
+	if [[ $fam == ipv6 ]]; then
+		dev=flannel-v6.$FLANNEL_VNI dst=${NODE_IP6[$o]} gw=${NODE_CIDR6[$o]%/*}
+	else
+		dev=flannel.$FLANNEL_VNI dst=${NODE_IP4[$o]} gw=${NODE_CIDR4[$o]%/*}
+	fi
 	case $cmd in
-	fdb-del) in_ns "$n" bridge fdb del "$mac" dev flannel.1 dst "${NODE_IP[$o]}" self ;;
-	fdb-add) in_ns "$n" bridge fdb replace "$mac" dev flannel.1 dst "${NODE_IP[$o]}" self permanent ;;
-	neigh-del) in_ns "$n" ip neigh del "${NODE_CIDR[$o]%/*}" dev flannel.1 ;;
-	neigh-add) in_ns "$n" ip neigh replace "${NODE_CIDR[$o]%/*}" lladdr "$mac" dev flannel.1 nud permanent ;;
+	fdb-del) in_ns "$n" bridge fdb del "$mac" dev "$dev" dst "$dst" self ;;
+	fdb-add) in_ns "$n" bridge fdb replace "$mac" dev "$dev" dst "$dst" self permanent ;;
+	neigh-del) in_ns "$n" ip neigh del "$gw" dev "$dev" ;;
+	neigh-add) in_ns "$n" ip neigh replace "$gw" lladdr "$mac" dev "$dev" nud permanent ;;
 	esac
-	log "$cmd on $n for $o ($mac)"
+	log "$cmd on $n for $o ($fam, $mac)"
 	;;
 encap-block)
 	n=$(node_arg "${1:-}")

@@ -3,8 +3,10 @@
 # node is a user-mode Linux kernel (uml/) started inside the node network
 # namespace svtb-node3, whose vector/tap device tap0 is bridged with the
 # namespace's eth0 (a veth on the testbed bridge). Inside it: eth0 =
-# 10.0.0.13, the real kube-proxy v1.37.2 in ipvs mode (iptables on the legacy
-# backend) against the testbed API server, and Pod CIDR 10.244.3.0/24.
+# 10.0.0.13 and fd00:10::13, the real kube-proxy v1.37.2 in ipvs mode
+# (iptables and ip6tables on the legacy backend) against the testbed API
+# server, and Pod CIDRs 10.244.3.0/24 and fd00:10:244:3::/64: the families
+# the cluster runs ($STATE/ip-families, written by up.sh).
 # `exec` runs a command inside the node.
 #
 # By default it runs no kubelet: the node's Pods are two network namespaces
@@ -24,15 +26,23 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$TESTBED_DIR/uml/lib.sh"
 UML_STATE=$STATE/uml
+# The node joins the cluster that runs, in its families, whatever this
+# shell's SVTB_IP_FAMILIES says.
+if [[ -f $STATE/ip-families && $(<"$STATE/ip-families") != "$IP_FAMILIES_SPEC" ]]; then
+	SVTB_IP_FAMILIES=$(<"$STATE/ip-families")
+	source "$TESTBED_DIR/lib.sh"
+fi
 
-IPVS_NODE_GW=10.244.3.1/24
+IPVS_NODE_GW=10.244.3.1/24 IPVS_NODE_GW6=fd00:10:244:3::1/64
 dir=$STATE/nodes/$IPVS_NODE
 # `up` builds the node as asked (SVTB_IPVS_KUBELET); status, env, exec and
 # import describe the node that runs (its mode is in $dir/kubelet-mode).
 KUBELET_MODE=${SVTB_IPVS_KUBELET:-0}
 if [[ ${1:-} != up && -f $dir/kubelet-mode ]]; then KUBELET_MODE=$(<"$dir/kubelet-mode"); fi
 IPVS_PODS=()
-((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a 10.244.3.10" "ipvs-pod-b 10.244.3.11")
+# NAME IPV4 IPV6 (an address is "-" in a cluster without its family).
+((KUBELET_MODE)) || IPVS_PODS=("ipvs-pod-a $(has_family ipv4 && echo 10.244.3.10 || echo -) $(has_family ipv6 && echo fd00:10:244:3::a || echo -)"
+	"ipvs-pod-b $(has_family ipv4 && echo 10.244.3.11 || echo -) $(has_family ipv6 && echo fd00:10:244:3::b || echo -)")
 hv=h-node3
 
 # The Node object is Ready and its kubelet is the one running now (its
@@ -45,18 +55,20 @@ node_ready() {
 
 healthy() {
 	[[ $(cat "$dir/kubelet-mode" 2>/dev/null) == "$KUBELET_MODE" ]] || return 1
+	[[ $(cat "$dir/ip-families" 2>/dev/null || echo ipv4) == "$IP_FAMILIES_SPEC" ]] || return 1
 	uml_alive "$IPVS_NODE" && [[ -e $dir/ready ]] &&
-		in_ns "$CP_NS" curl -fsS -m 3 "http://$IPVS_NODE_IP:10256/livez" >/dev/null 2>&1 || return 1
+		in_ns "$CP_NS" curl -fsS -m 3 "http://$(host_port "$IPVS_NODE_IP" 10256)/livez" >/dev/null 2>&1 || return 1
 	((KUBELET_MODE)) || return 0
 	[[ -e $dir/kubelet-ready ]] && node_ready
 }
 
-routes() { # add|del
-	local n
-	in_ns "$CP_NS" ip route "$1" "$IPVS_NODE_CIDR" via "$IPVS_NODE_IP" 2>/dev/null || true
-	for n in "${NODES[@]}"; do
-		in_ns "$n" ip route "$1" "$IPVS_NODE_CIDR" via "$IPVS_NODE_IP" 2>/dev/null || true
+routes() { # add|del: the other hosts' routes to the node's Pod CIDRs
+	local ns
+	for ns in "$CP_NS" "${NODES[@]}"; do
+		has_family ipv4 && { in_ns "$ns" ip route "$1" "$IPVS_NODE_CIDR4" via "$IPVS_NODE_IP4" 2>/dev/null || true; }
+		has_family ipv6 && { in_ns "$ns" ip -6 route "$1" "$IPVS_NODE_CIDR6" via "$IPVS_NODE_IP6" 2>/dev/null || true; }
 	done
+	return 0
 }
 
 down() {
@@ -87,6 +99,7 @@ up() {
 	down
 	mkdir -p "$dir/bin" "$dir/spool" "$dir/manifests"
 	echo "$KUBELET_MODE" >"$dir/kubelet-mode"
+	echo "$IP_FAMILIES_SPEC" >"$dir/ip-families"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$dir/bin/echo" ./test/testbed/cmd/echo)
 	# A testbed made before the node had a kubelet has no certificate for it.
 	[[ -f $STATE/pki/kubelet-$IPVS_NODE.kubeconfig ]] || "$TESTBED_DIR/pki.sh" node "$IPVS_NODE"
@@ -103,20 +116,33 @@ up() {
 			fi
 		done
 	fi
-	local routes_list="" n
-	for n in "${NODES[@]}"; do routes_list+="${routes_list:++}${NODE_CIDR[$n]}=${NODE_IP[$n]}"; done
+	local routes_list="" routes6_list="" n
+	for n in "${NODES[@]}"; do
+		routes_list+="${routes_list:++}${NODE_CIDR4[$n]}=${NODE_IP4[$n]}"
+		routes6_list+="${routes6_list:++}${NODE_CIDR6[$n]}=${NODE_IP6[$n]}"
+	done
+	# Each family's settings are empty in a cluster without it.
+	local v4=1 v6=1
+	has_family ipv4 || v4=0
+	has_family ipv6 || v6=0
 	cat >"$dir/env" <<ENV
 NODE_NAME=$IPVS_NODE
-NODE_IP=$IPVS_NODE_IP
-GATEWAY=$CP_IP
-ROUTES=$routes_list
-POD_CIDR_GW=$IPVS_NODE_GW
+NODE_IP=$( ((v4)) && echo $IPVS_NODE_IP4)
+NODE_IP6=$( ((v6)) && echo $IPVS_NODE_IP6)
+NODE_IPS=$(per_family $IPVS_NODE_IP4 $IPVS_NODE_IP6)
+GATEWAY=$( ((v4)) && echo $CP_IP4)
+GATEWAY6=$( ((v6)) && echo $CP_IP6)
+ROUTES=$( ((v4)) && echo "$routes_list")
+ROUTES6=$( ((v6)) && echo "$routes6_list")
+POD_CIDR_GW=$( ((v4)) && echo $IPVS_NODE_GW)
+POD_CIDR_GW6=$( ((v6)) && echo $IPVS_NODE_GW6)
 BIN_ECHO=$dir/bin/echo
 KUBE_PROXY=$K8S_BIN/kube-proxy
 KUBELET=$( ((KUBELET_MODE)) && echo "$K8S_BIN/kubelet")
 CONTAINERD_BIN=/usr/bin/containerd
 IMAGES="$images"
-POD_CIDR=$IPVS_NODE_CIDR
+POD_CIDR=$( ((v4)) && echo $IPVS_NODE_CIDR4)
+POD_CIDR6=$( ((v6)) && echo $IPVS_NODE_CIDR6)
 KUBECONFIG_FILE=$STATE/pki/kubelet-$IPVS_NODE.kubeconfig
 CLIENT_CA=$STATE/pki/ca.crt
 CLUSTER_DNS=$KUBE_DNS_IP
@@ -159,7 +185,7 @@ KP
 	# uml_boot_until boots once more then, and only then.
 	local rc=0
 	UML_NETNS=$IPVS_NODE UML_NET="vec0:transport=tap,ifname=tap0" UML_WAIT=stop UML_MEM=${SVTB_IPVS_NODE_MEM:-1G} \
-		UML_MODULES=$UML_IPVS_MODULES$( ((KUBELET_MODE)) && echo ,overlay) uml_boot_until "$IPVS_NODE" "$timeout" healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
+		UML_MODULES=$UML_IPVS_MODULES$(has_family ipv6 && echo ",$UML_IPVS_MODULES6")$( ((KUBELET_MODE)) && echo ,overlay) uml_boot_until "$IPVS_NODE" "$timeout" healthy "$TESTBED_DIR/uml/node-guest.sh" "$dir" || rc=$?
 	if ((rc != 0)); then
 		tail -n 20 "$UML_STATE/$IPVS_NODE/out/job.log" "$dir/kube-proxy.log" >&2 || true
 		((KUBELET_MODE)) && tail -n 20 "$dir/status" "$dir/kubelet.log" >&2 2>/dev/null
@@ -211,7 +237,14 @@ status)
 exec) shift; node_exec "$@" ;;
 import) shift; node_import "$@" ;;
 env)
-	echo "IPVS_NODE=$IPVS_NODE IPVS_NODE_IP=$IPVS_NODE_IP IPVS_NODE_CIDR=$IPVS_NODE_CIDR IPVS_NODE_ZONE=$IPVS_NODE_ZONE IPVS_NODE_DIR=$dir IPVS_NODE_KUBELET=$KUBELET_MODE IPVS_NODE_TAINT=$IPVS_NODE_TAINT"
-	for p in "${IPVS_PODS[@]}"; do echo "IPVS_POD=${p// /=}"; done ;;
+	# IPVS_NODE_IP, IPVS_NODE_CIDR, IPVS_POD: the primary family's;
+	# IPVS_NODE_IPS: every family's, primary first; IPVS_POD6: the Pods'
+	# IPv6 addresses in a cluster with IPv6.
+	echo "IPVS_NODE=$IPVS_NODE IPVS_NODE_IP=$IPVS_NODE_IP IPVS_NODE_IPS=$(per_family $IPVS_NODE_IP4 $IPVS_NODE_IP6) IPVS_NODE_CIDR=$IPVS_NODE_CIDR IPVS_NODE_ZONE=$IPVS_NODE_ZONE IPVS_NODE_DIR=$dir IPVS_NODE_KUBELET=$KUBELET_MODE IPVS_NODE_TAINT=$IPVS_NODE_TAINT"
+	for p in "${IPVS_PODS[@]}"; do
+		read -r name ip4 ip6 <<<"$p"
+		echo "IPVS_POD=$name=$(pick "$PRIMARY_FAMILY" "$ip4" "$ip6")"
+		[[ $ip6 == - ]] || echo "IPVS_POD6=$name=$ip6"
+	done ;;
 *) echo "usage: $0 up | down [--quiet] | status [--quiet] | exec CMD [ARG...] | import TAR... | env" >&2; exit 2 ;;
 esac

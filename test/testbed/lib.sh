@@ -25,26 +25,74 @@ RUN=/run/svctrace-testbed            # pid files, sockets
 LOGS=$STATE/logs
 IMAGES_DIR=$SVCTRACE_CACHE/images    # docker-archive tarballs (rebuilt by `make images`)
 
-# Topology (stable names; later tests rely on them, see README.md).
+# IP families: SVTB_IP_FAMILIES is ipv4, ipv6, or both in primary-first
+# order (ipv4,ipv6 or ipv6,ipv4; dual means ipv4,ipv6). The primary family is
+# the one a SingleStack Service, the API server's advertise address and the
+# first of each Node's and Pod's addresses are in.
+IP_FAMILIES_SPEC=${SVTB_IP_FAMILIES:-ipv4}
+[[ $IP_FAMILIES_SPEC == dual ]] && IP_FAMILIES_SPEC=ipv4,ipv6
+case $IP_FAMILIES_SPEC in
+ipv4 | ipv6 | ipv4,ipv6 | ipv6,ipv4) ;;
+*) echo "SVTB_IP_FAMILIES=$IP_FAMILIES_SPEC: want ipv4, ipv6, dual, ipv4,ipv6 or ipv6,ipv4" >&2; exit 1 ;;
+esac
+IFS=, read -r -a IP_FAMILIES <<<"$IP_FAMILIES_SPEC"
+PRIMARY_FAMILY=${IP_FAMILIES[0]}
+has_family() { [[ ,$IP_FAMILIES_SPEC, == *,$1,* ]]; }
+# pick FAM V4 V6: the family's value.
+pick() { if [[ $1 == ipv6 ]]; then echo "$3"; else echo "$2"; fi; }
+# per_family V4 V6: the values of the cluster's families, primary first, comma separated.
+per_family() {
+	local f out=""
+	for f in "${IP_FAMILIES[@]}"; do out+="${out:+,}$(pick "$f" "$1" "$2")"; done
+	echo "$out"
+}
+# host_port IP PORT: IP:PORT, an IPv6 address in brackets.
+host_port() { if [[ $1 == *:* ]]; then echo "[$1]:$2"; else echo "$1:$2"; fi; }
+
+# Topology (stable names; later tests rely on them, see README.md). Hosts are
+# on 10.0.0.0/24 and fd00:10::/64 (a ULA prefix), Pods on 10.244.0.0/16 and
+# fd00:10:244::/56 (a /24 and a /64 a node), Services on 10.96.0.0/16 and
+# fd00:10:96::/112.
 HUB_NS=svtb-hub
 CP_NS=svtb-cp
-CP_IP=10.0.0.1
+CP_IP4=10.0.0.1 CP_IP6=fd00:10::1
+CP_IP=$(pick "$PRIMARY_FAMILY" $CP_IP4 $CP_IP6)
 BRIDGE=svtb-br0
 NODES=(svtb-node1 svtb-node2)
-declare -A NODE_IP=([svtb-node1]=10.0.0.11 [svtb-node2]=10.0.0.12)
-declare -A NODE_CIDR=([svtb-node1]=10.244.1.0/24 [svtb-node2]=10.244.2.0/24)
+declare -A NODE_IP4=([svtb-node1]=10.0.0.11 [svtb-node2]=10.0.0.12)
+declare -A NODE_IP6=([svtb-node1]=fd00:10::11 [svtb-node2]=fd00:10::12)
+declare -A NODE_CIDR4=([svtb-node1]=10.244.1.0/24 [svtb-node2]=10.244.2.0/24)
+declare -A NODE_CIDR6=([svtb-node1]=fd00:10:244:1::/64 [svtb-node2]=fd00:10:244:2::/64)
 declare -A NODE_ZONE=([svtb-node1]=zone-a [svtb-node2]=zone-b)
+# NODE_IP and NODE_CIDR are the primary family's; NODE_IPS and NODE_CIDRS
+# every family's, primary first, comma separated.
+declare -A NODE_IP=() NODE_CIDR=() NODE_IPS=() NODE_CIDRS=()
+for _n in "${NODES[@]}"; do
+	NODE_IP[$_n]=$(pick "$PRIMARY_FAMILY" "${NODE_IP4[$_n]}" "${NODE_IP6[$_n]}")
+	NODE_CIDR[$_n]=$(pick "$PRIMARY_FAMILY" "${NODE_CIDR4[$_n]}" "${NODE_CIDR6[$_n]}")
+	NODE_IPS[$_n]=$(per_family "${NODE_IP4[$_n]}" "${NODE_IP6[$_n]}")
+	NODE_CIDRS[$_n]=$(per_family "${NODE_CIDR4[$_n]}" "${NODE_CIDR6[$_n]}")
+done
+unset _n
 # The IPVS node (ipvs-node.sh): a user-mode Linux kernel with a real kubelet,
 # tainted so that only Pods that tolerate it (the IPVS e2e's, collector Pods)
 # run there.
 IPVS_NODE=svtb-node3
-IPVS_NODE_IP=10.0.0.13
-IPVS_NODE_CIDR=10.244.3.0/24
+IPVS_NODE_IP4=10.0.0.13 IPVS_NODE_IP6=fd00:10::13
+IPVS_NODE_CIDR4=10.244.3.0/24 IPVS_NODE_CIDR6=fd00:10:244:3::/64
+IPVS_NODE_IP=$(pick "$PRIMARY_FAMILY" $IPVS_NODE_IP4 $IPVS_NODE_IP6)
+IPVS_NODE_CIDR=$(pick "$PRIMARY_FAMILY" $IPVS_NODE_CIDR4 $IPVS_NODE_CIDR6)
 IPVS_NODE_ZONE=zone-c
 IPVS_NODE_TAINT=svctrace.io/uml-node=ipvs:NoSchedule
-CLUSTER_CIDR=10.244.0.0/16
-SERVICE_CIDR=10.96.0.0/16
-KUBE_DNS_IP=10.96.0.10
+CLUSTER_CIDR4=10.244.0.0/16 CLUSTER_CIDR6=fd00:10:244::/56
+SERVICE_CIDR4=10.96.0.0/16 SERVICE_CIDR6=fd00:10:96::/112
+KUBE_DNS_IP4=10.96.0.10 KUBE_DNS_IP6=fd00:10:96::a
+# Every family's, primary first, comma separated.
+CLUSTER_CIDR=$(per_family $CLUSTER_CIDR4 $CLUSTER_CIDR6)
+SERVICE_CIDR=$(per_family $SERVICE_CIDR4 $SERVICE_CIDR6)
+KUBE_DNS_IPS=$(per_family $KUBE_DNS_IP4 $KUBE_DNS_IP6)
+# The primary family's: what the kubelets put in the Pods' resolv.conf.
+KUBE_DNS_IP=${KUBE_DNS_IPS%%,*}
 API_PORT=6443
 # Loopback forwarder in the root netns -> apiserver in the control-plane netns.
 FWD_PORT=${SVTB_API_FORWARD_PORT:-16443}
@@ -155,7 +203,7 @@ start_kubelet() {
 	d=$(node_dir "$n")
 	start_daemon "kubelet-$n" "$n" "$K8S_BIN/kubelet" \
 		--config="$d/kubelet.yaml" --kubeconfig="$d/kubelet.kubeconfig" \
-		--hostname-override="$n" --node-ip="${NODE_IP[$n]}" \
+		--hostname-override="$n" --node-ip="${NODE_IPS[$n]}" \
 		--root-dir="$d/kubelet" --cert-dir="$d/kubelet-pki" \
 		--node-labels="topology.kubernetes.io/zone=${NODE_ZONE[$n]},svctrace.io/testbed-node=$n" -v=1
 }
@@ -168,14 +216,16 @@ start_kube_proxy() {
 
 # start_kube_router NODE: kube-router's network-policy controller alone, in the
 # node's netns, where it programs the filter table (KUBE-ROUTER-*, KUBE-NWPLCY-*,
-# KUBE-POD-FW-*) and ipsets for the Pods routed through that node. Routing and
-# the service proxy stay with the ptp CNI and kube-proxy.
+# KUBE-POD-FW-*) and ipsets for the Pods routed through that node, with
+# iptables and ip6tables for the cluster's families (its IPv6 ipsets are named
+# inet6:KUBE-*). Routing and the service proxy stay with the CNI and kube-proxy.
 start_kube_router() {
 	local n=$1
 	[[ ${NODE_NETPOL[$n]} == kube-router ]] || return 0
 	start_daemon "kube-router-$n" "$n" "$KUBE_ROUTER_BIN/kube-router" \
 		--kubeconfig="$STATE/pki/kube-router.kubeconfig" --hostname-override="$n" \
 		--run-firewall=true --run-router=false --run-service-proxy=false \
+		--enable-ipv4="$(has_family ipv4 && echo true || echo false)" --enable-ipv6="$(has_family ipv6 && echo true || echo false)" \
 		--service-cluster-ip-range="$SERVICE_CIDR" --health-port=20244 --metrics-port=0 \
 		--iptables-sync-period=1m -v=1
 }
@@ -204,21 +254,29 @@ flannel_subnet_env() {
 # write_flannel_conflist NODE: what flannel's CNI plugin hands to the bridge
 # plugin (its delegate with kube-flannel.yml's hairpinMode and
 # isDefaultGateway), written from the subnet file flanneld wrote: Pods on the
-# bridge cni0 with flannel's MTU, gateway the bridge. flannel's CNI plugin
-# itself (github.com/flannel-io/cni-plugin) is not on the module proxy, so the
-# conflist names its delegate, Debian's bridge plugin, directly.
+# bridge cni0 with flannel's MTU, gateway the bridge, one host-local range a
+# family (primary first: the kubelet reports the Pod's first address as its
+# podIP). flannel's CNI plugin itself (github.com/flannel-io/cni-plugin) is
+# not on the module proxy, so the conflist names its delegate, Debian's
+# bridge plugin, directly.
 write_flannel_conflist() {
-	local n=$1 d mtu subnet network
+	local n=$1 d mtu f subnet network want ranges="" routes=""
 	d=$(node_dir "$n")
 	mtu=$(flannel_subnet_env "$n" FLANNEL_MTU)
-	subnet=$(flannel_subnet_env "$n" FLANNEL_SUBNET)
-	network=$(flannel_subnet_env "$n" FLANNEL_NETWORK)
-	[[ -n $mtu && -n $subnet && -n $network ]] || die "flanneld's subnet file on $n is incomplete"
-	# FLANNEL_SUBNET is the bridge's address in the lease (10.244.1.1/24);
-	# host-local wants the network, the Node's podCIDR flanneld leased.
-	[[ ${subnet%.*} == "${NODE_CIDR[$n]%.*}" && ${subnet#*/} == "${NODE_CIDR[$n]#*/}" ]] ||
-		die "flanneld on $n leased $subnet, not the Node's podCIDR ${NODE_CIDR[$n]}"
-	subnet=${NODE_CIDR[$n]}
+	[[ -n $mtu ]] || die "flanneld's subnet file on $n has no FLANNEL_MTU"
+	for f in "${IP_FAMILIES[@]}"; do
+		subnet=$(flannel_subnet_env "$n" "$(pick "$f" FLANNEL_SUBNET FLANNEL_IPV6_SUBNET)")
+		network=$(flannel_subnet_env "$n" "$(pick "$f" FLANNEL_NETWORK FLANNEL_IPV6_NETWORK)")
+		want=$(pick "$f" "${NODE_CIDR4[$n]}" "${NODE_CIDR6[$n]}")
+		[[ -n $subnet && -n $network ]] || die "flanneld's subnet file on $n has no $f subnet"
+		# FLANNEL_SUBNET is the bridge's address in the lease (10.244.1.1/24,
+		# fd00:10:244:1::1/64); host-local wants the network, the Node's
+		# podCIDR of that family that flanneld leased.
+		[[ $subnet == "$(pick "$f" "${want%.0/*}.1" "${want%/*}1")/${want#*/}" ]] ||
+			die "flanneld on $n leased $subnet, not the Node's podCIDR $want"
+		ranges+="${ranges:+, }[{\"subnet\": \"$want\"}]"
+		routes+="${routes:+, }{\"dst\": \"$network\"}"
+	done
 	cat >"$d/cni/net.d/10-$n.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
@@ -235,8 +293,8 @@ write_flannel_conflist() {
       "ipam": {
         "type": "host-local",
         "dataDir": "$d/cni-ipam",
-        "ranges": [[{"subnet": "$subnet"}]],
-        "routes": [{"dst": "$network"}]
+        "ranges": [$ranges],
+        "routes": [$routes]
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}

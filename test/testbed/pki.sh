@@ -58,7 +58,7 @@ current-context: svctrace-testbed
 KC
 	chmod 600 "$1"
 }
-in_cluster=https://$CP_IP:$API_PORT
+in_cluster=https://$(host_port "$CP_IP" "$API_PORT")
 
 if [[ ${1:-} == node ]]; then
 	[[ -n ${2:-} && -f ca.key ]] || die "pki.sh node NAME: needs a node name and the testbed CA ($P/ca.key)"
@@ -70,8 +70,10 @@ fi
 ec_key ca.key
 openssl req -x509 -new -key ca.key -sha256 -days 3650 -subj "/CN=svctrace-testbed-ca" -out ca.crt 2>/dev/null
 
+# Both families' kubernetes Service and control-plane addresses, whatever the
+# cluster's families: the certificate serves every setting.
 cert apiserver "/CN=kube-apiserver" \
-	"DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:10.96.0.1,IP:$CP_IP,IP:127.0.0.1"
+	"DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:10.96.0.1,IP:fd00:10:96::1,IP:$CP_IP4,IP:$CP_IP6,IP:127.0.0.1"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
 cert admin "/O=system:masters/CN=svctrace-testbed-admin"
 cert controller-manager "/CN=system:kube-controller-manager"

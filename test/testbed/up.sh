@@ -14,13 +14,14 @@ t_start=$(date +%s)
 modes_match() { # the running kube-proxies, enforcers and Pod network are the requested ones
 	local n
 	[[ $(cat "$STATE/cni-mode" 2>/dev/null) == "$CNI_MODE" ]] || return 1
+	[[ $(cat "$STATE/ip-families" 2>/dev/null || echo ipv4) == "$IP_FAMILIES_SPEC" ]] || return 1
 	for n in "${NODES[@]}"; do
 		[[ $(awk '/^mode:/{print $2}' "$(node_dir "$n")/kube-proxy.yaml" 2>/dev/null) == "${NODE_PROXY_MODE[$n]}" ]] || return 1
 		[[ ${NODE_NETPOL[$n]} == kube-router ]] || ! pid_alive "kube-router-$n" || return 1
 	done
 }
 if "$TESTBED_DIR/status.sh" --quiet && ! modes_match; then
-	log "testbed is up with other modes than SVTB_PROXY_MODES=${PROXY_MODES[*]} SVTB_NETPOL=${NETPOL_MODES[*]} SVTB_CNI=$CNI_MODE: recreating it"
+	log "testbed is up with other modes than SVTB_PROXY_MODES=${PROXY_MODES[*]} SVTB_NETPOL=${NETPOL_MODES[*]} SVTB_CNI=$CNI_MODE SVTB_IP_FAMILIES=$IP_FAMILIES_SPEC: recreating it"
 elif "$TESTBED_DIR/status.sh" --quiet; then
 	mkdir -p "$KUBECONFIG_DIR"
 	install -m 600 "$STATE/pki/admin.kubeconfig" "$KUBECONFIG_DIR/kubeconfig"
@@ -45,6 +46,9 @@ t_up=$(date +%s)
 "$TESTBED_DIR/down.sh" --quiet
 
 mkdir -p "$STATE" "$RUN" "$LOGS"
+# The families this testbed runs: ctl.sh and ipvs-node.sh (started below)
+# follow it, whatever their caller's SVTB_IP_FAMILIES.
+echo "$IP_FAMILIES_SPEC" >"$STATE/ip-families"
 # Machine-wide paths the kubelets/containerds create outside their configured dirs; the ones that do
 # not exist yet are ours to remove at down.
 for pth in /run/containerd /var/lib/cni /var/lib/kubelet /usr/libexec/kubernetes /var/log/containers; do
@@ -64,30 +68,44 @@ ip netns add "$HUB_NS"
 in_ns "$HUB_NS" ip link set lo up
 in_ns "$HUB_NS" ip link add "$BRIDGE" type bridge
 in_ns "$HUB_NS" ip link set "$BRIDGE" up
-attach() { # ns ip
-	local ns=$1 addr=$2 hv=h-${1#svtb-}
+attach() { # ns ipv4 ipv6: the addresses of the cluster's families on eth0
+	local ns=$1 hv=h-${1#svtb-}
 	ip netns add "$ns"
 	in_ns "$ns" ip link set lo up
 	in_ns "$HUB_NS" ip link add "$hv" type veth peer name eth0 netns "$ns"
 	in_ns "$HUB_NS" ip link set "$hv" master "$BRIDGE" up
-	in_ns "$ns" ip addr add "$addr/24" dev eth0
+	has_family ipv4 && in_ns "$ns" ip addr add "$2/24" dev eth0
+	# nodad: the address is usable at once (duplicate address detection
+	# would hold it tentative for a second or two; nothing else is on this
+	# bridge's prefix).
+	has_family ipv6 && in_ns "$ns" ip -6 addr add "$3/64" dev eth0 nodad
 	in_ns "$ns" ip link set eth0 up
 }
-attach "$CP_NS" "$CP_IP"
+# route_add NS CIDR4 CIDR6 VIA4 VIA6: a route per family of the cluster.
+route_add() {
+	has_family ipv4 && in_ns "$1" ip route add "$2" via "$4"
+	has_family ipv6 && in_ns "$1" ip -6 route add "$3" via "$5"
+	return 0
+}
+attach "$CP_NS" "$CP_IP4" "$CP_IP6"
 # The control plane does not forward: a node that lost a route must not be rescued through it.
 in_ns "$CP_NS" sysctl -qw net.ipv4.ip_forward=0
+has_family ipv6 && in_ns "$CP_NS" sysctl -qw net.ipv6.conf.all.forwarding=0
 for n in "${NODES[@]}"; do
-	attach "$n" "${NODE_IP[$n]}"
+	attach "$n" "${NODE_IP4[$n]}" "${NODE_IP6[$n]}"
 	in_ns "$n" sysctl -qw net.ipv4.ip_forward=1
+	# IPv6 forwarding inside the node's namespace only (the root namespace
+	# stays as it is).
+	has_family ipv6 && in_ns "$n" sysctl -qw net.ipv6.conf.all.forwarding=1
 	# Without a default route ClusterIP traffic from the node fails before NAT.
-	in_ns "$n" ip route add default via "$CP_IP"
-	in_ns "$CP_NS" ip route add "${NODE_CIDR[$n]}" via "${NODE_IP[$n]}"
+	route_add "$n" default default "$CP_IP4" "$CP_IP6"
+	route_add "$CP_NS" "${NODE_CIDR4[$n]}" "${NODE_CIDR6[$n]}" "${NODE_IP4[$n]}" "${NODE_IP6[$n]}"
 	# With flannel, the routes between the kubelet nodes' Pod CIDRs are
-	# flanneld's (via flannel.1); the control plane and the IPVS node stay on
-	# these static routes.
+	# flanneld's (via flannel.1, and flannel-v6.1 for IPv6); the control
+	# plane and the IPVS node stay on these static routes.
 	[[ $CNI_MODE == flannel ]] && continue
 	for m in "${NODES[@]}"; do
-		[[ $m == "$n" ]] || in_ns "$n" ip route add "${NODE_CIDR[$m]}" via "${NODE_IP[$m]}"
+		[[ $m == "$n" ]] || route_add "$n" "${NODE_CIDR4[$m]}" "${NODE_CIDR6[$m]}" "${NODE_IP4[$m]}" "${NODE_IP6[$m]}"
 	done
 done
 
@@ -117,7 +135,7 @@ start_daemon etcd "$CP_NS" "$ETCD_BIN/etcd" --name svtb --data-dir "$STATE/etcd"
 	--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
 	--initial-cluster svtb=http://127.0.0.1:2380 --log-level warn --quota-backend-bytes 4294967296
 start_daemon kube-apiserver "$CP_NS" "$K8S_BIN/kube-apiserver" \
-	--etcd-servers=http://127.0.0.1:2379 --advertise-address="$CP_IP" --bind-address=0.0.0.0 --secure-port="$API_PORT" \
+	--etcd-servers=http://127.0.0.1:2379 --advertise-address="$CP_IP" --bind-address="$(has_family ipv6 && echo :: || echo 0.0.0.0)" --secure-port="$API_PORT" \
 	--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
 	--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
 	--kubelet-preferred-address-types=InternalIP,Hostname \
@@ -129,7 +147,7 @@ start_daemon kube-apiserver "$CP_NS" "$K8S_BIN/kube-apiserver" \
 # Loopback forwarder: root netns 127.0.0.1:$FWD_PORT -> unix socket -> apiserver in the cp netns.
 # nodelay on both TCP ends: without it a client request waited 40-50 ms per round trip on Nagle and
 # delayed ACKs (a trace through the node agent: 0.15 s of 0.7 s spent reading the Service and nodes).
-start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$CP_IP:$API_PORT,nodelay"
+start_daemon fwd-cp "$CP_NS" /usr/bin/socat "UNIX-LISTEN:$RUN/apiserver.sock,fork,unlink-early,mode=600" "TCP:$(host_port "$CP_IP" "$API_PORT"),nodelay"
 start_daemon fwd-root "" /usr/bin/socat "TCP-LISTEN:$FWD_PORT,bind=127.0.0.1,fork,reuseaddr,nodelay" "UNIX-CONNECT:$RUN/apiserver.sock"
 
 for i in $(seq 1 600); do
@@ -208,8 +226,8 @@ TOML
       "ipam": {
         "type": "host-local",
         "dataDir": "$d/cni-ipam",
-        "ranges": [[{"subnet": "${NODE_CIDR[$n]}"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
+        "ranges": [$(for f in "${IP_FAMILIES[@]}"; do printf '%s[{"subnet": "%s"}]' "$([[ $f == "$PRIMARY_FAMILY" ]] || echo ', ')" "$(pick "$f" "${NODE_CIDR4[$n]}" "${NODE_CIDR6[$n]}")"; done)],
+        "routes": [$(for f in "${IP_FAMILIES[@]}"; do printf '%s{"dst": "%s"}' "$([[ $f == "$PRIMARY_FAMILY" ]] || echo ', ')" "$(pick "$f" 0.0.0.0/0 ::/0)"; done)]
       }
     }
   ]
@@ -291,13 +309,13 @@ done
 if [[ $CNI_MODE == flannel ]]; then
 	KUBECTL apply -f "$TESTBED_DIR/manifests/rbac-flannel.yaml" >/dev/null
 	cat >"$STATE/flannel-net-conf.json" <<NETCONF
-{"Network": "$CLUSTER_CIDR", "Backend": {"Type": "vxlan", "VNI": $FLANNEL_VNI, "Port": $FLANNEL_PORT}}
+{"EnableIPv4": $(has_family ipv4 && echo true || echo false), "EnableIPv6": $(has_family ipv6 && echo true || echo false), $(has_family ipv4 && echo "\"Network\": \"$CLUSTER_CIDR4\", ")$(has_family ipv6 && echo "\"IPv6Network\": \"$CLUSTER_CIDR6\", ")"Backend": {"Type": "vxlan", "VNI": $FLANNEL_VNI, "Port": $FLANNEL_PORT}}
 NETCONF
 	# Nothing sets the Node's spec.podCIDR here (--allocate-node-cidrs=false
 	# keeps each node on its fixed CIDR): set it before flanneld starts.
 	for n in "${NODES[@]}"; do
 		wait_registered "$n"
-		KUBECTL patch node "$n" --type=merge -p "{\"spec\":{\"podCIDR\":\"${NODE_CIDR[$n]}\",\"podCIDRs\":[\"${NODE_CIDR[$n]}\"]}}" >/dev/null
+		KUBECTL patch node "$n" --type=merge -p "{\"spec\":{\"podCIDR\":\"${NODE_CIDR[$n]}\",\"podCIDRs\":[\"${NODE_CIDRS[$n]//,/\",\"}\"]}}" >/dev/null
 		start_flanneld "$n"
 	done
 	for n in "${NODES[@]}"; do
@@ -319,15 +337,23 @@ for i in $(seq 1 1200); do
 done
 log "nodes Ready after $(($(date +%s) - t_up))s"
 # CoreDNS after the nodes, so its replicas spread over both.
-KUBECTL apply -f "$TESTBED_DIR/manifests/coredns.yaml" >/dev/null
+# kube-dns gets an address in each of the cluster's families (the primary's
+# first, the one the kubelets hand to Pods).
+sed "s|^  clusterIP: $KUBE_DNS_IP4\$|  clusterIPs: [${KUBE_DNS_IPS//,/, }]\\n  ipFamilyPolicy: $( ((${#IP_FAMILIES[@]} > 1)) && echo RequireDualStack || echo SingleStack)|" \
+	"$TESTBED_DIR/manifests/coredns.yaml" | KUBECTL apply -f - >/dev/null
 KUBECTL -n kube-system rollout status deploy/coredns --timeout=180s >/dev/null || die "CoreDNS not available (kubectl -n kube-system get pods)"
+# Every kube-dns address answers from every node, and with the address of
+# each family of kube-dns itself (A and AAAA records).
 for i in $(seq 1 300); do
 	ok=1
 	for n in "${NODES[@]}"; do
-		in_ns "$n" "$IMAGES_DIR/echo" dns kubernetes.default.svc.cluster.local "$KUBE_DNS_IP:53" >/dev/null 2>&1 || ok=0
+		for ip in ${KUBE_DNS_IPS//,/ }; do
+			got=$(in_ns "$n" "$IMAGES_DIR/echo" dns kube-dns.kube-system.svc.cluster.local "$(host_port "$ip" 53)" 2>/dev/null) || { ok=0; continue; }
+			for want in ${KUBE_DNS_IPS//,/ }; do grep -qxF "$want" <<<"$got" || ok=0; done
+		done
 	done
 	((ok)) && break
-	((i == 300)) && die "CoreDNS does not answer on $KUBE_DNS_IP from the nodes"
+	((i == 300)) && die "CoreDNS does not answer on $KUBE_DNS_IPS from the nodes with kube-dns's addresses of every family"
 	sleep 0.2
 done
 t_ready=$(date +%s)
@@ -356,8 +382,9 @@ t_done=$(date +%s)
 
 cat <<MSG
 svctrace testbed is up ($((t_ready - t_up))s to nodes Ready + CoreDNS answering; $((t_done - t_start))s total)
-  control plane : netns $CP_NS ($CP_IP): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
-$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IP[$n]}, pods ${NODE_CIDR[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}, policies: ${NODE_NETPOL[$n]}, CNI: $CNI_MODE$([[ $CNI_MODE == flannel ]] && echo " (VXLAN VNI $FLANNEL_VNI, MTU $(flannel_subnet_env "$n" FLANNEL_MTU))")"; done)
+  IP families   : $IP_FAMILIES_SPEC (primary ${PRIMARY_FAMILY}); Services $SERVICE_CIDR, kube-dns $KUBE_DNS_IPS
+  control plane : netns $CP_NS ($(per_family $CP_IP4 $CP_IP6)): etcd, kube-apiserver :$API_PORT, kube-controller-manager, kube-scheduler
+$(for n in "${NODES[@]}"; do echo "  node          : netns $n (${NODE_IPS[$n]}, pods ${NODE_CIDRS[$n]}, ${NODE_ZONE[$n]}): containerd, kubelet, kube-proxy ${NODE_PROXY_MODE[$n]}, policies: ${NODE_NETPOL[$n]}, CNI: $CNI_MODE$([[ $CNI_MODE == flannel ]] && echo " (VXLAN VNI $FLANNEL_VNI, MTU $(flannel_subnet_env "$n" FLANNEL_MTU))")"; done)
 $ipvs_line
   forwarder     : 127.0.0.1:$FWD_PORT -> $CP_IP:$API_PORT
   kubeconfig    : $KUBECONFIG_DIR/kubeconfig   (restricted: $KUBECONFIG_DIR/kubeconfig-restricted)

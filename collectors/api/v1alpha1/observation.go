@@ -91,8 +91,9 @@ type HTTPFetch struct {
 	// ErrorClass is refused, timeout, unreachable, reset or other.
 	ErrorClass string `json:"errorClass,omitempty"`
 	// Attempts is 2 when the first try timed out and the target was probed
-	// again with twice the timeout; FirstError is that first try's error.
-	// A probe that answered on the second try was slow, not unreachable.
+	// again with twice the timeout (kube-proxy's /metrics: up to 3, each
+	// with twice the previous timeout); FirstError is that first try's
+	// error. A probe that answered on a later try was slow, not unreachable.
 	Attempts   int    `json:"attempts,omitempty"`
 	FirstError string `json:"firstError,omitempty"`
 }

@@ -42,6 +42,11 @@ type EchoOptions struct {
 	// Bind is the listen address; "127.0.0.1" makes the app unreachable from
 	// outside its Pod while it still reports Ready (probe via exec).
 	Bind string
+	// Family makes the app listen in one IP family only, "4" or "6" (empty:
+	// both): an IPv4-only app behind a dual-stack Service refuses IPv6
+	// connections. The kubelet probes the Pod's primary address, so the
+	// Pods stay Ready when Family is the cluster's primary family.
+	Family string
 	// NotReady starts the Pods with a failing readiness endpoint.
 	NotReady bool
 	Labels   map[string]string
@@ -75,6 +80,9 @@ func (tb *Testbed) DeployEcho(t testing.TB, ns string, o EchoOptions) *appsv1.De
 	args := []string{"serve", "--http-port", strconv.Itoa(httpPort)}
 	if o.Bind != "" {
 		args = append(args, "--bind", o.Bind)
+	}
+	if o.Family != "" {
+		args = append(args, "--family", o.Family)
 	}
 	if o.NotReady {
 		args = append(args, "--not-ready")
@@ -251,6 +259,16 @@ func SessionAffinityClientIP(timeoutSeconds int32) ServiceOption {
 	return func(s *corev1.Service) {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(timeoutSeconds)}}
+	}
+}
+
+// IPFamilies sets the Service's ipFamilyPolicy and, when given, its
+// ipFamilies in that order (the first is the primary: its ClusterIP is
+// spec.clusterIP).
+func IPFamilies(policy corev1.IPFamilyPolicy, families ...corev1.IPFamily) ServiceOption {
+	return func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = &policy
+		s.Spec.IPFamilies = families
 	}
 }
 

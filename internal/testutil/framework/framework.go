@@ -31,10 +31,14 @@ import (
 
 // Node is one testbed node: a real kubelet in its own network namespace.
 type Node struct {
-	Name      string // Kubernetes node name, equal to Netns
-	Netns     string // /var/run/netns/<Netns>
+	Name  string // Kubernetes node name, equal to Netns
+	Netns string // /var/run/netns/<Netns>
+	// IP and PodCIDR are the primary IP family's; IPs and PodCIDRs every
+	// family's the testbed runs, primary first.
 	IP        string
+	IPs       []string
 	PodCIDR   string
+	PodCIDRs  []string
 	Zone      string
 	ProxyMode string // iptables or nftables
 }
@@ -43,7 +47,12 @@ type Node struct {
 type Testbed struct {
 	// CNI is the Pod network between the kubelet nodes: "flannel" (VXLAN
 	// through the real flanneld) or "ptp" (static routes).
-	CNI        string
+	CNI string
+	// IPFamilies are the cluster's IP families, primary first: "ipv4",
+	// "ipv6" or both (SVTB_IP_FAMILIES of its bring-up).
+	IPFamilies []string
+	// KubeDNSIPs are kube-dns's ClusterIPs, primary first.
+	KubeDNSIPs []string
 	Kubeconfig string
 	Config     *rest.Config
 	Client     kubernetes.Interface
@@ -136,14 +145,54 @@ func connect() (*Testbed, error) {
 	for _, n := range strings.Fields(tb.info["NODES"]) {
 		k := strings.ToUpper(strings.ReplaceAll(n, "-", "_"))
 		tb.Nodes = append(tb.Nodes, Node{Name: n, Netns: tb.info[k+"_NETNS"], IP: tb.info[k+"_IP"],
-			PodCIDR: tb.info[k+"_POD_CIDR"], Zone: tb.info[k+"_ZONE"], ProxyMode: tb.info[k+"_PROXY_MODE"]})
+			IPs: list(tb.info[k+"_IPS"], tb.info[k+"_IP"]), PodCIDR: tb.info[k+"_POD_CIDR"],
+			PodCIDRs: list(tb.info[k+"_POD_CIDRS"], tb.info[k+"_POD_CIDR"]),
+			Zone:     tb.info[k+"_ZONE"], ProxyMode: tb.info[k+"_PROXY_MODE"]})
 	}
 	if len(tb.Nodes) == 0 {
 		return nil, fmt.Errorf("ctl.sh info listed no nodes")
 	}
 	tb.KubeDNSIP, tb.Kubectl, tb.EchoClient = tb.info["KUBE_DNS_IP"], tb.info["KUBECTL"], tb.info["ECHO_CLIENT"]
 	tb.CNI = tb.info["CNI"]
+	tb.IPFamilies = list(tb.info["IP_FAMILIES"], "ipv4")
+	tb.KubeDNSIPs = list(tb.info["KUBE_DNS_IPS"], tb.KubeDNSIP)
 	return tb, nil
+}
+
+// list splits a comma-separated ctl.sh info value; def stands for a
+// missing one (a testbed brought up before the key existed).
+func list(v, def string) []string {
+	if v == "" {
+		v = def
+	}
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// HasFamily reports whether the cluster runs that IP family ("ipv4" or
+// "ipv6").
+func (tb *Testbed) HasFamily(family string) bool {
+	for _, f := range tb.IPFamilies {
+		if f == family {
+			return true
+		}
+	}
+	return false
+}
+
+// DualStack reports whether the cluster runs both IP families.
+func (tb *Testbed) DualStack() bool { return tb.HasFamily("ipv4") && tb.HasFamily("ipv6") }
+
+// IPOf returns the node's address in family ("ipv4" or "ipv6"), or "".
+func (n Node) IPOf(family string) string {
+	for _, ip := range n.IPs {
+		if strings.Contains(ip, ":") == (family == "ipv6") {
+			return ip
+		}
+	}
+	return ""
 }
 
 // Node returns the testbed node with that name.

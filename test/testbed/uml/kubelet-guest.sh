@@ -4,7 +4,9 @@
 # root of the guest, or started by node-guest.sh). DIR (a host directory,
 # shared over hostfs) holds:
 #   env         KUBELET CONTAINERD_BIN IMAGES NODE_NAME NODE_IP POD_CIDR
-#               (POD_CIDR's first address is the bridge's), and to register
+#               (POD_CIDR's first address is the bridge's), in a cluster with
+#               IPv6 also NODE_IPS (every family's, primary first) and
+#               POD_CIDR6 (IPv6-only: NODE_IP and POD_CIDR empty), and to register
 #               with an API server: KUBECONFIG_FILE CLIENT_CA CLUSTER_DNS
 #               RESOLV_CONF NODE_LABELS NODE_TAINTS; READY_FILE (default ready)
 #   manifests/  static Pod manifests
@@ -48,7 +50,8 @@ mount --bind "$state/cpuinfo" /proc/cpuinfo
 # has no network of its own.
 if ! ip link show eth0 >/dev/null 2>&1; then
 	ip link add eth0 type dummy
-	ip addr add "$NODE_IP/24" dev eth0
+	[ -z "$NODE_IP" ] || ip addr add "$NODE_IP/24" dev eth0
+	[ -z "${NODE_IP6:-}" ] || ip -6 addr add "$NODE_IP6/64" dev eth0 nodad
 	ip link set eth0 up
 	ip route add default dev eth0 2>/dev/null
 fi
@@ -83,7 +86,16 @@ state = "$state/containerd-state"
 [plugins."io.containerd.internal.v1.opt"]
   path = "$state/opt"
 TOML
-gw=${POD_CIDR%.*/*}.1
+# One host-local range and default route a family, the primary's first
+# (NODE_IPS's order): the kubelet reports a Pod's first address as its podIP.
+ranges="" routes=""
+for ip in $(echo "${NODE_IPS:-$NODE_IP}" | tr , ' '); do
+	case $ip in
+	*:*) r="[{\"subnet\": \"$POD_CIDR6\", \"gateway\": \"${POD_CIDR6%/*}1\"}]" d='{"dst": "::/0"}' ;;
+	*) r="[{\"subnet\": \"$POD_CIDR\", \"gateway\": \"${POD_CIDR%.*/*}.1\"}]" d='{"dst": "0.0.0.0/0"}' ;;
+	esac
+	ranges="${ranges:+$ranges, }$r" routes="${routes:+$routes, }$d"
+done
 cat >"$state/cni/net.d/10-bridge.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
@@ -97,8 +109,8 @@ cat >"$state/cni/net.d/10-bridge.conflist" <<CNI
       "ipam": {
         "type": "host-local",
         "dataDir": "$state/cni-ipam",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$gw"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
+        "ranges": [$ranges],
+        "routes": [$routes]
       }
     }
   ]
@@ -117,7 +129,8 @@ if [ -n "${KUBECONFIG_FILE:-}" ]; then
 	# Registered: served on the node's address for the API server (logs,
 	# exec), authenticated and authorized by it, as the testbed's other
 	# kubelets are.
-	auth="address: $NODE_IP
+	node_ips=${NODE_IPS:-$NODE_IP}
+	auth="address: ${node_ips%%,*}
 port: 10250
 authentication:
   anonymous: {enabled: false}
@@ -161,7 +174,7 @@ KCFG
 status "kubelet starting${register:+ (registering with the API server)}"
 # shellcheck disable=SC2086 # $register is a list of flags
 "$KUBELET" --config="$state/kubelet.yaml" --root-dir="$state/kubelet" --cert-dir="$state/kubelet/pki" \
-	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" $register -v=2 >"$dir/kubelet.log" 2>&1 &
+	--hostname-override="$NODE_NAME" --node-ip="${NODE_IPS:-$NODE_IP}" $register -v=2 >"$dir/kubelet.log" 2>&1 &
 kubelet=$!
 for i in $(seq 600); do
 	if curl -fsS -m 2 http://127.0.0.1:10248/healthz >/dev/null 2>&1; then status "kubelet healthy"; : >"$dir/${READY_FILE:-ready}"; break; fi

@@ -18,6 +18,9 @@ UML_IPVS_MODULES=ip_vs,ip_vs_rr,ip_vs_wrr,ip_vs_sh,ip_vs_lc,ip_vs_mh,nf_conntrac
 iptable_nat,iptable_filter,iptable_mangle,ipt_REJECT,xt_nat,xt_tcpudp,xt_multiport,xt_comment,xt_mark,\
 xt_MASQUERADE,xt_addrtype,xt_conntrack,xt_statistic,xt_recent,xt_physdev,xt_set,ip_set,ip_set_hash_ip,\
 ip_set_hash_ipport,ip_set_hash_ipportip,ip_set_hash_ipportnet,ip_set_hash_net,ip_set_bitmap_port,dummy,veth,bridge,br_netfilter
+# UML_IPVS_MODULES6: what its IPv6 half adds (ip6tables on the legacy
+# backend; IPVS itself is built with IPv6, CONFIG_IP_VS_IPV6).
+UML_IPVS_MODULES6=ipv6,ip6_tables,ip6table_nat,ip6table_filter,ip6table_mangle,ip6t_REJECT
 
 uml_log() { printf '[uml %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 

@@ -2,12 +2,14 @@
 # node-guest.sh DIR: the job of the testbed's IPVS node inside user-mode
 # Linux (started by test/testbed/ipvs-node.sh through uml/lib.sh). DIR (a host
 # directory, shared over hostfs) holds:
-#   env              NODE_IP GATEWAY ROUTES POD_CIDR_GW BIN_ECHO KUBE_PROXY, and
-#                    KUBELET with kubelet-guest.sh's settings for a real kubelet
+#   env              NODE_IP GATEWAY ROUTES POD_CIDR_GW (IPv4), NODE_IP6 GATEWAY6
+#                    ROUTES6 POD_CIDR_GW6 (IPv6; each family's empty in a
+#                    cluster without it), BIN_ECHO KUBE_PROXY, and KUBELET
+#                    with kubelet-guest.sh's settings for a real kubelet
 #   kube-proxy.yaml  the real kube-proxy's configuration (mode ipvs)
-#   pods             without a kubelet: one "NAME IP" a line, a Pod network
-#                    namespace with the testbed echo server (HTTP 8080, TCP
-#                    9000, UDP 9001)
+#   pods             without a kubelet: one "NAME IPV4 IPV6" a line ("-" for a
+#                    family the cluster has not), a Pod network namespace
+#                    with the testbed echo server (HTTP 8080, TCP 9000, UDP 9001)
 #   spool/           commands from the host: ID.cmd is run with sh, its
 #                    output goes to ID.out / ID.err and its status to ID.rc
 # It configures eth0 (the vector/tap device on the testbed bridge), starts
@@ -22,29 +24,38 @@ log() { echo "node-guest $(cut -d' ' -f1 /proc/uptime): $*"; }
 
 # The vector device is vec0; it is the node's eth0.
 ip link set vec0 name eth0
-ip addr add "$NODE_IP/24" dev eth0
+[ -z "$NODE_IP" ] || ip addr add "$NODE_IP/24" dev eth0
+# nodad: usable at once, as on the other testbed hosts.
+[ -z "${NODE_IP6:-}" ] || ip -6 addr add "$NODE_IP6/64" dev eth0 nodad
 ip link set eth0 up
-ip route add default via "$GATEWAY"
+[ -z "$GATEWAY" ] || ip route add default via "$GATEWAY"
+[ -z "${GATEWAY6:-}" ] || ip -6 route add default via "$GATEWAY6"
 for r in $(echo "$ROUTES" | tr + ' '); do ip route add "${r%=*}" via "${r#*=}"; done
+for r in $(echo "${ROUTES6:-}" | tr + ' '); do ip -6 route add "${r%=*}" via "${r#*=}"; done
 sysctl -qw net.ipv4.ip_forward=1
+[ -z "${NODE_IP6:-}" ] || sysctl -qw net.ipv6.conf.all.forwarding=1
 sysctl -qw net.ipv4.conf.all.rp_filter=0
 
 if [ -z "${KUBELET:-}" ]; then
 	# Pods: a bridge holding the Pod CIDR's gateway, one veth per Pod.
 	ip link add cbr0 type bridge
-	ip addr add "$POD_CIDR_GW" dev cbr0
+	[ -z "$POD_CIDR_GW" ] || ip addr add "$POD_CIDR_GW" dev cbr0
+	[ -z "${POD_CIDR_GW6:-}" ] || ip -6 addr add "$POD_CIDR_GW6" dev cbr0 nodad
 	ip link set cbr0 up
 	i=0
-	while read -r name ip; do
+	while read -r name ip ip6; do
 		[ -n "$name" ] || continue
 		i=$((i + 1))
 		ip netns add "$name"
 		ip link add "vp$i" type veth peer name eth0 netns "$name"
 		ip link set "vp$i" master cbr0 up
 		ip -n "$name" link set lo up
-		ip -n "$name" addr add "$ip/${POD_CIDR_GW#*/}" dev eth0
+		if [ "$ip" != - ]; then ip -n "$name" addr add "$ip/${POD_CIDR_GW#*/}" dev eth0; fi
+		if [ -n "$ip6" ] && [ "$ip6" != - ]; then ip -n "$name" -6 addr add "$ip6/${POD_CIDR_GW6#*/}" dev eth0 nodad; fi
 		ip -n "$name" link set eth0 up
-		ip -n "$name" route add default via "${POD_CIDR_GW%/*}"
+		if [ "$ip" != - ]; then ip -n "$name" route add default via "${POD_CIDR_GW%/*}"; fi
+		if [ -n "$ip6" ] && [ "$ip6" != - ]; then ip -n "$name" -6 route add default via "${POD_CIDR_GW6%/*}"; fi
+		[ "$ip" != - ] || ip=$ip6
 		POD_NAME=$name POD_IP=$ip NODE_NAME=$NODE_NAME ip netns exec "$name" "$BIN_ECHO" serve >"$dir/pod-$name.log" 2>&1 &
 	done <"$dir/pods"
 	log "network and $i pod(s) up"
@@ -53,6 +64,7 @@ else
 	# bridge: the reply must cross the node's conntrack to be un-NATed (the
 	# setting kube-proxy's IPVS mode expects on bridge CNIs).
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 || log "bridge-nf-call-iptables not set"
+	[ -z "${NODE_IP6:-}" ] || sysctl -qw net.bridge.bridge-nf-call-ip6tables=1 || log "bridge-nf-call-ip6tables not set"
 fi
 
 # kube-proxy exits when its Node object is deleted (and on some errors);

@@ -5,7 +5,7 @@
 // (subcommands get, tcp, udp, dns) it lets tests probe from inside a Pod whose
 // image has no other tools.
 //
-//	echo serve [--http-port 8080] [--tcp-port 9000] [--udp-port 9001] [--bind 0.0.0.0] [--not-ready]
+//	echo serve [--http-port 8080] [--tcp-port 9000] [--udp-port 9001] [--bind 0.0.0.0] [--family 4|6] [--not-ready]
 //	echo get URL                  # HTTP GET, body to stdout
 //	echo tcp HOST:PORT [MSG]      # TCP echo round trip
 //	echo udp HOST:PORT [MSG]      # UDP echo round trip
@@ -89,13 +89,28 @@ func serve(args []string) error {
 	httpPort := fs.Int("http-port", envInt("ECHO_HTTP_PORT", 8080), "HTTP port (0 disables)")
 	tcpPort := fs.Int("tcp-port", envInt("ECHO_TCP_PORT", 9000), "TCP echo port (0 disables)")
 	udpPort := fs.Int("udp-port", envInt("ECHO_UDP_PORT", 9001), "UDP echo port (0 disables)")
-	bind := fs.String("bind", envStr("ECHO_BIND", "0.0.0.0"), "address to listen on (127.0.0.1 = loopback only)")
+	bind := fs.String("bind", envStr("ECHO_BIND", "0.0.0.0"), "address to listen on (127.0.0.1 = loopback only; the wildcard 0.0.0.0 takes both families unless --family says one)")
+	family := fs.String("family", envStr("ECHO_FAMILY", ""), "listen in this IP family only: 4 or 6 (empty: both, as a wildcard bind does)")
 	notReady := fs.Bool("not-ready", os.Getenv("ECHO_NOT_READY") == "true", "start with /healthz failing")
 	readyFile := fs.String("ready-file", os.Getenv("ECHO_READY_FILE"), "if set, /healthz also fails while this file exists containing \"false\"")
 	stallPort := fs.Int("stall-port", 0, "also listen on this TCP port with an accept backlog of 1 and never accept: the queue fills after two connections and further SYNs are dropped (0 disables)")
 	drain := fs.Duration("drain", 0, "on SIGTERM, keep serving (and answering /healthz) this long before exiting, as an app with a graceful shutdown does")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// Go listens on both families for a wildcard address; an app that
+	// listens in one family only (an IPv4-only server behind a dual-stack
+	// Service) needs the family's own network.
+	tcpNet, udpNet := "tcp", "udp"
+	switch *family {
+	case "":
+	case "4", "6":
+		tcpNet, udpNet = "tcp"+*family, "udp"+*family
+		if *bind == "0.0.0.0" && *family == "6" {
+			*bind = "::"
+		}
+	default:
+		return fmt.Errorf("--family %q: want 4 or 6", *family)
 	}
 	var ready atomic.Bool
 	ready.Store(!*notReady)
@@ -158,11 +173,15 @@ func serve(args []string) error {
 			}
 			fmt.Fprintln(w, isReady())
 		})
-		srv := &http.Server{Addr: net.JoinHostPort(*bind, strconv.Itoa(*httpPort)), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- srv.ListenAndServe() }()
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		ln, err := net.Listen(tcpNet, net.JoinHostPort(*bind, strconv.Itoa(*httpPort)))
+		if err != nil {
+			return err
+		}
+		go func() { errc <- srv.Serve(ln) }()
 	}
 	if *tcpPort > 0 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(*bind, strconv.Itoa(*tcpPort)))
+		ln, err := net.Listen(tcpNet, net.JoinHostPort(*bind, strconv.Itoa(*tcpPort)))
 		if err != nil {
 			return err
 		}
@@ -178,7 +197,7 @@ func serve(args []string) error {
 		}()
 	}
 	if *udpPort > 0 {
-		pc, err := net.ListenPacket("udp", net.JoinHostPort(*bind, strconv.Itoa(*udpPort)))
+		pc, err := net.ListenPacket(udpNet, net.JoinHostPort(*bind, strconv.Itoa(*udpPort)))
 		if err != nil {
 			return err
 		}

@@ -83,3 +83,34 @@ func TestServeReadinessAndEcho(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOneFamily: --family 4 on the wildcard address takes IPv4
+// connections and refuses IPv6 ones (the IPv4-only app behind a dual-stack
+// Service), where the plain wildcard takes both.
+func TestServeOneFamily(t *testing.T) {
+	if c, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		c.Close()
+	}
+	for _, tc := range []struct {
+		family string
+		v6     bool
+	}{{"", true}, {"4", false}} {
+		hp := loopback.FreePort(t, "tcp")
+		args := []string{"--http-port", strconv.Itoa(hp), "--tcp-port", "0", "--udp-port", "0"}
+		if tc.family != "" {
+			args = append(args, "--family", tc.family)
+		}
+		go func() { _ = serve(args) }()
+		r := waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", hp))
+		r.Body.Close()
+		c, err := net.DialTimeout("tcp6", fmt.Sprintf("[::1]:%d", hp), 2*time.Second)
+		if c != nil {
+			c.Close()
+		}
+		if (err == nil) != tc.v6 {
+			t.Errorf("--family %q: IPv6 connection error %v, want accepted %v", tc.family, err, tc.v6)
+		}
+	}
+}
