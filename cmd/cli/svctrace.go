@@ -24,6 +24,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -120,7 +121,7 @@ type deps struct {
 	now       func() time.Time
 	isTTY     func(io.Writer) bool
 	getenv    func(string) string
-	inspector trace.NodeInspector
+	inspector plan.NodeInspector
 	getter    genericclioptions.RESTClientGetter
 }
 
@@ -146,7 +147,7 @@ func NewTraceFlags() *TraceFlags {
 		ConfigFlags:       genericclioptions.NewConfigFlags(true),
 		Color:             render.ColorAuto,
 		Timeout:           DefaultTimeout,
-		ClusterDomain:     trace.DefaultClusterDomain,
+		ClusterDomain:     plan.DefaultClusterDomain,
 		ReinspectInterval: DefaultReinspectInterval,
 		deps:              defaultDeps(),
 	}
@@ -278,7 +279,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		}
 	}
 	inspector := f.deps.inspector
-	var sel trace.NodeSelection
+	var sel plan.NodeSelection
 	from := ""
 	if f.Nodes != nil {
 		sel = f.Nodes.Selection()
