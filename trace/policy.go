@@ -203,6 +203,9 @@ func judgePolicy(in *input.Input, e *report.Emitter, t *report.ServiceTrace, fro
 	default:
 		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}
+	if s.Denied == 0 {
+		judgeFamilies(in, add, client, portsForPolicy(svc, t.Metadata.Port))
+	}
 	for _, d := range res.Decisions {
 		if e := d.ClientEgress; e != nil && e.Allowed == netpol.Denied {
 			add(report.CodeNPEgressDenied, report.Args{"target": d.Pod.String() + " " + d.Port.String(), "reason": e.Reason,
@@ -214,6 +217,59 @@ func judgePolicy(in *input.Input, e *report.Emitter, t *report.ServiceTrace, fro
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {
 		add(report.CodeNPEnforcement, report.Args{"note": netpol.EnforcementNote})
 	}
+}
+
+// judgeFamilies evaluates a dual-stack client once per IP family of the
+// Service. A connection has one source address, of one family, and an
+// ipBlock (a CIDR of one family) matches that address only: a client the
+// policies admit as a whole (any of its addresses matched) may be dropped
+// over the other family, which the Service offers too.
+func judgeFamilies(in *input.Input, add func(string, report.Args, ...report.Field) *report.Check, client netpol.Client, ports []netpol.TargetPort) {
+	svc := in.Service
+	if svc == nil || len(svc.Spec.IPFamilies) < 2 || len(client.IPs) < 2 {
+		return
+	}
+	var admitted, denied []string
+	var deniedIPs []string
+	var line string
+	var policies []string
+	for _, fam := range svc.Spec.IPFamilies {
+		c := client
+		c.IPs = nil
+		for _, ip := range client.IPs {
+			if ip.Is6() == (fam == corev1.IPv6Protocol) {
+				c.IPs = append(c.IPs, ip)
+			}
+		}
+		if len(c.IPs) == 0 {
+			continue
+		}
+		s := netpol.Evaluate(netpolInput(in, c, ports)).Summary
+		if s.Denied == 0 {
+			admitted = append(admitted, string(fam))
+			continue
+		}
+		denied = append(denied, string(fam))
+		for _, ip := range c.IPs {
+			deniedIPs = append(deniedIPs, ip.String())
+		}
+		if line == "" {
+			line = s.Line
+		}
+		policies = append(policies, s.DenyingPolicies...)
+	}
+	if len(denied) == 0 || len(admitted) == 0 {
+		return
+	}
+	slices.Sort(policies)
+	policies = slices.Compact(policies)
+	firstPolicy := ""
+	if len(policies) > 0 {
+		firstPolicy = policies[0][strings.LastIndex(policies[0], "/")+1:]
+	}
+	add(report.CodeNPFamilyDenied, report.Args{"admitted": strings.Join(admitted, ", "), "family": strings.Join(denied, ", "),
+		"ips": strings.Join(deniedIPs, ", "), "line": line, "policies": strings.Join(policies, ", "), "firstPolicy": firstPolicy},
+		fieldItems("deniedFamilies", denied), fieldItems("denyingPolicies", policies))
 }
 
 // emitDNSEgress says whether the client's egress policies admit its DNS.

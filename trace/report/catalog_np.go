@@ -20,6 +20,7 @@ const (
 	CodeNPEnforced           = "NP020"
 	CodeNPNotEnforced        = "NP021"
 	CodeNPEnforcementUnknown = "NP022"
+	CodeNPFamilyDenied       = "NP023"
 
 	// Judged from inside the --from Pod's network namespace (the client's
 	// own view), and an endpoint Pod reaching itself (hairpin).
@@ -36,6 +37,9 @@ var npCatalog = []CheckSpec{
 		NextStep: "kubectl get networkpolicies -n {namespace} -o yaml"},
 	{Code: CodeNPDenied, Layer: LayerPolicy, Severity: SeverityError, Title: "NetworkPolicy denies the client",
 		Message:  "{line}; denying: {policies}",
+		NextStep: "kubectl describe networkpolicy -n {namespace} {firstPolicy}"},
+	{Code: CodeNPFamilyDenied, Layer: LayerPolicy, Severity: SeverityWarning, Title: "NetworkPolicy denies one IP family",
+		Message:  "the client is admitted over {admitted} but not over {family}, from its address {ips}: {line}; denying: {policies}. A dual-stack client that connects over {family} (the Service's {family} ClusterIP, or an AAAA/A answer it prefers) is dropped",
 		NextStep: "kubectl describe networkpolicy -n {namespace} {firstPolicy}"},
 	{Code: CodeNPIsolated, Layer: LayerPolicy, Severity: SeverityInfo, Title: "Backends isolated",
 		Message:  "{isolated} of {total} backend Pod/port pairs are isolated by {policies}; admitted sources: {sources}",
