@@ -22,7 +22,7 @@ ebpf-fixtures: ## rewrite the eBPF fixtures: observations of v1.20.2's maps (tra
 
 # Release and distribution; the scripts say what each step checks.
 .PHONY: lint image dist krew-check clean tools
-lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, no "testing" outside internal/testutil
+lint: ## gofmt -l, go mod tidy -diff, go vet, the pinned staticcheck, trace layout rules, no "testing" outside internal/testutil
 	bash test/release/lint.sh
 image: ## collector image, registry-free (testbed builder), checked against build/collector/
 	bash test/release/image.sh

@@ -8,7 +8,7 @@
 // through.
 //
 // A bundle never holds a Secret object, a token or a kubeconfig: the input
-// holds only the objects trace.Fetch reads (Service, EndpointSlices, Pods,
+// holds only the objects input.Fetch reads (Service, EndpointSlices, Pods,
 // Nodes, NetworkPolicies, kube-dns), and New redacts what in them may carry
 // a credential (see Redact).
 package bundle
@@ -25,6 +25,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -74,7 +76,7 @@ type Options struct {
 	From          *report.PolicyClient `json:"from,omitempty"`
 }
 
-// NodeReport is nodes.json: trace.NodeReport with its own stable field
+// NodeReport is nodes.json: plan.NodeReport with its own stable field
 // names. Each node's observation is the collector's NodeObservation
 // document, unchanged.
 type NodeReport struct {
@@ -96,9 +98,9 @@ type NodeView struct {
 // Bundle is one saved trace in memory.
 type Bundle struct {
 	Manifest Manifest
-	Input    *trace.Input
+	Input    *input.Input
 	// Report is nil when the node layers were not inspected.
-	Report *trace.NodeReport
+	Report *plan.NodeReport
 	// Result is the ServiceTrace the trace printed when it was taken.
 	Result *report.ServiceTrace
 }
@@ -106,7 +108,7 @@ type Bundle struct {
 // New builds the bundle of a trace from what trace.Collect returned, the
 // options it was judged with and the result. The input is copied and
 // redacted (see Redact); the caller's values are not changed.
-func New(in *trace.Input, nodes *trace.NodeReport, opts trace.Options, result *report.ServiceTrace) (*Bundle, error) {
+func New(in *input.Input, nodes *plan.NodeReport, opts trace.Options, result *report.ServiceTrace) (*Bundle, error) {
 	saved, err := Redact(in)
 	if err != nil {
 		return nil, err
@@ -165,7 +167,7 @@ func (b *Bundle) TraceOptions(version string) trace.Options {
 		Context:       o.Context,
 		Now:           func() time.Time { return at },
 		NoNode:        o.NoNode,
-		Nodes:         trace.NodeSelection{Nodes: o.Nodes, AllNodes: o.AllNodes},
+		Nodes:         plan.NodeSelection{Nodes: o.Nodes, AllNodes: o.AllNodes},
 		From:          o.From,
 	}
 }
@@ -220,7 +222,7 @@ func Read(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("%s: apiVersion %q kind %q, want %s %s (is it from a newer svctrace?)",
 			filepath.Join(dir, ManifestFile), m.APIVersion, m.Kind, APIVersion, Kind)
 	}
-	b.Input = &trace.Input{}
+	b.Input = &input.Input{}
 	if err := readJSON(filepath.Join(dir, InputFile), b.Input); err != nil {
 		return nil, err
 	}
@@ -241,7 +243,7 @@ func Read(dir string) (*Bundle, error) {
 	return &b, nil
 }
 
-func toWire(r *trace.NodeReport) NodeReport {
+func toWire(r *plan.NodeReport) NodeReport {
 	w := NodeReport{Collector: r.Collector, Failure: r.Failure}
 	for _, v := range r.Nodes {
 		w.Nodes = append(w.Nodes, NodeView{Node: v.Node, Roles: v.Roles, Profile: v.Profile, Observation: v.Observation, Failure: v.Failure})
@@ -249,10 +251,10 @@ func toWire(r *trace.NodeReport) NodeReport {
 	return w
 }
 
-func fromWire(w *NodeReport) *trace.NodeReport {
-	r := &trace.NodeReport{Collector: w.Collector, Failure: w.Failure}
+func fromWire(w *NodeReport) *plan.NodeReport {
+	r := &plan.NodeReport{Collector: w.Collector, Failure: w.Failure}
 	for _, v := range w.Nodes {
-		r.Nodes = append(r.Nodes, trace.NodeView{Node: v.Node, Roles: v.Roles, Profile: v.Profile, Observation: v.Observation, Failure: v.Failure})
+		r.Nodes = append(r.Nodes, plan.NodeView{Node: v.Node, Roles: v.Roles, Profile: v.Profile, Observation: v.Observation, Failure: v.Failure})
 	}
 	return r
 }

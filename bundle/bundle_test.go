@@ -19,6 +19,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -44,7 +46,7 @@ func objects(ready bool) []runtime.Object {
 		Annotations: lastApplied,
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
 			Time: &metav1.Time{Time: time.Date(2026, 12, 5, 13, 56, 30, 0, time.UTC)}, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:containers":{}}}`)}}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:containers":{}}}`)}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app",
 			Env:   []corev1.EnvVar{{Name: "DB_PASSWORD", Value: secretValue}, {Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}},
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
@@ -66,20 +68,20 @@ func objects(ready bool) []runtime.Object {
 }
 
 // nodeReport is what a node side could return: one node observed, one not.
-func nodeReport() *trace.NodeReport {
-	return &trace.NodeReport{
+func nodeReport() *plan.NodeReport {
+	return &plan.NodeReport{
 		Collector: &report.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin",
-			Nodes: []report.CollectorNode{{Node: "node-a", Roles: []string{trace.RoleEndpoints}, Inspected: true}}},
-		Nodes: []trace.NodeView{
-			{Node: "node-a", Roles: []string{trace.RoleEndpoints}, Profile: "netadmin", Observation: &collectorapi.Observation{
+			Nodes: []report.CollectorNode{{Node: "node-a", Roles: []string{plan.RoleEndpoints}, Inspected: true}}},
+		Nodes: []plan.NodeView{
+			{Node: "node-a", Roles: []string{plan.RoleEndpoints}, Profile: "netadmin", Observation: &collectorapi.Observation{
 				APIVersion: collectorapi.ObservationAPIVersion, Kind: collectorapi.ObservationKind, NodeName: "node-a",
 				Service: "default/web", CollectedAt: at}},
-			{Node: "node-b", Roles: []string{trace.RoleSelected}, Failure: "collector Pod did not start: ImagePullBackOff"},
+			{Node: "node-b", Roles: []string{plan.RoleSelected}, Failure: "collector Pod did not start: ImagePullBackOff"},
 		},
 	}
 }
 
-func collect(t *testing.T, objs []runtime.Object, opts trace.Options) *trace.Input {
+func collect(t *testing.T, objs []runtime.Object, opts trace.Options) *input.Input {
 	t.Helper()
 	in, _, err := trace.Collect(context.Background(), fake.NewClientset(objs...), "default", "web", opts)
 	if err != nil {
@@ -105,15 +107,15 @@ func TestSavedTraceJudgesTheSame(t *testing.T) {
 		name   string
 		ready  bool
 		noNode bool
-		report *trace.NodeReport
+		report *plan.NodeReport
 	}{
 		{name: "no ready endpoint, no node", ready: false, noNode: true},
 		{name: "healthy with a node report", ready: true, report: nodeReport()},
-		{name: "node report failed", ready: true, report: &trace.NodeReport{Failure: "pods is forbidden"}},
+		{name: "node report failed", ready: true, report: &plan.NodeReport{Failure: "pods is forbidden"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := trace.Options{Now: func() time.Time { return at }, Version: "v9", ClusterDomain: "cluster.local",
-				NoNode: tt.noNode, Port: "http", Context: "prod", Nodes: trace.NodeSelection{Nodes: []string{"node-b"}}}
+				NoNode: tt.noNode, Port: "http", Context: "prod", Nodes: plan.NodeSelection{Nodes: []string{"node-b"}}}
 			in := collect(t, objects(tt.ready), opts)
 			live := trace.Assemble(in, tt.report, opts)
 			b, err := New(in, tt.report, opts, live)

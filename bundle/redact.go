@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 )
 
 // Redacted replaces every value Redact removes, so a reader sees that there
@@ -22,8 +22,8 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // every object (their managers and times stay). No check reads any of
 // those, so the copy judges the same. The input holds no
 // Secret and no ConfigMap to begin with.
-func Redact(in *trace.Input) (*trace.Input, error) {
-	var out trace.Input
+func Redact(in *input.Input) (*input.Input, error) {
+	var out input.Input
 	if err := copyJSON(in, &out); err != nil {
 		return nil, err
 	}

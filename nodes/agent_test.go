@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 func agentPod(node string, ready bool) *corev1.Pod {
@@ -126,7 +126,7 @@ func agentFleet(t *testing.T, n int) (*fleet, *Inspector) {
 // check, and every node reports the agent as its transport.
 func TestAgentOnEveryNodeCreatesNoPod(t *testing.T) {
 	f, in := agentFleet(t, 3)
-	nr, err := in.Inspect(context.Background(), trace.NodePlan{Service: "default/web", Nodes: fleetPlan(3)})
+	nr, err := in.Inspect(context.Background(), plan.NodePlan{Service: "default/web", Nodes: fleetPlan(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestAgentsPrefetched(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		nr, err := in.Inspect(context.Background(), trace.NodePlan{Service: "default/web", Nodes: fleetPlan(2)})
+		nr, err := in.Inspect(context.Background(), plan.NodePlan{Service: "default/web", Nodes: fleetPlan(2)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 func TestProfileNetnsCapabilities(t *testing.T) {
@@ -51,11 +51,11 @@ func TestClientNetnsProfileOnlyOnTheClientsNode(t *testing.T) {
 				enter[node] = strings.Contains(string(req), `"enterNetns":true`)
 				return nil, &Failure{Message: "test"}
 			}}
-		plan := trace.NodePlan{Service: "default/web", Nodes: []trace.PlannedNode{
-			{Name: "n1", Roles: []string{trace.RoleClient}, Request: &collectorapi.Request{Client: &collectorapi.ClientPod{Namespace: "default", Name: "frontend", UID: "u1"}}},
-			{Name: "n2", Roles: []string{trace.RoleEndpoints}, Request: &collectorapi.Request{}},
+		np := plan.NodePlan{Service: "default/web", Nodes: []plan.PlannedNode{
+			{Name: "n1", Roles: []string{plan.RoleClient}, Request: &collectorapi.Request{Client: &collectorapi.ClientPod{Namespace: "default", Name: "frontend", UID: "u1"}}},
+			{Name: "n2", Roles: []string{plan.RoleEndpoints}, Request: &collectorapi.Request{}},
 		}}
-		nr, err := in.Inspect(context.Background(), plan)
+		nr, err := in.Inspect(context.Background(), np)
 		if err != nil {
 			t.Fatal(err)
 		}

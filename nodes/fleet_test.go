@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -90,11 +90,11 @@ func (f *fleet) count(verb string) int {
 	return f.verbs[verb]
 }
 
-func fleetPlan(n int) []trace.PlannedNode {
-	var out []trace.PlannedNode
+func fleetPlan(n int) []plan.PlannedNode {
+	var out []plan.PlannedNode
 	for i := range n {
 		name := fmt.Sprintf("node-%03d", i)
-		out = append(out, trace.PlannedNode{Name: name, Request: &collectorapi.Request{Kind: collectorapi.RequestKind, NodeName: name}})
+		out = append(out, plan.PlannedNode{Name: name, Request: &collectorapi.Request{Kind: collectorapi.RequestKind, NodeName: name}})
 	}
 	return out
 }

@@ -1,8 +1,8 @@
 // Package nodes is the plugin's node side: it runs one short-lived
 // collector Pod per planned node (start, wait, read the observation from the
 // Pod log, delete on every path) and returns what each observed as a
-// trace.NodeReport. Which nodes to inspect and what to ask each one comes
-// from trace.PlanNodes; what the observations mean is trace's business. It
+// plan.NodeReport. Which nodes to inspect and what to ask each one comes
+// from plan.PlanNodes; what the observations mean is trace's business. It
 // judges nothing.
 package nodes
 
@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -95,8 +95,8 @@ func (f *Flags) AddCollectorFlags(fs *pflag.FlagSet) {
 }
 
 // Selection is the node selection the flags ask for.
-func (f *Flags) Selection() trace.NodeSelection {
-	return trace.NodeSelection{Nodes: f.Nodes, AllNodes: f.AllNodes}
+func (f *Flags) Selection() plan.NodeSelection {
+	return plan.NodeSelection{Nodes: f.Nodes, AllNodes: f.AllNodes}
 }
 
 // Validate checks flag combinations.
@@ -127,7 +127,7 @@ func (f *Flags) Validate() error {
 	return nil
 }
 
-// Inspector implements trace.NodeInspector with collector Pods.
+// Inspector implements plan.NodeInspector with collector Pods.
 type Inspector struct {
 	Client kubernetes.Interface
 	Flags  Flags
@@ -159,11 +159,11 @@ type Inspector struct {
 // ctx's deadline passes (the time the trace gave its nodes) the nodes that
 // answered are reported with their observations and the others as not
 // inspected, each with why.
-func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
+func (in *Inspector) Inspect(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
 	profile := ProfileNetAdmin
 	if in.Flags.Privileged {
 		profile = ProfilePrivileged
-	} else if plan.EBPFHint {
+	} else if np.EBPFHint {
 		profile = ProfileBPF
 	}
 	opts := PodSpecOptions{
@@ -172,25 +172,25 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 		Profile:         profile,
 		DeadlineSeconds: 300,
 		RunID:           "r" + rand.String(8),
-		Service:         plan.Service,
+		Service:         np.Service,
 	}
-	for _, n := range plan.Nodes {
+	for _, n := range np.Nodes {
 		if c := n.ClientPod(); c != nil {
 			c.EnterNetns = in.Flags.ClientNetns
 		}
 	}
-	nr := &trace.NodeReport{Collector: &report.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
+	nr := &plan.NodeReport{Collector: &report.CollectorRun{Image: opts.Image, Namespace: opts.Namespace,
 		Profile: string(profile), HostPID: HostPID, Capabilities: capNames(profile)}}
-	views := slices.Clone(plan.NotInspected)
+	views := slices.Clone(np.NotInspected)
 	// Where the node agent serves every planned node, no collector Pod is
 	// created, and the checks that one could be are skipped. The agents
 	// are read again for each inspection (--watch inspects many times).
 	in.agentsRead = false
 	needsPod := ""
-	if len(plan.Nodes) > 0 && profile == ProfileNetAdmin {
+	if len(np.Nodes) > 0 && profile == ProfileNetAdmin {
 		in.readAgents(ctx, opts.Namespace)
 	}
-	for _, n := range plan.Nodes {
+	for _, n := range np.Nodes {
 		if _, ok := in.agents[n.Name]; !ok || profile != ProfileNetAdmin || (n.ClientPod() != nil && in.Flags.ClientNetns) {
 			needsPod = n.Name
 			break
@@ -200,7 +200,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	if needsPod != "" {
 		preflight = Preflight(ctx, in.Client, opts, needsPod)
 	}
-	if len(plan.Nodes) > 0 {
+	if len(np.Nodes) > 0 {
 		if err := preflight; err != nil {
 			if interrupted(ctx) {
 				return nil, ctx.Err()
@@ -209,16 +209,16 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 				err = fmt.Errorf("the trace's time for the nodes ran out while checking that the collector Pod may run (%s raises it): %w", flagTimeout, err)
 			}
 			nr.Failure = err.Error()
-			for _, n := range plan.Nodes {
-				views = append(views, trace.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
+			for _, n := range np.Nodes {
+				views = append(views, plan.NodeView{Node: n.Name, Roles: n.Roles, Failure: "not inspected: " + err.Error()})
 			}
 		} else {
 			in.transports = map[string]transport{}
-			ran := in.runAll(ctx, opts, plan.Nodes)
+			ran := in.runAll(ctx, opts, np.Nodes)
 			if interrupted(ctx) {
 				return nil, ctx.Err()
 			}
-			if err := in.rereadEBPF(ctx, opts, plan.Nodes, ran); err != nil {
+			if err := in.rereadEBPF(ctx, opts, np.Nodes, ran); err != nil {
 				return nil, err
 			}
 			views = append(views, ran...)
@@ -226,7 +226,7 @@ func (in *Inspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.N
 	}
 	for _, v := range views {
 		cn := report.CollectorNode{Node: v.Node, Roles: v.Roles,
-			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: plan.Cordoned[v.Node]}
+			Inspected: v.Observation != nil, Failure: v.Failure, Cordoned: np.Cordoned[v.Node]}
 		if v.Profile != "" && v.Profile != string(profile) {
 			cn.Profile = v.Profile
 		}
@@ -289,11 +289,11 @@ func (in *Inspector) readAgents(ctx context.Context, namespace string) {
 // first run found an eBPF datapath's pinned maps but could not open them:
 // the least privilege first, more only where the node shows it is needed.
 // The report's per-node profile says which nodes got it.
-func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planned []trace.PlannedNode, views []trace.NodeView) error {
+func (in *Inspector) rereadEBPF(ctx context.Context, opts PodSpecOptions, planned []plan.PlannedNode, views []plan.NodeView) error {
 	if opts.Profile != ProfileNetAdmin {
 		return nil
 	}
-	var again []trace.PlannedNode
+	var again []plan.PlannedNode
 	var at []int
 	for i, v := range views {
 		if ebpfNeedsPrivilege(v.Observation) {
@@ -343,7 +343,7 @@ func ebpfNeedsPrivilege(o *collectorapi.Observation) bool {
 
 // nodeProfile is the profile of n's collector: the run's, or ProfileNetns
 // on the node of a client whose netns the collector enters.
-func nodeProfile(opts PodSpecOptions, n trace.PlannedNode) Profile {
+func nodeProfile(opts PodSpecOptions, n plan.PlannedNode) Profile {
 	if c := n.ClientPod(); c != nil && c.EnterNetns && opts.Profile != ProfilePrivileged {
 		return ProfileNetns
 	}
@@ -361,7 +361,7 @@ func capNames(p Profile) []string {
 	return out
 }
 
-func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []trace.PlannedNode) []trace.NodeView {
+func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []plan.PlannedNode) []plan.NodeView {
 	prog := newProgress(in.Progress)
 	defer prog.done()
 	var createdMu sync.Mutex
@@ -411,13 +411,13 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			in.transports[node] = t
 		}
 	}
-	views := make([]trace.NodeView, len(nodes))
+	views := make([]plan.NodeView, len(nodes))
 	sem := make(chan struct{}, max(in.Flags.MaxParallel, 1))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		nodeOpts := opts
 		nodeOpts.Profile = nodeProfile(opts, n)
-		views[i] = trace.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(nodeOpts.Profile)}
+		views[i] = plan.NodeView{Node: n.Name, Roles: n.Roles, Profile: string(nodeOpts.Profile)}
 		nodeRunner := runner
 		if nodeOpts.Profile != opts.Profile {
 			r := *runner
@@ -425,7 +425,7 @@ func (in *Inspector) runAll(ctx context.Context, opts PodSpecOptions, nodes []tr
 			nodeRunner = &r
 		}
 		wg.Add(1)
-		go func(v *trace.NodeView, n trace.PlannedNode, runner *Runner, profile Profile) {
+		go func(v *plan.NodeView, n plan.PlannedNode, runner *Runner, profile Profile) {
 			defer wg.Done()
 			notStarted := func() {
 				v.Failure = "interrupted before the collector started"

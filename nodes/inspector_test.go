@@ -22,6 +22,8 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -34,7 +36,7 @@ func readyNode(name string, ready bool) *corev1.Node {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "NodeStatusUnknown"}}}}
 }
 
-func input() *trace.Input {
+func webInput() *input.Input {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.50", ClusterIPs: []string{"10.96.0.50"}, Selector: map[string]string{"app": "web"},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
@@ -44,19 +46,19 @@ func input() *trace.Input {
 			{Addresses: []string{"10.244.1.5"}, NodeName: ptr.To("n1")},
 			{Addresses: []string{"10.244.3.5"}, NodeName: ptr.To("n3")},
 		}}
-	return &trace.Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{sl},
+	return &input.Input{Namespace: "default", Name: "web", Service: svc, Slices: []discoveryv1.EndpointSlice{sl},
 		Nodes: map[string]*corev1.Node{"n1": readyNode("n1", true), "n2": readyNode("n2", true), "n3": readyNode("n3", false)}, NodesListed: true}
 }
 
 // inspectTrace plans the trace's nodes as trace.Run does (reading the
 // nodes the plan needs through the inspector's client), runs the inspector
 // and assembles the result.
-func inspectTrace(t *testing.T, in *Inspector, inp *trace.Input) *report.ServiceTrace {
+func inspectTrace(t *testing.T, in *Inspector, inp *input.Input) *report.ServiceTrace {
 	t.Helper()
 	ctx := context.Background()
 	sel := in.Flags.Selection()
-	_ = inp.ReadPlanNodes(ctx, in.Client, sel, nil)
-	nr, err := in.Inspect(ctx, trace.PlanNodes(inp, sel, nil, ""))
+	_ = plan.ReadNodes(ctx, in.Client, inp, sel, nil)
+	nr, err := in.Inspect(ctx, plan.PlanNodes(inp, sel, nil, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestInspectChoosesEndpointNodesAndReportsNotReady(t *testing.T) {
 			mu.Unlock()
 			return &Output{Node: node, Log: sample}, nil
 		}}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 	sort.Strings(ran)
 	if strings.Join(ran, ",") != "n1" {
 		t.Errorf("collectors ran on %v, want only n1 (n3 is NotReady, n2 has no endpoint)", ran)
@@ -128,7 +130,7 @@ func TestInspectFlagsSelectNodes(t *testing.T) {
 				mu.Unlock()
 				return nil, &Failure{Kind: FailImage, Node: node, Message: "ErrImageNeverPull"}
 			}}
-		tr := inspectTrace(t, in, input())
+		tr := inspectTrace(t, in, webInput())
 		sort.Strings(ran)
 		if got := strings.Join(ran, ","); got != tt.want {
 			t.Errorf("ran on %s, want %s", got, tt.want)
@@ -147,7 +149,7 @@ func TestInspectPreflightFailureIsReported(t *testing.T) {
 	ns := privilegedNS()
 	ns.Labels[PodSecurityEnforceLabel] = "restricted"
 	in := &Inspector{Client: fake.NewClientset(ns), Flags: *NewFlags("img")}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 	for _, l := range report.NodeLayers {
 		if got := tr.Layer(l); got.Status != report.StatusUnknown || !strings.Contains(got.Reason, "restricted") {
 			t.Errorf("layer %s: %s %q, want unknown naming the PSA level", l, got.Status, got.Reason)
@@ -166,7 +168,7 @@ func TestInspectForbiddenNamesTheRule(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC: access denied"))
 	})
 	in := &Inspector{Client: client, Flags: *NewFlags("img")}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 	want := "missing permission: verb create on resource pods (API group \"\") in namespace svctrace-system"
 	if got := tr.Layer(report.LayerDatapath).Reason; !strings.Contains(got, want) {
 		t.Fatalf("datapath reason %q, want it to contain %q", got, want)
@@ -212,7 +214,7 @@ func TestResolveFrom(t *testing.T) {
 // Service), the inspector GETs the endpoint nodes it will inspect, lists
 // nothing, and still skips the NotReady one and a node that does not exist.
 func TestInspectReadsOnlyTheChosenNodes(t *testing.T) {
-	inp := input()
+	inp := webInput()
 	inp.Nodes, inp.NodesListed = nil, false
 	inp.Slices[0].Endpoints = append(inp.Slices[0].Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.9.5"}, NodeName: ptr.To("gone")})
 	cordoned := readyNode("n1", true)
@@ -286,12 +288,12 @@ func TestCiliumMapsWithoutAnnotationsAreReadAgainWithBPF(t *testing.T) {
 			b, _ := json.Marshal(obs)
 			return &Output{Node: node, Log: b}, nil
 		}}
-	inp := input()
-	plan := trace.PlanNodes(inp, trace.NodeSelection{}, nil, "")
-	if plan.EBPFHint {
+	inp := webInput()
+	np := plan.PlanNodes(inp, plan.NodeSelection{}, nil, "")
+	if np.EBPFHint {
 		t.Fatal("no node carries Cilium annotations, yet the plan hints eBPF")
 	}
-	nr, err := in.Inspect(context.Background(), plan)
+	nr, err := in.Inspect(context.Background(), np)
 	if err != nil {
 		t.Fatal(err)
 	}

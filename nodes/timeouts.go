@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 // MaxStartTimeout caps the derived --collector-start-timeout: a node that
@@ -23,7 +23,7 @@ const (
 // traceTimeout, so that none defeats another: a collector that starts at
 // the start limit still has time to collect before the node limit, and a
 // node that answers at the node limit still leaves the trace
-// trace.JudgeReserve to judge and render. A limit the user did not give
+// plan.JudgeReserve to judge and render. A limit the user did not give
 // (zero) is derived: --node-timeout is three quarters of the trace's time
 // (at most what the reserve leaves), --collector-start-timeout two thirds
 // of that (at most MaxStartTimeout). A given one that does not fit is an
@@ -35,13 +35,13 @@ func (f *Flags) ResolveTimeouts(traceTimeout time.Duration) error {
 	if f.StartTimeout < 0 {
 		return fmt.Errorf("invalid %s %s: must be positive", flagStartTimeout, f.StartTimeout)
 	}
-	most := traceTimeout - trace.JudgeReserve(traceTimeout)
+	most := traceTimeout - plan.JudgeReserve(traceTimeout)
 	nodeGiven := f.NodeTimeout > 0
 	if !nodeGiven {
 		f.NodeTimeout = min(traceTimeout*3/4, most)
 	} else if f.NodeTimeout > most {
 		return fmt.Errorf("%s %s does not fit in %s %s, which keeps %s after the nodes to judge and render: give at most %s, or raise %s",
-			flagNodeTimeout, f.NodeTimeout, flagTimeout, traceTimeout, trace.JudgeReserve(traceTimeout), most, flagTimeout)
+			flagNodeTimeout, f.NodeTimeout, flagTimeout, traceTimeout, plan.JudgeReserve(traceTimeout), most, flagTimeout)
 	}
 	if f.StartTimeout == 0 {
 		f.StartTimeout = min(f.NodeTimeout*2/3, MaxStartTimeout)

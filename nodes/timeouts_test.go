@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -65,8 +65,8 @@ func TestResolveTimeouts(t *testing.T) {
 			if f.NodeTimeout != tt.wantNode || f.StartTimeout != tt.wantStr {
 				t.Errorf("node %s start %s, want %s %s", f.NodeTimeout, f.StartTimeout, tt.wantNode, tt.wantStr)
 			}
-			if f.StartTimeout >= f.NodeTimeout || f.NodeTimeout+trace.JudgeReserve(tt.trace) > tt.trace {
-				t.Errorf("limits do not nest: start %s, node %s, reserve %s, trace %s", f.StartTimeout, f.NodeTimeout, trace.JudgeReserve(tt.trace), tt.trace)
+			if f.StartTimeout >= f.NodeTimeout || f.NodeTimeout+plan.JudgeReserve(tt.trace) > tt.trace {
+				t.Errorf("limits do not nest: start %s, node %s, reserve %s, trace %s", f.StartTimeout, f.NodeTimeout, plan.JudgeReserve(tt.trace), tt.trace)
 			}
 		})
 	}
@@ -106,7 +106,7 @@ func TestInspectHungNodeBecomesUnknown(t *testing.T) {
 			}
 			return context.WithTimeout(ctx, limit)
 		}}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 
 	var dp001 *report.Check
 	for i, c := range tr.Layer(report.LayerDatapath).Checks {
@@ -176,12 +176,12 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 			want: map[string]string{"": "ran out before this node's turn (--timeout raises it)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			inp := input()
+			inp := webInput()
 			inp.Nodes["n3"] = readyNode("n3", true)
-			sel := trace.NodeSelection{AllNodes: true}
-			plan := trace.PlanNodes(inp, sel, nil, "")
-			if len(plan.Nodes) != 3 {
-				t.Fatalf("plan %+v", plan.Nodes)
+			sel := plan.NodeSelection{AllNodes: true}
+			np := plan.PlanNodes(inp, sel, nil, "")
+			if len(np.Nodes) != 3 {
+				t.Fatalf("plan %+v", np.Nodes)
 			}
 			f := NewFlags("img")
 			f.MaxParallel = tt.maxParallel
@@ -214,11 +214,11 @@ func TestInspectNodesDeadlineKeepsWhatAnswered(t *testing.T) {
 				}
 				ctx.end()
 			}()
-			nr, err := in.Inspect(ctx, plan)
+			nr, err := in.Inspect(ctx, np)
 			if err != nil {
 				t.Fatalf("Inspect = %v: the nodes' deadline is not an interruption", err)
 			}
-			views := map[string]trace.NodeView{}
+			views := map[string]plan.NodeView{}
 			for _, v := range nr.Nodes {
 				views[v.Node] = v
 			}
@@ -256,7 +256,7 @@ func TestInspectReportsHowLateEachCollectorRan(t *testing.T) {
 			b, err := json.Marshal(obs)
 			return &Output{Node: node, Log: b}, err
 		}}
-	tr := inspectTrace(t, in, input())
+	tr := inspectTrace(t, in, webInput())
 	got := map[string]float64{}
 	for _, n := range tr.Metadata.Collector.Nodes {
 		got[n.Node] = n.LateMillis
@@ -283,9 +283,9 @@ func TestInspectNodesDeadlineDuringPreflight(t *testing.T) {
 		t.Error("a collector ran after the preflight failed")
 		return nil, errors.New("unreachable")
 	}}
-	inp := input()
-	plan := trace.PlanNodes(inp, f.Selection(), nil, "")
-	nr, err := in.Inspect(ctx, plan)
+	inp := webInput()
+	np := plan.PlanNodes(inp, f.Selection(), nil, "")
+	nr, err := in.Inspect(ctx, np)
 	if err != nil {
 		t.Fatalf("Inspect = %v: the nodes' deadline is not an interruption", err)
 	}

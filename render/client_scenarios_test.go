@@ -1,10 +1,10 @@
 package render
 
 import (
-	"github.com/svctrace/kubectl-svctrace/trace"
-	"github.com/svctrace/kubectl-svctrace/trace/report"
-
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // A trace from pod frontend on node-a with --client-netns: from the Pod's
@@ -15,7 +15,7 @@ func init() {
 	client.Labels = map[string]string{"app": "frontend"}
 	scenarios = append(scenarios, scenario{name: "from-client-netns", in: baseInput,
 		opts: trace.Options{From: report.PolicyClientFromPod(&client)},
-		views: func() (*report.CollectorRun, []trace.NodeView) {
+		views: func() (*report.CollectorRun, []plan.NodeView) {
 			a := nodeObservation("node-a", twoEndpoints, bothReached())
 			a.Sections.Probe.Data.Client = &collectorapi.ClientProbeObservation{Namespace: "default", Name: "frontend",
 				PID: 4242, Command: "frontend", NetNS: "net:[4026532871]",
@@ -31,7 +31,7 @@ func init() {
 					Queries: []collectorapi.ClientQuery{{Name: "web.tools.svc.cluster.local.", Type: "A", Server: "10.96.0.10:53",
 						Rcode: "NOERROR", Answers: []string{"A 10.96.7.7"}, LatencyMillis: 0.9}}},
 			}
-			views := []trace.NodeView{
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints", "client"}, Profile: "netadmin+netns", Observation: a},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b", twoEndpoints, bothReached())},
 			}

@@ -14,14 +14,16 @@ import (
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // fleetBenchInput is the fleet bench's Service (test/bench/fleet/gen.sh):
 // web, ClusterIP 10.96.0.50, its endpoints in slices of 100 spread over
 // 1,000 node names, and nodes Ready nodes fleet-0000….
-func fleetBenchInput(nodes, endpoints int) *trace.Input {
-	in := &trace.Input{Namespace: "default", Name: "web", Nodes: map[string]*corev1.Node{}, NodesListed: true}
+func fleetBenchInput(nodes, endpoints int) *input.Input {
+	in := &input.Input{Namespace: "default", Name: "web", Nodes: map[string]*corev1.Node{}, NodesListed: true}
 	in.Service = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.50", ClusterIPs: []string{"10.96.0.50"}, Type: corev1.ServiceTypeClusterIP,
 			Selector: map[string]string{"app": "web"},
@@ -55,16 +57,16 @@ func fleetBenchJSON(t *testing.T, nodes, endpoints int) []byte {
 		t.Fatal(err)
 	}
 	in := fleetBenchInput(nodes, endpoints)
-	var views []trace.NodeView
+	var views []plan.NodeView
 	for name := range in.Nodes {
 		var o collectorapi.Observation
 		if err := json.Unmarshal(raw, &o); err != nil {
 			t.Fatal(err)
 		}
-		views = append(views, trace.NodeView{Node: name, Observation: &o})
+		views = append(views, plan.NodeView{Node: name, Observation: &o})
 	}
 	var out bytes.Buffer
-	if err := Print(&out, trace.Assemble(in, &trace.NodeReport{Nodes: views}, trace.Options{}), FormatJSON, TextOptions{}); err != nil {
+	if err := Print(&out, trace.Assemble(in, &plan.NodeReport{Nodes: views}, trace.Options{}), FormatJSON, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -22,9 +23,9 @@ import (
 // Ingress: the frontdoor layer first, the gateway hop in the path.
 func init() {
 	scenarios = append(scenarios,
-		scenario{name: "httproute-healthy", in: func() *trace.Input { return withFrontdoor(baseInput(), httpRouteInput()) },
+		scenario{name: "httproute-healthy", in: func() *input.Input { return withFrontdoor(baseInput(), httpRouteInput()) },
 			opts: trace.Options{NoNode: true, From: gatewayClient()}},
-		scenario{name: "httproute-not-accepted", in: func() *trace.Input {
+		scenario{name: "httproute-not-accepted", in: func() *input.Input {
 			fd := httpRouteInput()
 			r := &fd.Routes[0]
 			r.Spec.Hostnames = []gwv1.Hostname{"shop.example.org"}
@@ -33,7 +34,7 @@ func init() {
 				condition("ResolvedRefs", true, "ResolvedRefs", "")}
 			return withFrontdoor(baseInput(), fd)
 		}, opts: trace.Options{NoNode: true, From: gatewayClient()}},
-		scenario{name: "ingress-tls-missing", in: func() *trace.Input { return withFrontdoor(baseInput(), ingressInput()) },
+		scenario{name: "ingress-tls-missing", in: func() *input.Input { return withFrontdoor(baseInput(), ingressInput()) },
 			opts: trace.Options{NoNode: true}},
 	)
 }
@@ -46,7 +47,7 @@ func condition(t string, ok bool, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: st, Reason: reason, Message: msg}
 }
 
-func withFrontdoor(in *trace.Input, fd *frontdoor.Input) *trace.Input {
+func withFrontdoor(in *input.Input, fd *frontdoor.Input) *input.Input {
 	fd.Services = map[string]*corev1.Service{"default/web": in.Service}
 	in.Frontdoor = fd
 	return in

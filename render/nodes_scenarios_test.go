@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -73,7 +74,7 @@ func bothReached() map[string]string {
 	return map[string]string{"10.244.1.5:8080": "ok", "10.244.2.5:8080": "ok"}
 }
 
-func nodeRun(views []trace.NodeView) *report.CollectorRun {
+func nodeRun(views []plan.NodeView) *report.CollectorRun {
 	run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 		Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}}
 	for _, v := range views {
@@ -84,7 +85,7 @@ func nodeRun(views []trace.NodeView) *report.CollectorRun {
 
 // manyNodes is a cluster of n Ready nodes node-001…; the endpoints stay on
 // node-a and node-b.
-func manyNodes(in *trace.Input, n int) []string {
+func manyNodes(in *input.Input, n int) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("node-%03d", i)
@@ -97,8 +98,8 @@ func manyNodes(in *trace.Input, n int) []string {
 
 func init() {
 	scenarios = append(scenarios,
-		scenario{name: "nodes-healthy", in: baseInput, views: func() (*report.CollectorRun, []trace.NodeView) {
-			views := []trace.NodeView{
+		scenario{name: "nodes-healthy", in: baseInput, views: func() (*report.CollectorRun, []plan.NodeView) {
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-a", twoEndpoints, bothReached())},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b", twoEndpoints, bothReached())},
 			}
@@ -107,14 +108,14 @@ func init() {
 		// node-b's kube-proxy still sends every connection to the endpoint
 		// that was there before the slice changed, and node-a cannot
 		// connect to web-2.
-		scenario{name: "nodes-failing", in: func() *trace.Input {
+		scenario{name: "nodes-failing", in: func() *input.Input {
 			in := baseInput()
 			in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5", "10.244.2.5")}
 			return in
-		}, views: func() (*report.CollectorRun, []trace.NodeView) {
+		}, views: func() (*report.CollectorRun, []plan.NodeView) {
 			refused := bothReached()
 			refused["10.244.2.5:8080"] = "refused"
-			views := []trace.NodeView{
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-a", twoEndpoints, refused)},
 				{Node: "node-b", Roles: []string{"endpoints"}, Profile: "netadmin", Observation: nodeObservation("node-b",
 					map[string]float64{"10.244.1.5:8080": 0.5, "10.244.9.9:8080": 0.5}, bothReached())},
@@ -123,15 +124,15 @@ func init() {
 		}},
 		// --all-nodes on 100 nodes: 97 agree, node-042 misses web-2,
 		// node-077 cannot connect to web-1, node-099's collector never ran.
-		scenario{name: "nodes-100", in: func() *trace.Input {
+		scenario{name: "nodes-100", in: func() *input.Input {
 			in := baseInput()
 			manyNodes(in, 100)
 			return in
-		}, views: func() (*report.CollectorRun, []trace.NodeView) {
-			var views []trace.NodeView
+		}, views: func() (*report.CollectorRun, []plan.NodeView) {
+			var views []plan.NodeView
 			for i := 1; i <= 100; i++ {
 				name := fmt.Sprintf("node-%03d", i)
-				v := trace.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
+				v := plan.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
 				switch name {
 				case "node-042":
 					v.Observation = nodeObservation(name, map[string]float64{"10.244.1.5:8080": 1}, bothReached())
@@ -152,7 +153,7 @@ func init() {
 }
 
 // manyEndpoints is web with n ready endpoints, 10.244.1.1… on node-a.
-func manyEndpoints(n int) *trace.Input {
+func manyEndpoints(n int) *input.Input {
 	in := baseInput()
 	var ips []string
 	in.Pods = nil
@@ -174,12 +175,12 @@ func init() {
 	// Twelve endpoints do not fit as columns: the grid counts per node
 	// and names the odd endpoints. node-c lacks one and times out on
 	// another.
-	scenarios = append(scenarios, scenario{name: "nodes-12-endpoints", in: func() *trace.Input {
+	scenarios = append(scenarios, scenario{name: "nodes-12-endpoints", in: func() *input.Input {
 		in := manyEndpoints(12)
 		manyNodes(in, 0)
 		in.Nodes["node-c"] = in.Nodes["node-a"]
 		return in
-	}, views: func() (*report.CollectorRun, []trace.NodeView) {
+	}, views: func() (*report.CollectorRun, []plan.NodeView) {
 		all, probes := map[string]float64{}, map[string]string{}
 		for i := 1; i <= 12; i++ {
 			ep := fmt.Sprintf("10.244.1.%d:8080", i)
@@ -196,11 +197,11 @@ func init() {
 			slow[ep] = o
 		}
 		slow["10.244.1.3:8080"] = "timeout"
-		var views []trace.NodeView
+		var views []plan.NodeView
 		for _, n := range []string{"node-a", "node-b"} {
-			views = append(views, trace.NodeView{Node: n, Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation(n, all, probes)})
+			views = append(views, plan.NodeView{Node: n, Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation(n, all, probes)})
 		}
-		views = append(views, trace.NodeView{Node: "node-c", Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation("node-c", short, slow)})
+		views = append(views, plan.NodeView{Node: "node-c", Roles: []string{"selected"}, Profile: "netadmin", Observation: nodeObservation("node-c", short, slow)})
 		return nodeRun(views), views
 	}})
 }
@@ -208,7 +209,7 @@ func init() {
 // fleetInput is web with 300 ready endpoints over n nodes node-001…:
 // 70 nodes × 300 endpoints are over the 20,000 cells a grid spells out, so
 // the evidence names shared endpoint sets and the grid shares rows' cells.
-func fleetInput(n int) *trace.Input {
+func fleetInput(n int) *input.Input {
 	in := baseInput()
 	in.Pods = nil
 	names := manyNodes(in, n)
@@ -232,8 +233,8 @@ func init() {
 	// still sends everything to an endpoint that is gone and does not
 	// forward (each node names its own endpoints then), 3 are healthy,
 	// node-069 lacks one endpoint, node-070's collector never ran.
-	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *trace.Input { return fleetInput(70) },
-		views: func() (*report.CollectorRun, []trace.NodeView) {
+	scenarios = append(scenarios, scenario{name: "nodes-fleet", in: func() *input.Input { return fleetInput(70) },
+		views: func() (*report.CollectorRun, []plan.NodeView) {
 			all := map[string]float64{}
 			for _, sl := range fleetInput(70).Slices {
 				for _, e := range sl.Endpoints {
@@ -246,10 +247,10 @@ func init() {
 					short[ep] = 1.0 / 299
 				}
 			}
-			var views []trace.NodeView
+			var views []plan.NodeView
 			for i := 1; i <= 70; i++ {
 				name := fmt.Sprintf("node-%03d", i)
-				v := trace.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
+				v := plan.NodeView{Node: name, Roles: []string{"all-nodes"}, Profile: "netadmin"}
 				switch {
 				case i <= 65:
 					v.Observation = nodeObservation(name, map[string]float64{"10.244.9.9:8080": 1}, nil)

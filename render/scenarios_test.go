@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -75,7 +77,7 @@ func nodes() map[string]*corev1.Node {
 	return out
 }
 
-func withDNS(in *trace.Input) *trace.Input {
+func withDNS(in *input.Input) *input.Input {
 	in.DNSService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}}
 	in.DNSSlices = []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
@@ -84,8 +86,8 @@ func withDNS(in *trace.Input) *trace.Input {
 	return in
 }
 
-func baseInput() *trace.Input {
-	return withDNS(&trace.Input{Namespace: "default", Name: "web", Service: svc(),
+func baseInput() *input.Input {
+	return withDNS(&input.Input{Namespace: "default", Name: "web", Service: svc(),
 		Pods:   []corev1.Pod{pod("web-1", "10.244.1.5", "node-a"), pod("web-2", "10.244.2.5", "node-b")},
 		Slices: []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5", "10.244.2.5")},
 		Nodes:  nodes()})
@@ -93,15 +95,15 @@ func baseInput() *trace.Input {
 
 type scenario struct {
 	name string
-	in   func() *trace.Input
+	in   func() *input.Input
 	opts trace.Options
 	// views, when set, are the node report the scenario's collectors returned.
-	views func() (*report.CollectorRun, []trace.NodeView)
+	views func() (*report.CollectorRun, []plan.NodeView)
 }
 
 var scenarios = []scenario{
 	{name: "healthy", in: baseInput, opts: trace.Options{NoNode: true}},
-	{name: "selector-mismatch", in: func() *trace.Input {
+	{name: "selector-mismatch", in: func() *input.Input {
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web", "tier": "front"} })
 		in.Pods = nil
@@ -111,7 +113,7 @@ var scenarios = []scenario{
 		})}
 		return in
 	}, opts: trace.Options{NoNode: true}},
-	{name: "named-port-missing", in: func() *trace.Input {
+	{name: "named-port-missing", in: func() *input.Input {
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) { s.Spec.Ports[0].TargetPort = intstr.FromString("http") })
 		in.Pods[1].Spec.Containers[0].Ports[0].Name = "web"
@@ -123,7 +125,7 @@ var scenarios = []scenario{
 		in.Slices = []discoveryv1.EndpointSlice{endpointSlice(true, "10.244.1.5"), noPort}
 		return in
 	}},
-	{name: "no-endpoints", in: func() *trace.Input {
+	{name: "no-endpoints", in: func() *input.Input {
 		in := baseInput()
 		crash := func(p *corev1.Pod) {
 			p.Status.Conditions[0].Status = corev1.ConditionFalse
@@ -137,18 +139,18 @@ var scenarios = []scenario{
 		in.Slices = []discoveryv1.EndpointSlice{endpointSlice(false, "10.244.1.5", "10.244.2.5")}
 		return in
 	}, opts: trace.Options{NoNode: true}},
-	{name: "forbidden", in: func() *trace.Input {
+	{name: "forbidden", in: func() *input.Input {
 		in := baseInput()
 		in.Slices = nil
 		in.Nodes = nil
-		in.Gaps = []trace.Gap{
+		in.Gaps = []input.Gap{
 			{Layer: report.LayerEndpoints, Verb: "list", Resource: "endpointslices.discovery.k8s.io", Namespace: "default",
 				Forbidden: true, Impact: "endpoints cannot be judged"},
 			{Verb: "list", Resource: "nodes", Forbidden: true, Impact: "node readiness not checked"},
 		}
 		return in
 	}, opts: trace.Options{NoNode: true}},
-	{name: "headless", in: func() *trace.Input {
+	{name: "headless", in: func() *input.Input {
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) {
 			s.Spec.ClusterIP = corev1.ClusterIPNone
@@ -156,20 +158,20 @@ var scenarios = []scenario{
 		})
 		return in
 	}},
-	{name: "externalname", in: func() *trace.Input {
-		in := withDNS(&trace.Input{Namespace: "default", Name: "web", Service: svc(func(s *corev1.Service) {
+	{name: "externalname", in: func() *input.Input {
+		in := withDNS(&input.Input{Namespace: "default", Name: "web", Service: svc(func(s *corev1.Service) {
 			s.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}
 		})})
 		return in
 	}, opts: trace.Options{NoNode: true}},
-	{name: "not-found", in: func() *trace.Input {
-		return &trace.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
+	{name: "not-found", in: func() *input.Input {
+		return &input.Input{Namespace: "default", Name: "web", ServiceNotFound: true, ClosestServices: []string{"web1", "webapp"}}
 	}},
 	{name: "collectors-failed", in: baseInput,
-		views: func() (*report.CollectorRun, []trace.NodeView) {
+		views: func() (*report.CollectorRun, []plan.NodeView) {
 			run := &report.CollectorRun{Image: "ghcr.io/svctrace/svctrace-collector:v0.1.0", Namespace: "svctrace-system",
 				Profile: "netadmin", Capabilities: []string{"NET_ADMIN", "NET_RAW"}, HostPID: true}
-			views := []trace.NodeView{
+			views := []plan.NodeView{
 				{Node: "node-a", Roles: []string{"endpoints"}, Profile: "netadmin",
 					Failure: `collector on node node-a (pod svctrace-collector-abcde) could not pull its image: Back-off pulling image "ghcr.io/svctrace/svctrace-collector:v0.1.0"`},
 				{Node: "node-b", Roles: []string{"endpoints", "client"}, Failure: "node is NotReady (Ready=Unknown, NodeStatusUnknown: Kubelet stopped posting node status.): not inspected"},
@@ -180,7 +182,7 @@ var scenarios = []scenario{
 			run.Nodes = append(run.Nodes, report.CollectorNode{Node: "node-c", Roles: []string{"all-nodes"}, Inspected: true, Cordoned: true})
 			return run, views
 		}},
-	{name: "escape", in: func() *trace.Input {
+	{name: "escape", in: func() *input.Input {
 		in := baseInput()
 		in.Service = svc(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "web\x1b[31mRED"} })
 		in.Pods = nil
@@ -194,10 +196,10 @@ func (sc scenario) trace() *report.ServiceTrace {
 	opts.Version = "v0.1.0-test"
 	opts.Context = "kind-svctrace"
 	in := sc.in()
-	var nr *trace.NodeReport
+	var nr *plan.NodeReport
 	if sc.views != nil {
 		run, views := sc.views()
-		nr = &trace.NodeReport{Collector: run, Nodes: views}
+		nr = &plan.NodeReport{Collector: run, Nodes: views}
 	}
 	return trace.Assemble(in, nr, opts)
 }

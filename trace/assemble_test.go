@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -20,15 +22,15 @@ import (
 // equal the one assembled from the objects in memory.
 func TestAssembleFromSavedInputAndObservations(t *testing.T) {
 	in, obs := realKubeProxyInput(t, "nftables")
-	nr := &NodeReport{
+	nr := &plan.NodeReport{
 		Collector: &report.CollectorRun{Image: "svctrace.local/collector:dev", Namespace: "svctrace-system", Profile: "netadmin"},
-		Nodes:     []NodeView{{Node: obs.NodeName, Roles: []string{RoleEndpoints}, Observation: &obs}},
+		Nodes:     []plan.NodeView{{Node: obs.NodeName, Roles: []string{plan.RoleEndpoints}, Observation: &obs}},
 	}
 	opts := Options{Now: fixedNow, Version: "test"}
 	live := Assemble(in, nr, opts)
 
-	var savedIn Input
-	var savedReport NodeReport
+	var savedIn input.Input
+	var savedReport plan.NodeReport
 	roundTrip(t, in, &savedIn)
 	roundTrip(t, nr, &savedReport)
 	offline := Assemble(&savedIn, &savedReport, opts)
@@ -98,7 +100,7 @@ func TestCollectedInputSurvivesJSON(t *testing.T) {
 				t.Fatalf("nr %+v with --no-node", nr)
 			}
 			live := jsonOf(t, Assemble(in, nil, opts))
-			var saved Input
+			var saved input.Input
 			roundTrip(t, in, &saved)
 			if len(in.Gaps) != len(saved.Gaps) {
 				t.Fatalf("%d gaps read back, want %d", len(saved.Gaps), len(in.Gaps))

@@ -10,13 +10,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // dualStackRecorded is the Input and observation of the real kube-proxy
 // v1.37.2 programming a RequireDualStack Service in mode (iptables or
 // nftables) on a dual-stack node (collectors/testdata/PROVENANCE.md).
-func dualStackRecorded(t *testing.T, mode string) (*Input, *collectorapi.Observation) {
+func dualStackRecorded(t *testing.T, mode string) (*input.Input, *collectorapi.Observation) {
 	t.Helper()
 	dir := "../collectors/testdata/observations"
 	var api struct {
@@ -58,7 +60,7 @@ func TestJudgeRealDualStack(t *testing.T) {
 	for _, mode := range []string{"iptables", "nftables"} {
 		t.Run(mode, func(t *testing.T) {
 			in, obs := dualStackRecorded(t, mode)
-			tr := judgeViews(t, in, NodeView{Node: obs.NodeName, Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 			dp := tr.Layer(report.LayerDatapath)
 			matched := map[string]bool{}
 			for _, c := range dp.Checks {

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // causeTrace is a judged API trace with the given checks added, node
 // findings and all, for explainCauses to link.
-func causeTrace(t *testing.T, in *Input, checks ...report.Check) *report.ServiceTrace {
+func causeTrace(t *testing.T, in *input.Input, checks ...report.Check) *report.ServiceTrace {
 	t.Helper()
 	tr := judgeAPI(in, Options{Now: fixedNow})
 	for _, c := range checks {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -28,7 +29,7 @@ func TestDNSTimeoutExplainedByForwarding(t *testing.T) {
 	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Route.Data.IPv4Forward = "0"
 	n2.Sections.DNS = dnsSection([]string{"A 10.96.0.20"}, "")
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: n1}, NodeView{Node: "n2", Observation: n2})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: n1}, plan.NodeView{Node: "n2", Observation: n2})
 
 	if tr.Verdict.FirstFailingLayer != report.LayerDNS {
 		t.Fatalf("first failing layer %s, want dns", tr.Verdict.FirstFailingLayer)
@@ -61,7 +62,7 @@ func TestDNSTimeoutNotExplainedByLocalForwarding(t *testing.T) {
 	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Route.Data.IPv4Forward = "0"
 	n2.Sections.DNS = dnsSection(nil, "i/o timeout")
-	tr := judgeViews(t, in, NodeView{Node: "n2", Observation: n2})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n2", Observation: n2})
 	if c := nodeCodes(tr, report.LayerDNS, "n2")[report.CodeDNSLiveFailed]; c.ExplainedBy != nil {
 		t.Errorf("DNS013 on the DNS Pod's own node explained by %+v", c.ExplainedBy)
 	}
@@ -80,7 +81,7 @@ func TestPodTimeoutExplainedByForwarding(t *testing.T) {
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
 	n2 := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	n2.Sections.Route.Data.IPv4Forward = "0"
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: n1}, NodeView{Node: "n2", Observation: n2})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: n1}, plan.NodeView{Node: "n2", Observation: n2})
 	c := nodeCodes(tr, report.LayerRoute, "n1")[report.CodeRTPodTimeout]
 	if c.ExplainedBy == nil || c.ExplainedBy.Code != report.CodeRTForwardOff || c.ExplainedBy.Node != "n2" {
 		t.Errorf("RT007 explained by %+v", c.ExplainedBy)

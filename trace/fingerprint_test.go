@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -39,13 +41,13 @@ func faultTrace(t *testing.T, uid types.UID, n1, n2 *collectorapi.IPTablesObserv
 	o1 := observation(t, collectorapi.ModeIPTables, n1, nil)
 	o2 := observation(t, collectorapi.ModeIPTables, n2, nil)
 	o1.CollectedAt, o2.CollectedAt = at, at
-	views := []NodeView{{Node: "n1", Observation: o1}, {Node: "n2", Observation: o2}}
+	views := []plan.NodeView{{Node: "n1", Observation: o1}, {Node: "n2", Observation: o2}}
 	if reversed {
 		slices.Reverse(in.Pods)
 		slices.Reverse(in.Slices[0].Endpoints)
 		slices.Reverse(views)
 	}
-	tr := Assemble(in, &NodeReport{Nodes: views}, Options{Now: func() time.Time { return at }})
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: func() time.Time { return at }})
 	assertCatalogued(t, tr)
 	return tr
 }
@@ -104,7 +106,7 @@ func TestVerdictFingerprintPassAndNotFound(t *testing.T) {
 	}
 
 	missing := func() *report.ServiceTrace {
-		return Assemble(&Input{Namespace: "default", Name: "web", ServiceNotFound: true}, nil, Options{Now: fixedNow})
+		return Assemble(&input.Input{Namespace: "default", Name: "web", ServiceNotFound: true}, nil, Options{Now: fixedNow})
 	}
 	a, b := missing(), missing()
 	if a.Service.UID != "" || a.Verdict.Code != report.CodeSvcNotFound || !fingerprintFormat.MatchString(a.Verdict.Fingerprint) {
@@ -120,12 +122,12 @@ func TestVerdictFingerprintPassAndNotFound(t *testing.T) {
 // as a whole) leave code empty, and the fingerprint keys on the layer.
 func TestVerdictCodeWhenNotJudged(t *testing.T) {
 	in := nodeInput(withUID("uid-web"))
-	tr := Assemble(in, &NodeReport{Failure: "missing permission: verb create on resource pods"}, Options{Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Failure: "missing permission: verb create on resource pods"}, Options{Now: fixedNow})
 	v := tr.Verdict
 	if v.Status != report.StatusUnknown || v.Code != "" || !fingerprintFormat.MatchString(v.Fingerprint) {
 		t.Fatalf("verdict %s code %q fingerprint %q, want unknown, no code, a fingerprint", v.Status, v.Code, v.Fingerprint)
 	}
-	other := Assemble(nodeInput(withUID("uid-web")), &NodeReport{Failure: "image pull failed"}, Options{Now: fixedNow})
+	other := Assemble(nodeInput(withUID("uid-web")), &plan.NodeReport{Failure: "image pull failed"}, Options{Now: fixedNow})
 	if other.Verdict.Fingerprint != v.Fingerprint {
 		t.Errorf("the fingerprint depends on the failure text: %s vs %s", other.Verdict.Fingerprint, v.Fingerprint)
 	}

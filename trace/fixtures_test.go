@@ -1,6 +1,10 @@
 package trace
 
 import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
+	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 var fixedNow = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
@@ -130,4 +138,56 @@ func probeEvent(name, pod string, uid types.UID, msg string, count int32, minute
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: uid},
 		Reason:         "Unhealthy", Message: msg, Count: count, Type: corev1.EventTypeWarning,
 		FirstTimestamp: at, LastTimestamp: at}
+}
+
+// judgeFrom assembles a trace as judgeViews does, with a --from client.
+func judgeFrom(t *testing.T, in *input.Input, from *report.PolicyClient, views ...plan.NodeView) *report.ServiceTrace {
+	t.Helper()
+	tr := Assemble(in, &plan.NodeReport{Nodes: views}, Options{Now: fixedNow, From: from})
+	assertCatalogued(t, tr)
+	return tr
+}
+
+func wantCode(t *testing.T, tr *report.ServiceTrace, layer report.LayerName, node, code string, msgParts ...string) report.Check {
+	t.Helper()
+	got := nodeCodes(tr, layer, node)
+	c, ok := got[code]
+	if !ok {
+		t.Fatalf("layer %s on %s: want %s, got %v", layer, node, code, keysOf(got))
+	}
+	for _, p := range msgParts {
+		if !strings.Contains(c.Message, p) {
+			t.Errorf("%s message lacks %q: %s", code, p, c.Message)
+		}
+	}
+	return c
+}
+
+func evidence(c report.Check, key string) string {
+	if c.Evidence == nil {
+		return ""
+	}
+	for _, f := range c.Evidence.Fields {
+		if f.Key == key {
+			if f.Value != "" {
+				return f.Value
+			}
+			return strings.Join(f.Items, ",")
+		}
+	}
+	return ""
+}
+
+// readFixture decodes a recorded JSON fixture.
+func readFixture[T any](t *testing.T, path string) T {
+	t.Helper()
+	var out T
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
 }

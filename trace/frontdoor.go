@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -22,9 +24,9 @@ import (
 // frontdoor layer says so and every port is traced. The Options returned
 // are opts with that port: Assemble (and a saved trace) take them. backend
 // "" (a front door with no backend Service) reads nothing more.
-func CollectBackend(ctx context.Context, client kubernetes.Interface, fd *frontdoor.Input, backend string, opts Options) (*Input, *NodeReport, Options, error) {
+func CollectBackend(ctx context.Context, client kubernetes.Interface, fd *frontdoor.Input, backend string, opts Options) (*input.Input, *plan.NodeReport, Options, error) {
 	if backend == "" {
-		return &Input{Namespace: fd.Entry.Namespace, Frontdoor: fd}, nil, opts, nil
+		return &input.Input{Namespace: fd.Entry.Namespace, Frontdoor: fd}, nil, opts, nil
 	}
 	namespace, name, _ := strings.Cut(backend, "/")
 	if opts.Port == "" {
@@ -61,7 +63,7 @@ func backendPort(fd *frontdoor.Input, backend string) string {
 // judgeFrontdoor prepends the frontdoor layer when the trace started at a
 // front door. It goes first because a packet meets the front door first,
 // and the verdict names the first failing layer.
-func judgeFrontdoor(in *Input, t *report.ServiceTrace) {
+func judgeFrontdoor(in *input.Input, t *report.ServiceTrace) {
 	if in.Frontdoor == nil {
 		return
 	}
@@ -75,14 +77,14 @@ func judgeFrontdoor(in *Input, t *report.ServiceTrace) {
 
 // frontdoorOnly is the trace of a front door that resolves to no backend
 // Service: the frontdoor layer, and every Service layer skipped.
-func frontdoorOnly(in *Input, opts Options) *report.ServiceTrace {
+func frontdoorOnly(in *input.Input, opts Options) *report.ServiceTrace {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
 	domain := opts.ClusterDomain
 	if domain == "" {
-		domain = DefaultClusterDomain
+		domain = plan.DefaultClusterDomain
 	}
 	t := &report.ServiceTrace{
 		APIVersion: report.APIVersion,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakegateway"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -569,7 +570,7 @@ func TestFrontdoorSurvivesJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := jsonOf(t, Assemble(in, nil, opts))
-	var saved Input
+	var saved input.Input
 	roundTrip(t, in, &saved)
 	if offline := jsonOf(t, Assemble(&saved, nil, opts)); offline != live {
 		t.Fatalf("offline result differs:\nlive:    %s\noffline: %s", live, offline)

@@ -3,7 +3,6 @@ package trace
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -33,7 +34,7 @@ const podCheckLimit = 10
 // O(endpoints + pods).
 type judge struct {
 	*report.Emitter
-	in   *Input
+	in   *input.Input
 	opts Options
 	t    *report.ServiceTrace
 	svc  *corev1.Service
@@ -50,9 +51,9 @@ type judge struct {
 // judgeAPI turns the fetched objects into a ServiceTrace with the API-side
 // layers decided and the node layers left empty; Assemble fills or skips
 // them and finishes the trace.
-func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
+func judgeAPI(in *input.Input, opts Options) *report.ServiceTrace {
 	if opts.ClusterDomain == "" {
-		opts.ClusterDomain = DefaultClusterDomain
+		opts.ClusterDomain = plan.DefaultClusterDomain
 	}
 	now := time.Now
 	if opts.Now != nil {
@@ -75,8 +76,8 @@ func judgeAPI(in *Input, opts Options) *report.ServiceTrace {
 		return t
 	}
 	t.Service.UID = string(in.Service.UID)
-	j.podsGap = in.hasGap(report.LayerEndpoints, resPods)
-	j.slicesGap = in.hasGap(report.LayerEndpoints, resEndpointSlices)
+	j.podsGap = in.HasGap(report.LayerEndpoints, input.ResourcePods)
+	j.slicesGap = in.HasGap(report.LayerEndpoints, input.ResourceEndpointSlices)
 	j.summarize()
 	j.applicability()
 	j.selectPorts()
@@ -100,7 +101,7 @@ func serviceFQDN(name, namespace, clusterDomain string) string {
 }
 
 // templateArgs are the placeholders every check template may use.
-func templateArgs(in *Input, fqdn string) report.Args {
+func templateArgs(in *input.Input, fqdn string) report.Args {
 	out := report.Args{"service": in.Name, "namespace": in.Namespace, "fqdn": fqdn}
 	if svc := in.Service; svc != nil {
 		out["selector"] = selectorString(svc.Spec.Selector)
@@ -110,40 +111,6 @@ func templateArgs(in *Input, fqdn string) report.Args {
 		}
 	}
 	return out
-}
-
-func (j *judge) notFound() {
-	if j.in.NamespaceNotFound {
-		closest := ""
-		var fields []report.Field
-		if len(j.in.ClosestNamespaces) > 0 {
-			closest = "; did you mean -n " + strings.Join(j.in.ClosestNamespaces, ", ") + "?"
-			fields = append(fields, fieldItems("closestNamespaces", j.in.ClosestNamespaces))
-		}
-		j.Emit(report.CodeSvcNamespaceMissing, report.Args{"closest": closest}, fields...)
-		j.gapChecks()
-		for _, name := range report.LayerOrder {
-			if name != report.LayerService {
-				j.t.Layer(name).Skip(fmt.Sprintf("namespace %s not found", j.in.Namespace))
-			}
-		}
-		return
-	}
-	closest := ""
-	if len(j.in.ClosestServices) > 0 {
-		closest = "; did you mean " + strings.Join(j.in.ClosestServices, ", ") + "?"
-	}
-	var fields []report.Field
-	if len(j.in.ClosestServices) > 0 {
-		fields = append(fields, fieldItems("closestServices", j.in.ClosestServices))
-	}
-	j.Emit(report.CodeSvcNotFound, report.Args{"closest": closest}, fields...)
-	j.gapChecks()
-	for _, name := range report.LayerOrder {
-		if name != report.LayerService {
-			j.t.Layer(name).Skip(fmt.Sprintf("Service %s/%s not found", j.in.Namespace, j.in.Name))
-		}
-	}
 }
 
 // applicability marks the layers that do not apply to this kind of Service.
@@ -287,37 +254,17 @@ func (j *judge) summarize() {
 	j.endpoints = e.Endpoints
 }
 
-// selectPorts applies --port (a port name or number).
-func (j *judge) selectPorts() {
-	if j.opts.Port == "" {
-		j.ports = j.svc.Spec.Ports
-		return
-	}
-	for _, p := range j.svc.Spec.Ports {
-		if p.Name == j.opts.Port || strconv.Itoa(int(p.Port)) == j.opts.Port {
-			j.ports = append(j.ports, p)
-		}
-	}
-	if len(j.ports) == 0 && j.svc.Spec.Type != corev1.ServiceTypeExternalName {
-		var names []string
-		for _, p := range j.svc.Spec.Ports {
-			names = append(names, portLabel(p))
-		}
-		j.Emit(report.CodeSvcPortFilterAbsent, report.Args{"port": j.opts.Port, "ports": orNone(strings.Join(names, ", "))})
-	}
-}
-
 // gapChecks turns every failed read into a check: unknown in its layer, or
 // skipped (API003) for the optional node list.
 func (j *judge) gapChecks() {
 	for _, g := range j.in.Gaps {
-		if g.Resource == resNodes || g.Resource == resEvents {
+		if g.Resource == input.ResourceNodes || g.Resource == input.ResourceEvents {
 			// Optional reads: the layer is still judged without them.
 			code := report.CodeAPINodes
-			if g.Resource == resEvents {
+			if g.Resource == input.ResourceEvents {
 				code = report.CodeAPIEvents
 			}
-			c := report.NewCheck(code, report.Args{"error": shortErr(g), "verb": g.Verb, "namespace": g.Namespace})
+			c := report.NewCheck(code, report.Args{"error": g.Short(), "verb": g.Verb, "namespace": g.Namespace})
 			c.Status = report.StatusSkipped
 			j.add(report.LayerEndpoints, c)
 			continue
@@ -326,8 +273,8 @@ func (j *judge) gapChecks() {
 		if g.Namespace != "" {
 			scopeFlag = "-n " + g.Namespace
 		}
-		args := report.Args{"verb": g.Verb, "resource": g.Resource, "scope": g.scope(), "scopeFlag": scopeFlag,
-			"impact": g.Impact, "error": shortErr(g)}
+		args := report.Args{"verb": g.Verb, "resource": g.Resource, "scope": g.Scope(), "scopeFlag": scopeFlag,
+			"impact": g.Impact, "error": g.Short()}
 		code := report.CodeAPIError
 		if g.Forbidden {
 			code = report.CodeAPIForbidden
@@ -343,16 +290,6 @@ func (j *judge) gapChecks() {
 			}
 		}
 	}
-}
-
-func shortErr(g Gap) string {
-	if g.Forbidden {
-		return "forbidden"
-	}
-	if g.Err == nil {
-		return "error"
-	}
-	return g.Err.Error()
 }
 
 func slicePorts(sl *discoveryv1.EndpointSlice) []report.EndpointPort {
@@ -426,10 +363,7 @@ func skipNodeLayers(t *report.ServiceTrace, reason string) {
 	for _, name := range report.NodeLayers {
 		t.Layer(name).Skip(reason)
 	}
-	fqdn := serviceFQDN(t.Service.Name, t.Service.Namespace, t.Metadata.ClusterDomain)
-	c := report.NewCheck(report.CodeDNSLiveQuery, report.Args{"fqdn": fqdn, "reason": "skipped, " + reason})
-	c.Status = report.StatusSkipped
-	t.Layer(report.LayerDNS).Add(c)
+	skipLiveDNS(t, reason)
 }
 
 // fieldValue and fieldItems build evidence fields.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -18,13 +20,13 @@ import (
 // bigInput is a Service with n ready endpoints spread over n/100 slices,
 // one Pod per endpoint on 50 nodes, a named targetPort (resolved on every
 // Pod) and externalTrafficPolicy Local (per-node check).
-func bigInput(n int) *Input {
+func bigInput(n int) *input.Input {
 	svc := service("web", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeNodePort
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Ports[0].TargetPort = intstr.FromString("http")
 	})
-	in := &Input{Namespace: "default", Name: "web", Service: svc, Nodes: map[string]*corev1.Node{}, NodesListed: true}
+	in := &input.Input{Namespace: "default", Name: "web", Service: svc, Nodes: map[string]*corev1.Node{}, NodesListed: true}
 	for i := 0; i < 50; i++ {
 		name := fmt.Sprintf("node-%02d", i)
 		in.Nodes[name] = node(name, true)

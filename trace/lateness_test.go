@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -114,7 +115,7 @@ func TestLateCollectorTimeoutsAreUndetermined(t *testing.T) {
 			status: report.StatusUnknown, why: "it was not tried again: the collector's time ran out first (context deadline exceeded)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: tt.obs(t)})
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: tt.obs(t)})
 			for layer, code := range tt.want {
 				c, ok := nodeCodes(tr, layer, "n1")[code]
 				if !ok {

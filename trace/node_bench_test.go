@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
 // bigObservation is a node whose iptables rules program every endpoint of
 // bigInput(n) with equal shares, as kube-proxy would.
-func bigObservation(tb testing.TB, in *Input) *collectorapi.Observation {
+func bigObservation(tb testing.TB, in *input.Input) *collectorapi.Observation {
 	var sel []collectorapi.IPTablesEndpointJump
 	n := 0
 	for _, sl := range in.Slices {
@@ -41,7 +43,7 @@ func BenchmarkJudgeWithNode(b *testing.B) {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
+				_ = Assemble(in, &plan.NodeReport{Nodes: []plan.NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/trace")
 		})
@@ -52,7 +54,7 @@ func TestBigServiceNodeJudgement(t *testing.T) {
 	in := bigInput(5000)
 	in.Service.Spec.Ports[0].NodePort = 30080
 	obs := bigObservation(t, in)
-	tr := Assemble(in, &NodeReport{Nodes: []NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
+	tr := Assemble(in, &plan.NodeReport{Nodes: []plan.NodeView{{Node: "node-00", Observation: obs}}}, Options{Now: fixedNow})
 	if _, ok := nodeCodes(tr, report.LayerDatapath, "node-00")[report.CodeDPRulesMatch]; !ok {
 		t.Fatalf("5,000 programmed endpoints not judged matching: %v", keysOf(nodeCodes(tr, report.LayerDatapath, "")))
 	}

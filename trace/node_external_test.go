@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -61,7 +62,7 @@ func TestExternalPathCompared(t *testing.T) {
 		}(), report.CodeDPExternalMissing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
+			tr := judgeViews(t, nodeInput(nodePortLocal), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, tt.ipt, nil)})
 			got := nodeCodes(tr, report.LayerDatapath, "n1")
 			if tt.want == "" {
 				assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPExternalWrong, report.CodeDPExternalMissing)
@@ -103,10 +104,10 @@ func TestExternalPathComparedNFTables(t *testing.T) {
 		}}
 		return o
 	}
-	tr := judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.1.5:8080"))})
+	tr := judgeViews(t, nodeInput(nodePortLocal), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.1.5:8080"))})
 	assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPExternalWrong, report.CodeDPExternalMissing)
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n1")
 
-	tr = judgeViews(t, nodeInput(nodePortLocal), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.2.7:8080"))})
+	tr = judgeViews(t, nodeInput(nodePortLocal), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeNFTables, nil, mk("10.244.2.7:8080"))})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPExternalWrong, "n1")
 }

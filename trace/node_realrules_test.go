@@ -18,6 +18,8 @@ import (
 	"github.com/svctrace/kubectl-svctrace/collectors/nftables"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fixture"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/netns"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -32,7 +34,7 @@ import (
 const realNode = "svtb-node1"
 
 // realInput is the trace Input for one Service of the recorded API objects.
-func realInput(t *testing.T, name string) *Input {
+func realInput(t *testing.T, name string) *input.Input {
 	t.Helper()
 	b, err := os.ReadFile("../collectors/testdata/iptables/testbed-api.json")
 	if err != nil {
@@ -44,7 +46,7 @@ func realInput(t *testing.T, name string) *Input {
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatal(err)
 	}
-	in := &Input{Namespace: "nf-fixtures", Name: name, Nodes: map[string]*corev1.Node{}}
+	in := &input.Input{Namespace: "nf-fixtures", Name: name, Nodes: map[string]*corev1.Node{}}
 	for _, raw := range list.Items {
 		var meta struct {
 			Kind string `json:"kind"`
@@ -131,7 +133,7 @@ func judgeRealIPTables(t *testing.T, ns *netns.NS, name, backend, reader string)
 	if len(obs.Backends) != 1 || obs.Backends[0].Error != "" || !obs.Backends[0].KubeProxyChains {
 		t.Fatalf("%s: %+v", name, obs.Backends)
 	}
-	return judgeViews(t, realInput(t, name), NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeIPTables, obs, nil)}), obs.Backends[0]
+	return judgeViews(t, realInput(t, name), plan.NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeIPTables, obs, nil)}), obs.Backends[0]
 }
 
 // datapathJudgement is the datapath layer's checks on the node as
@@ -251,7 +253,7 @@ func TestRealNFTablesMasqueradePathJudged(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tr := judgeViews(t, realInput(t, "web"), NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeNFTables, nil, obs)})
+				tr := judgeViews(t, realInput(t, "web"), plan.NodeView{Node: realNode, Observation: observation(t, collectorapi.ModeNFTables, nil, obs)})
 				if c.code == "" {
 					assertNoCode(t, tr, report.LayerDatapath, realNode, report.CodeDPMasqNoRule, report.CodeDPMasqNoJump)
 					continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -42,8 +44,8 @@ func TestListsFollowContinue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(limits) != 2 || limits[0] != PageSize {
-		t.Fatalf("list calls with limits %v, want two pages of %d", limits, PageSize)
+	if len(limits) != 2 || limits[0] != input.PageSize {
+		t.Fatalf("list calls with limits %v, want two pages of %d", limits, input.PageSize)
 	}
 	if tr.Endpoints.Total != 2 || len(tr.Endpoints.Slices) != 2 || tr.Layer(report.LayerEndpoints).Status != report.StatusPass {
 		t.Fatalf("endpoints %+v, layer %s", tr.Endpoints, tr.Layer(report.LayerEndpoints).Status)

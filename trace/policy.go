@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -11,92 +10,17 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/netpol"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
-const resNetworkPolicies = "networkpolicies.networking.k8s.io"
-
-// fetchPolicies lists the NetworkPolicies of the Service's namespace (and of
-// the client Pod's, for its egress), paged. A failure becomes a gap that
-// turns the policy layer unknown.
-func fetchPolicies(ctx context.Context, client kubernetes.Interface, in *Input) {
-	for _, ns := range []string{in.Namespace} {
-		opts := metav1.ListOptions{Limit: PageSize}
-		for {
-			list, err := client.NetworkingV1().NetworkPolicies(ns).List(ctx, opts)
-			if err != nil {
-				in.Gaps = append(in.Gaps, gapFor(report.LayerPolicy, "list", resNetworkPolicies, ns, err, "NetworkPolicies not judged"))
-				in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, ns)
-				break
-			}
-			in.NetworkPolicies = append(in.NetworkPolicies, list.Items...)
-			if list.Continue == "" {
-				break
-			}
-			opts.Continue = list.Continue
-		}
-	}
-}
-
-// fetchNamespaceLabels reads every namespace's labels, one paged list, when
-// a policy's namespaceSelector needs more than the namespace's name (the API
-// server's kubernetes.io/metadata.name label, known without a read). A
-// failed list is not a gap that blinds the layer: only the answers that need
-// the labels become undetermined, and they quote why.
-func fetchNamespaceLabels(ctx context.Context, client kubernetes.Interface, in *Input) {
-	if in.NamespaceLabels != nil || in.NamespaceLabelsUnread != "" || !in.needsNamespaceLabels() {
-		return
-	}
-	labels := map[string]map[string]string{}
-	opts := metav1.ListOptions{Limit: PageSize}
-	for {
-		list, err := client.CoreV1().Namespaces().List(ctx, opts)
-		if err != nil {
-			in.NamespaceLabelsUnread = "cannot list namespaces: " + shortErr(Gap{Err: err, Forbidden: apierrors.IsForbidden(err)})
-			return
-		}
-		for _, ns := range list.Items {
-			labels[ns.Name] = ns.Labels
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
-	}
-	in.NamespaceLabels = labels
-}
-
-// needsNamespaceLabels says whether some policy selects namespaces by a
-// label other than their name.
-func (in *Input) needsNamespaceLabels() bool {
-	if len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 {
-		return true // their subjects and peers select namespaces by label
-	}
-	for i := range in.NetworkPolicies {
-		if netpol.NeedsNamespaceLabels(&in.NetworkPolicies[i]) {
-			return true
-		}
-	}
-	return false
-}
-
-// policiesMayDecide says whether some policy read, or one that could not be
-// read, may decide traffic to the backends.
-func (in *Input) policiesMayDecide() bool {
-	return len(in.NetworkPolicies) > 0 || len(in.UnreadPolicyNamespaces) > 0 ||
-		len(in.AdminNetworkPolicies) > 0 || len(in.BaselineAdminNetworkPolicies) > 0 || in.AdminPoliciesUnread != "" ||
-		len(in.unevaluatedPresent()) > 0
-}
-
 // netpolInput is the NetworkPolicy evaluation's input for one client.
-func netpolInput(in *Input, client netpol.Client, ports []netpol.TargetPort) *netpol.Input {
+func netpolInput(in *input.Input, client netpol.Client, ports []netpol.TargetPort) *netpol.Input {
 	return &netpol.Input{
 		Backends:              in.Pods,
 		Ports:                 ports,
@@ -109,7 +33,7 @@ func netpolInput(in *Input, client netpol.Client, ports []netpol.TargetPort) *ne
 		AdminNetworkPolicies:         in.AdminNetworkPolicies,
 		BaselineAdminNetworkPolicies: in.BaselineAdminNetworkPolicies,
 		AdminPoliciesUnread:          in.AdminPoliciesUnread,
-		Unevaluated:                  in.unevaluatedReason(),
+		Unevaluated:                  in.UnevaluatedReason(),
 	}
 }
 
@@ -126,7 +50,7 @@ type policyAnswer struct {
 
 // policyAnswers evaluates the policies for a client that is a Pod or a
 // node (not AnyClient, whose answers say who is admitted instead).
-func policyAnswers(in *Input, client netpol.Client, ports []netpol.TargetPort) []policyAnswer {
+func policyAnswers(in *input.Input, client netpol.Client, ports []netpol.TargetPort) []policyAnswer {
 	res := netpol.Evaluate(netpolInput(in, client, ports))
 	out := make([]policyAnswer, 0, len(res.Decisions))
 	for _, d := range res.Decisions {
@@ -150,35 +74,8 @@ func policyAnswers(in *Input, client netpol.Client, ports []netpol.TargetPort) [
 	return out
 }
 
-// dnsPodLimit bounds the DNS Pods read for the client's DNS egress check.
-const dnsPodLimit = 8
-
-// fetchDNSPods reads the Pods behind the cluster DNS endpoints (their labels
-// decide podSelector egress peers), one get each, up to dnsPodLimit.
-func fetchDNSPods(ctx context.Context, client kubernetes.Interface, in *Input) {
-	seen := map[string]bool{}
-	for i := range in.DNSSlices {
-		for _, e := range in.DNSSlices[i].Endpoints {
-			ref := e.TargetRef
-			if ref == nil || ref.Kind != "Pod" || seen[ref.Namespace+"/"+ref.Name] || len(seen) == dnsPodLimit {
-				continue
-			}
-			seen[ref.Namespace+"/"+ref.Name] = true
-			ns := ref.Namespace
-			if ns == "" {
-				ns = "kube-system"
-			}
-			p, err := client.CoreV1().Pods(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err != nil {
-				continue // the DNS decision turns Unknown for selector peers
-			}
-			in.DNSPods = append(in.DNSPods, *p)
-		}
-	}
-}
-
 // judgePolicy fills the policy layer.
-func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *report.PolicyClient) {
+func judgePolicy(in *input.Input, e *report.Emitter, t *report.ServiceTrace, from *report.PolicyClient) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || l.Status == report.StatusSkipped {
 		return
@@ -192,7 +89,7 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 		l.Skip("ExternalName Service: no backend Pods to protect")
 		return
 	}
-	if in.hasGap(report.LayerPolicy, resNetworkPolicies) && len(in.NetworkPolicies) == 0 {
+	if in.HasGap(report.LayerPolicy, input.ResourceNetworkPolicies) && len(in.NetworkPolicies) == 0 {
 		return // the gap check already made the layer unknown
 	}
 	add := e.Emit
@@ -306,6 +203,9 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	default:
 		withRaw(add(report.CodeNPAdmitted, report.Args{"line": s.Line}))
 	}
+	if s.Denied == 0 {
+		judgeFamilies(in, add, client, portsForPolicy(svc, t.Metadata.Port))
+	}
 	for _, d := range res.Decisions {
 		if e := d.ClientEgress; e != nil && e.Allowed == netpol.Denied {
 			add(report.CodeNPEgressDenied, report.Args{"target": d.Pod.String() + " " + d.Port.String(), "reason": e.Reason,
@@ -317,6 +217,59 @@ func judgePolicy(in *Input, e *report.Emitter, t *report.ServiceTrace, from *rep
 	if s.Isolated > 0 || len(in.NetworkPolicies) > 0 {
 		add(report.CodeNPEnforcement, report.Args{"note": netpol.EnforcementNote})
 	}
+}
+
+// judgeFamilies evaluates a dual-stack client once per IP family of the
+// Service. A connection has one source address, of one family, and an
+// ipBlock (a CIDR of one family) matches that address only: a client the
+// policies admit as a whole (any of its addresses matched) may be dropped
+// over the other family, which the Service offers too.
+func judgeFamilies(in *input.Input, add func(string, report.Args, ...report.Field) *report.Check, client netpol.Client, ports []netpol.TargetPort) {
+	svc := in.Service
+	if svc == nil || len(svc.Spec.IPFamilies) < 2 || len(client.IPs) < 2 {
+		return
+	}
+	var admitted, denied []string
+	var deniedIPs []string
+	var line string
+	var policies []string
+	for _, fam := range svc.Spec.IPFamilies {
+		c := client
+		c.IPs = nil
+		for _, ip := range client.IPs {
+			if ip.Is6() == (fam == corev1.IPv6Protocol) {
+				c.IPs = append(c.IPs, ip)
+			}
+		}
+		if len(c.IPs) == 0 {
+			continue
+		}
+		s := netpol.Evaluate(netpolInput(in, c, ports)).Summary
+		if s.Denied == 0 {
+			admitted = append(admitted, string(fam))
+			continue
+		}
+		denied = append(denied, string(fam))
+		for _, ip := range c.IPs {
+			deniedIPs = append(deniedIPs, ip.String())
+		}
+		if line == "" {
+			line = s.Line
+		}
+		policies = append(policies, s.DenyingPolicies...)
+	}
+	if len(denied) == 0 || len(admitted) == 0 {
+		return
+	}
+	slices.Sort(policies)
+	policies = slices.Compact(policies)
+	firstPolicy := ""
+	if len(policies) > 0 {
+		firstPolicy = policies[0][strings.LastIndex(policies[0], "/")+1:]
+	}
+	add(report.CodeNPFamilyDenied, report.Args{"admitted": strings.Join(admitted, ", "), "family": strings.Join(denied, ", "),
+		"ips": strings.Join(deniedIPs, ", "), "line": line, "policies": strings.Join(policies, ", "), "firstPolicy": firstPolicy},
+		fieldItems("deniedFamilies", denied), fieldItems("denyingPolicies", policies))
 }
 
 // emitDNSEgress says whether the client's egress policies admit its DNS.
@@ -340,7 +293,7 @@ func emitDNSEgress(e *report.Emitter, d *netpol.DNSDecision, from *report.Policy
 // from its network namespace and they are not the DNS Service's ClusterIPs
 // (NodeLocal DNSCache's 169.254.20.10, a custom dnsConfig): the policy
 // layer's first answer assumed the client asks kube-dns.
-func judgeClientResolverEgress(in *Input, t *report.ServiceTrace, views []NodeView, from *report.PolicyClient) {
+func judgeClientResolverEgress(in *input.Input, t *report.ServiceTrace, views []plan.NodeView, from *report.PolicyClient) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || l.Status == report.StatusSkipped || from == nil || from.Pod == nil || in.Service == nil || len(in.Pods) == 0 {
 		return
@@ -372,7 +325,7 @@ func judgeClientResolverEgress(in *Input, t *report.ServiceTrace, views []NodeVi
 
 // clientNameservers are the nameservers of the --from Pod's resolv.conf,
 // as the collector read them in its network namespace.
-func clientNameservers(views []NodeView) []netip.Addr {
+func clientNameservers(views []plan.NodeView) []netip.Addr {
 	for _, v := range views {
 		o := v.Observation
 		if o == nil || o.Sections.Probe == nil || o.Sections.Probe.Data == nil {
@@ -413,7 +366,7 @@ func portsForPolicy(svc *corev1.Service, port string) []netpol.TargetPort {
 // (NP020), a Cilium or Calico datapath, which enforces policies itself but
 // whose policy state is not read (NP022), or nothing (NP021). NP006 stays
 // when some such node was not inspected.
-func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView) {
+func judgePolicyEnforcement(in *input.Input, t *report.ServiceTrace, views []plan.NodeView) {
 	l := t.Layer(report.LayerPolicy)
 	if l == nil || in.Service == nil || len(in.NetworkPolicies) == 0 || len(in.Pods) == 0 {
 		return
@@ -437,7 +390,7 @@ func judgePolicyEnforcement(in *Input, t *report.ServiceTrace, views []NodeView)
 	if len(pods) == 0 {
 		return
 	}
-	byNode := map[string]*NodeView{}
+	byNode := map[string]*plan.NodeView{}
 	for i := range views {
 		byNode[views[i].Node] = &views[i]
 	}
@@ -615,4 +568,20 @@ func netfilterTableOwner(table string) (string, bool) {
 		return "Cilium", true
 	}
 	return "", false
+}
+
+// judgeUnevaluatedPolicies says which policy kinds svctrace does not
+// evaluate exist where they could decide the traffic: the policy layer's
+// answer is then undetermined, never admitted.
+func judgeUnevaluatedPolicies(in *input.Input, e *report.Emitter) {
+	present := in.UnevaluatedPresent()
+	if len(present) == 0 {
+		return
+	}
+	var kinds []string
+	for _, u := range present {
+		kinds = append(kinds, u.Describe())
+	}
+	c := e.Emit(report.CodeNPKindNotEvaluated, report.Args{"kinds": strings.Join(kinds, "; ")}, fieldItems("kinds", kinds))
+	c.Status = report.StatusUnknown
 }

@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -26,8 +27,8 @@ func TestPolicyEnforcementPerNode(t *testing.T) {
 	in := nodeInput()
 	in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
 	tr := judgeViews(t, in,
-		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, withKubeRouter(), nil)},
-		NodeView{Node: "n2", Observation: withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil),
+		plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, withKubeRouter(), nil)},
+		plan.NodeView{Node: "n2", Observation: withNetfilter(observation(t, collectorapi.ModeIPTables, healthyIPT(), nil),
 			[]string{"KUBE-FIREWALL", "KUBE-FORWARD", "KUBE-SERVICES"}, "ip filter", "ip nat")})
 	c, ok := nodeCodes(tr, report.LayerPolicy, "n1")[report.CodeNPEnforced]
 	if !ok || !strings.Contains(c.Message, "kube-router") || !strings.Contains(c.Message, "KUBE-ROUTER-FORWARD") || !strings.Contains(c.Message, "web-1") {
@@ -47,8 +48,8 @@ func TestPolicyEnforcementNodeNotInspected(t *testing.T) {
 	in := nodeInput()
 	in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
 	tr := judgeViews(t, in,
-		NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, withKubeRouter(), nil)},
-		NodeView{Node: "n2", Failure: "collector Pod not scheduled"})
+		plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, withKubeRouter(), nil)},
+		plan.NodeView{Node: "n2", Failure: "collector Pod not scheduled"})
 	if _, ok := nodeCodes(tr, report.LayerPolicy, "")[report.CodeNPEnforcement]; !ok {
 		t.Error("NP006 dropped although n2 was not inspected")
 	}
@@ -67,7 +68,7 @@ func TestPolicyEnforcementEBPFAndUnread(t *testing.T) {
 	cil.Sections.Proxy.Data.Fingerprints = []collectorapi.Fingerprint{{Mode: collectorapi.ModeCilium, Check: "pinned map cilium_lb4_services_v2", Found: true}}
 	unread := observation(t, collectorapi.ModeIPTables, nil, nil)
 	unread.Sections.IPTables = &collectorapi.Section[collectorapi.IPTablesObservation]{Status: collectorapi.StatusError, Error: "permission denied"}
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: cil}, NodeView{Node: "n2", Observation: unread})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: cil}, plan.NodeView{Node: "n2", Observation: unread})
 	for node, want := range map[string]string{"n1": "cilium", "n2": "permission denied"} {
 		c, ok := nodeCodes(tr, report.LayerPolicy, node)[report.CodeNPEnforcementUnknown]
 		if !ok || !strings.Contains(c.Message, want) {
@@ -79,7 +80,7 @@ func TestPolicyEnforcementEBPFAndUnread(t *testing.T) {
 
 // Without NetworkPolicies nothing is said about enforcement.
 func TestPolicyEnforcementNoPolicies(t *testing.T) {
-	tr := judgeViews(t, nodeInput(), NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
+	tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)})
 	assertNoCode(t, tr, report.LayerPolicy, "", report.CodeNPEnforced, report.CodeNPNotEnforced, report.CodeNPEnforcementUnknown)
 }
 
@@ -154,7 +155,7 @@ func TestPolicyEnforcementOnlyWhereKnown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := nodeInput()
 			in.NetworkPolicies = []networkingv1.NetworkPolicy{allowFromFrontend()}
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: tc.obs(t)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: tc.obs(t)})
 			c := wantCode(t, tr, report.LayerPolicy, "n1", tc.want, tc.naming...)
 			other := report.CodeNPNotEnforced
 			if tc.want == other {

@@ -16,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -129,7 +131,7 @@ func TestNodeProbesWithUndeterminedPolicyAreNotBlamed(t *testing.T) {
 		probe("clusterIP", "http", "10.96.0.20:80", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.2.7:8080", "failed", "timeout"))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodTimeout, report.CodeRTPolicyExplains)
 	c := wantCode(t, tr, report.LayerRoute, "n1", report.CodeRTPolicyUndetermined, "10.244.2.7:8080", "default/web-from-frontend", "is not known")
 	if c.Status != report.StatusUnknown {
@@ -169,8 +171,8 @@ func TestFetchNamespaceLabels(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			in := &Input{NetworkPolicies: tc.policies}
-			fetchNamespaceLabels(context.Background(), client, in)
+			in := &input.Input{NetworkPolicies: tc.policies}
+			input.FetchNamespaceLabels(context.Background(), client, in)
 			if lists != tc.wantLists {
 				t.Errorf("%d namespace lists, want %d", lists, tc.wantLists)
 			}

@@ -7,6 +7,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -41,7 +43,7 @@ func TestIPVSInternalLocalFallsBackToCluster(t *testing.T) {
 	in.Nodes["n3"] = node("n3", true)
 	both := []collectorapi.IPVSRealServer{realServer("10.244.1.5"), realServer("10.244.2.7")}
 	obs := ipvsNode(t, nil, ipvsVS("clusterIP", "10.96.0.20", 80, true, both...), ipvsVS("nodePort", "10.0.0.13", 30080, true, both...))
-	tr := judgeViews(t, in, NodeView{Node: "n3", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n3", Observation: obs})
 	requireNoNodeCheck(t, tr, "n3", report.CodeDPStaleEndpoints, report.CodeDPDroppedByDesign, report.CodeDPMissingEndpoints)
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSITPLocalFallback, "n3")
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPRulesMatch, "n3")
@@ -53,7 +55,7 @@ func TestIPVSInternalLocalFallsBackToCluster(t *testing.T) {
 	// no real server, the ClusterIP dropped by design.
 	in = nodeInput(func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = &local })
 	in.Nodes["n3"] = node("n3", true)
-	tr = judgeViews(t, in, NodeView{Node: "n3", Observation: ipvsNode(t, nil, ipvsVS("clusterIP", "10.96.0.20", 80, true))})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n3", Observation: ipvsNode(t, nil, ipvsVS("clusterIP", "10.96.0.20", 80, true))})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPDroppedByDesign, "n3")
 	requireNoNodeCheck(t, tr, "n3", report.CodeDPIPVSITPLocalFallback)
 }
@@ -77,7 +79,7 @@ func TestIPVSNodeAddressNotBound(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			k := tt.k
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ipvsNode(t, &k, vss...)})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ipvsNode(t, &k, vss...)})
 			c, got := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPIPVSNotOnDummy]
 			if got != tt.fail {
 				t.Fatalf("%s reported %v, want %v: %s", report.CodeDPIPVSNotOnDummy, got, tt.fail, c.Message)
@@ -94,7 +96,7 @@ func TestIPVSExternalVirtualServers(t *testing.T) {
 	both := []collectorapi.IPVSRealServer{realServer("10.244.1.5"), realServer("10.244.2.7")}
 	obs := ipvsNode(t, nil, ipvsVS("clusterIP", "10.96.0.20", 80, true, both...), ipvsVS("externalIP", "192.0.2.10", 80, false),
 		ipvsVS("nodePort", "10.0.0.11", 30080, true, both...), ipvsVS("nodePort", "10.1.0.11", 30080, false))
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSExternalMissing, "n1")
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSNodePortPartial, "n1")
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPNodePortMissing, report.CodeDPRulesMatch)
@@ -104,7 +106,7 @@ func TestIPVSExternalVirtualServers(t *testing.T) {
 }
 
 // zoneHinted gives web's two endpoints zone hints a and b, and n1 zone a.
-func zoneHinted(in *Input) {
+func zoneHinted(in *input.Input) {
 	for i, z := range []string{"a", "b"} {
 		in.Slices[0].Endpoints[i].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}}
 	}
@@ -128,7 +130,7 @@ func TestCiliumTopologyHints(t *testing.T) {
 			in := nodeInput()
 			zoneHinted(in)
 			obs := ciliumObservation(t, "", ciliumFE("clusterIP", "10.96.0.20", 80, "TCP", 0, tt.backends...))
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			codes := nodeCodes(tr, report.LayerDatapath, "n1")
 			_, stale := codes[report.CodeDPStaleEndpoints]
 			_, missing := codes[report.CodeDPMissingEndpoints]
@@ -150,12 +152,12 @@ func TestCalicoReadyOnly(t *testing.T) {
 		c.Ready, c.Serving, c.Terminating = ptr(false), ptr(true), ptr(true)
 	}
 	cal := calicoWeb()
-	tr := judgeViews(t, in, NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: ebpfObservation(t, nil, cal)})
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPMissingEndpoints, report.CodeDPEBPFExternal, report.CodeDPNoRules)
 
 	// kube-proxy, on the other hand, falls back to them.
 	ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{iptRules(collectorapi.IPTablesBackendNFTables, 0)}}
-	tr = judgeViews(t, in, NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
 	requireNodeCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, "n1")
 }
 
@@ -186,7 +188,7 @@ func TestLagExcusesEveryFinding(t *testing.T) {
 			in.Slices[0].Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: trigger}
 			ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{tt.b}}
 			obs := withSyncMetrics(observation(t, collectorapi.ModeIPTables, ipt, nil), syncMetrics("IPv4", 998.9, 998.7, 0, 0.05))
-			tr := judgeViews(t, in, NodeView{Node: "n1", Observation: obs})
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 			codes := nodeCodes(tr, report.LayerDatapath, "n1")
 			_, fault := codes[tt.code]
 			_, lag := codes[report.CodeDPSyncPending]

@@ -12,11 +12,10 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
-
-// DefaultClusterDomain is the DNS suffix used when none is given.
-const DefaultClusterDomain = "cluster.local"
 
 // Options shape one trace.
 type Options struct {
@@ -32,14 +31,14 @@ type Options struct {
 	// NoNode skips the node layers; Inspector observes them otherwise (nil:
 	// not available in this build).
 	NoNode    bool
-	Inspector NodeInspector
+	Inspector plan.NodeInspector
 	// Nodes is which nodes to inspect (--node, --all-nodes).
-	Nodes NodeSelection
+	Nodes plan.NodeSelection
 	// From is the client (--from) the policy layer judges; nil means any client.
 	From *report.PolicyClient
 	// Policies reads the policy kinds beyond NetworkPolicy (nil: they are
 	// reported present but unread wherever the API serves them).
-	Policies PolicyReader
+	Policies input.PolicyReader
 	// Planned, when set, is told how many nodes the plan runs collectors
 	// on before they start: the command lets the trace's time grow with
 	// them.
@@ -50,19 +49,6 @@ type Options struct {
 	// keeps the time after it to judge and render. The inspector sees it
 	// as its context's deadline.
 	NodesBy func() time.Time
-}
-
-// JudgeReserve is the part of a trace's timeout kept after the node
-// inspection for judging and rendering: a tenth, at least 2 s (a quarter
-// of a timeout under 8 s). Judging a thousand nodes takes a few seconds,
-// and a node that answers at the last moment must not cost the whole
-// result.
-func JudgeReserve(timeout time.Duration) time.Duration {
-	r := timeout / 10
-	if floor := min(2*time.Second, timeout/4); r < floor {
-		r = floor
-	}
-	return r
 }
 
 // PortNotFoundError says --port names no port of the Service: a usage error,
@@ -98,11 +84,11 @@ func Run(ctx context.Context, client kubernetes.Interface, namespace, name strin
 // node report (nil when the node layers were not inspected). Assemble of
 // its two results with the same opts is Run's result, so a caller that
 // keeps them (a saved trace) can judge them again later.
-func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*Input, *NodeReport, error) {
-	if p, ok := opts.Inspector.(NodePrefetcher); ok && opts.nodeSkipReason() == "" {
+func Collect(ctx context.Context, client kubernetes.Interface, namespace, name string, opts Options) (*input.Input, *plan.NodeReport, error) {
+	if p, ok := opts.Inspector.(plan.NodePrefetcher); ok && opts.nodeSkipReason() == "" {
 		p.Prefetch(ctx)
 	}
-	in, err := Fetch(ctx, client, namespace, name)
+	in, err := input.Fetch(ctx, client, namespace, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,25 +97,25 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 	}
 	if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace && in.Service != nil {
 		// The client's own egress policies live in its namespace.
-		extra := &Input{Namespace: f.Pod.Namespace}
-		fetchPolicies(ctx, client, extra)
+		extra := &input.Input{Namespace: f.Pod.Namespace}
+		input.FetchPolicies(ctx, client, extra)
 		in.NetworkPolicies = append(in.NetworkPolicies, extra.NetworkPolicies...)
 		in.UnreadPolicyNamespaces = append(in.UnreadPolicyNamespaces, extra.UnreadPolicyNamespaces...)
 		in.Gaps = append(in.Gaps, extra.Gaps...)
 	}
 	if f := opts.From; f != nil && f.Pod != nil && in.Service != nil {
-		fetchDNSPods(ctx, client, in)
+		input.FetchDNSPods(ctx, client, in)
 	}
 	if svc := in.Service; svc != nil && len(svc.Spec.Selector) > 0 {
 		namespaces := []string{namespace}
 		if f := opts.From; f != nil && f.Pod != nil && f.Pod.Namespace != namespace {
 			namespaces = append(namespaces, f.Pod.Namespace)
 		}
-		fetchPolicyKinds(ctx, opts.Policies, in, namespaces)
+		input.FetchPolicyKinds(ctx, opts.Policies, in, namespaces)
 		// The client's egress policies and the admin tiers may need them too.
-		fetchNamespaceLabels(ctx, client, in)
+		input.FetchNamespaceLabels(ctx, client, in)
 	}
-	var nodes *NodeReport
+	var nodes *plan.NodeReport
 	if !in.ServiceNotFound && opts.nodeSkipReason() == "" && opts.Inspector != nil {
 		nodes, err = inspect(ctx, client, in, opts)
 		if err != nil {
@@ -140,33 +126,33 @@ func Collect(ctx context.Context, client kubernetes.Interface, namespace, name s
 }
 
 // inspect reads the nodes the plan needs, plans and runs the inspector.
-func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts Options) (*NodeReport, error) {
-	if err := in.ReadPlanNodes(ctx, client, opts.Nodes, opts.From); err != nil {
+func inspect(ctx context.Context, client kubernetes.Interface, in *input.Input, opts Options) (*plan.NodeReport, error) {
+	if err := plan.ReadNodes(ctx, client, in, opts.Nodes, opts.From); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if opts.Nodes.AllNodes {
-			return &NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
+			return &plan.NodeReport{Failure: "--all-nodes: " + err.Error()}, nil
 		}
 		// The plan still follows the EndpointSlices' node names; what the
 		// Node objects would have added (zones, readiness, a Ready stand-in)
 		// is missing, and the trace says so rather than dropping the error.
-		if !in.hasGap("", resNodes) {
-			in.Gaps = append(in.Gaps, gapFor("", "get", resNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
+		if !in.HasGap("", input.ResourceNodes) {
+			in.Gaps = append(in.Gaps, input.NewGap("", "get", input.ResourceNodes, "", err, "the nodes to inspect were chosen without their Node objects"))
 		}
 	}
-	plan := PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
+	np := plan.PlanNodes(in, opts.Nodes, opts.From, opts.ClusterDomain)
 	if opts.Planned != nil {
-		opts.Planned(len(plan.Nodes))
+		opts.Planned(len(np.Nodes))
 	}
-	stopWatch := watchSlices(ctx, client, in)
+	stopWatch := input.WatchSlices(ctx, client, in)
 	ictx := ctx
 	if opts.NodesBy != nil {
 		var cancel context.CancelFunc
 		ictx, cancel = context.WithDeadline(ctx, opts.NodesBy())
 		defer cancel()
 	}
-	nodes, err := opts.Inspector.Inspect(ictx, plan)
+	nodes, err := opts.Inspector.Inspect(ictx, np)
 	in.SlicesChangedDuringRead = stopWatch()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -175,15 +161,15 @@ func inspect(ctx context.Context, client kubernetes.Interface, in *Input, opts O
 		if ictx.Err() != nil {
 			// An inspector that gives up whole when its time ends: no
 			// node answered in the time the trace had for them.
-			return &NodeReport{Failure: "the nodes did not answer before the trace's time for them ran out (--timeout raises it)"}, nil
+			return &plan.NodeReport{Failure: "the nodes did not answer before the trace's time for them ran out (--timeout raises it)"}, nil
 		}
-		return &NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
+		return &plan.NodeReport{Failure: "node inspection failed: " + err.Error()}, nil
 	}
 	return nodes, nil
 }
 
 // checkPort returns a *PortNotFoundError when --port names no Service port.
-func checkPort(in *Input, port string) error {
+func checkPort(in *input.Input, port string) error {
 	if port == "" || in.Service == nil {
 		return nil
 	}
@@ -204,7 +190,7 @@ func checkPort(in *Input, port string) error {
 // Assemble judges a trace from the API input and what the node side
 // reported (nil: the node layers were not inspected), with no I/O. It is
 // the one function both a live trace and a saved one go through.
-func Assemble(in *Input, nodes *NodeReport, opts Options) *report.ServiceTrace {
+func Assemble(in *input.Input, nodes *plan.NodeReport, opts Options) *report.ServiceTrace {
 	if in.Frontdoor != nil && in.Name == "" {
 		return frontdoorOnly(in, opts)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/cmd/cli"
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -30,7 +31,7 @@ import (
 // with nodes given, judged with that node report as the node side would
 // have returned it. It goes through the same calls as the command
 // (Collect, Assemble, bundle.New, Write), on a fake API server.
-func savedWeb(t *testing.T, ready bool, nodes ...trace.NodeView) (string, *report.ServiceTrace) {
+func savedWeb(t *testing.T, ready bool, nodes ...plan.NodeView) (string, *report.ServiceTrace) {
 	t.Helper()
 	cond := corev1.ConditionFalse
 	if ready {
@@ -64,7 +65,7 @@ func savedWeb(t *testing.T, ready bool, nodes ...trace.NodeView) (string, *repor
 		t.Fatal(err)
 	}
 	if len(nodes) > 0 {
-		nr = &trace.NodeReport{Nodes: nodes}
+		nr = &plan.NodeReport{Nodes: nodes}
 	}
 	live := trace.Assemble(in, nr, opts)
 	b, err := bundle.New(in, nr, opts, live)
@@ -154,7 +155,7 @@ func TestScenarioRunnerCatchesARenamedField(t *testing.T) {
 // (every section it writes, as nodes.json holds them), so that a
 // complaint about a real bundle means a field was really lost.
 func TestScenarioRunnerReadsRecordedObservationsWhole(t *testing.T) {
-	var views []trace.NodeView
+	var views []plan.NodeView
 	for _, mode := range []string{"iptables", "nftables"} {
 		data, err := os.ReadFile("../collectors/testdata/observations/real-kube-proxy-" + mode + "-netns.json")
 		if err != nil {
@@ -165,7 +166,7 @@ func TestScenarioRunnerReadsRecordedObservationsWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 		obs.NodeName += "-" + mode
-		views = append(views, trace.NodeView{Node: obs.NodeName, Roles: []string{trace.RoleSelected}, Observation: &obs})
+		views = append(views, plan.NodeView{Node: obs.NodeName, Roles: []string{plan.RoleSelected}, Observation: &obs})
 	}
 	dir, live := savedWeb(t, true, views...)
 	nodes, err := os.ReadFile(filepath.Join(dir, bundle.NodesFile))

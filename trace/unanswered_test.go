@@ -6,6 +6,7 @@ import (
 	"time"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -14,17 +15,17 @@ import (
 // node's reason, so the verdict is "could not judge" (exit 4) rather than
 // a pass; the same trace with both nodes answering passes.
 func TestNodeNotAnsweredLeavesLayersUnjudged(t *testing.T) {
-	healthy := func() NodeView {
-		return NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)}
+	healthy := func() plan.NodeView {
+		return plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)}
 	}
 	const late = "collector on node n2 did not answer within 45s; --node-timeout raises the limit"
 	for _, tt := range []struct {
 		name  string
-		views []NodeView
+		views []plan.NodeView
 		want  report.Status
 	}{
-		{"both answered", []NodeView{healthy(), {Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)}}, report.StatusPass},
-		{"n2 did not answer", []NodeView{healthy(), {Node: "n2", Failure: late}}, report.StatusUnknown},
+		{"both answered", []plan.NodeView{healthy(), {Node: "n2", Observation: observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)}}, report.StatusPass},
+		{"n2 did not answer", []plan.NodeView{healthy(), {Node: "n2", Failure: late}}, report.StatusUnknown},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := judgeViews(t, nodeInput(), tt.views...)
@@ -61,7 +62,7 @@ func TestJudgeReserveNests(t *testing.T) {
 		{4 * time.Second, time.Second},
 		{160 * time.Second, 16 * time.Second},
 	} {
-		if got := JudgeReserve(tt.timeout); got != tt.want || got >= tt.timeout {
+		if got := plan.JudgeReserve(tt.timeout); got != tt.want || got >= tt.timeout {
 			t.Errorf("JudgeReserve(%s) = %s, want %s", tt.timeout, got, tt.want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 // PerNodeTimeout is what each node a trace inspects adds to the default
@@ -53,12 +53,12 @@ func (d *traceDeadline) extend(by time.Duration) {
 }
 
 // nodesBy is when the node inspection must end: the trace's end less
-// what judging and rendering need (trace.JudgeReserve of its whole time),
+// what judging and rendering need (plan.JudgeReserve of its whole time),
 // so a node that does not answer costs that node, not the result.
 func (d *traceDeadline) nodesBy() time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.end.Add(-trace.JudgeReserve(d.total))
+	return d.end.Add(-plan.JudgeReserve(d.total))
 }
 
 // String is the trace's whole time, for the "timed out after" message.

@@ -22,6 +22,8 @@ import (
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -109,8 +111,8 @@ func validateGatewayPods(selector string) error {
 // frontdoorRun is one backend Service's trace of a front door, kept whole
 // for --save.
 type frontdoorRun struct {
-	in    *trace.Input
-	nodes *trace.NodeReport
+	in    *input.Input
+	nodes *plan.NodeReport
 	opts  trace.Options
 	t     *report.ServiceTrace
 }

@@ -18,8 +18,8 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/cliexample"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakegateway"
-	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -56,8 +56,8 @@ var placeholder = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)
 // reportingInspector stands in for the collectors: every node fails.
 type reportingInspector struct{}
 
-func (reportingInspector) Inspect(context.Context, trace.NodePlan) (*trace.NodeReport, error) {
-	return &trace.NodeReport{Failure: "no collectors in unit tests"}, nil
+func (reportingInspector) Inspect(context.Context, plan.NodePlan) (*plan.NodeReport, error) {
+	return &plan.NodeReport{Failure: "no collectors in unit tests"}, nil
 }
 
 // TestHolmesGPTToolset parses the shipped toolset and checks each command

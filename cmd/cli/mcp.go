@@ -19,6 +19,8 @@ import (
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -87,7 +89,7 @@ type MCPOptions struct {
 	// slot is held by the call whose collectors are running.
 	slot chan struct{}
 	// policies reads the policy kinds beyond NetworkPolicy (nil in tests).
-	policies trace.PolicyReader
+	policies input.PolicyReader
 	genericiooptions.IOStreams
 }
 
@@ -216,7 +218,7 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 		Context:       o.Context,
 		Now:           o.deps.now,
 		NoNode:        args.NoNode,
-		Nodes:         trace.NodeSelection{Nodes: args.Nodes},
+		Nodes:         plan.NodeSelection{Nodes: args.Nodes},
 		Policies:      o.policies,
 	}
 	if !args.NoNode {
@@ -239,7 +241,7 @@ func (o *MCPOptions) traceService(ctx context.Context, _ *mcp.CallToolRequest, a
 	if end, ok := ctx.Deadline(); ok {
 		// The nodes end before the call does, so a node that does not
 		// answer costs that node, not the result.
-		opts.NodesBy = func() time.Time { return end.Add(-trace.JudgeReserve(o.Timeout)) }
+		opts.NodesBy = func() time.Time { return end.Add(-plan.JudgeReserve(o.Timeout)) }
 	}
 	if args.From != "" {
 		pc, err := nodes.ResolveFrom(ctx, o.Client, namespace, args.From)
@@ -284,7 +286,7 @@ func newCmdMCP(streams genericiooptions.IOStreams, info BuildInfo, d deps) *cobr
 	o := &MCPOptions{
 		Collector:     nodes.NewFlags(DefaultCollectorImage(info.Version)),
 		Timeout:       DefaultTimeout,
-		ClusterDomain: trace.DefaultClusterDomain,
+		ClusterDomain: plan.DefaultClusterDomain,
 		Version:       info.Version,
 		deps:          d,
 		IOStreams:     streams,

@@ -19,7 +19,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/docs/schema"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/fakeapi"
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -218,7 +218,7 @@ type slowInspector struct {
 	calls        atomic.Int32
 }
 
-func (s *slowInspector) Inspect(ctx context.Context, _ trace.NodePlan) (*trace.NodeReport, error) {
+func (s *slowInspector) Inspect(ctx context.Context, _ plan.NodePlan) (*plan.NodeReport, error) {
 	n := s.running.Add(1)
 	defer s.running.Add(-1)
 	for {
@@ -233,7 +233,7 @@ func (s *slowInspector) Inspect(ctx context.Context, _ trace.NodePlan) (*trace.N
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &trace.NodeReport{Failure: "test inspector"}, nil
+	return &plan.NodeReport{Failure: "test inspector"}, nil
 }
 
 // TestMCPOneTraceOfCollectorsAtATime: concurrent calls that run collectors

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 // hungInspector is a node side where no node ever answers: it returns only
@@ -20,15 +20,15 @@ import (
 // when that end was a deadline (what nodes.Inspector does).
 type hungInspector struct{ sawDeadline bool }
 
-func (h *hungInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
+func (h *hungInspector) Inspect(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
 	_, h.sawDeadline = ctx.Deadline()
 	<-ctx.Done()
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, ctx.Err()
 	}
-	nr := &trace.NodeReport{}
-	for _, n := range plan.Nodes {
-		nr.Nodes = append(nr.Nodes, trace.NodeView{Node: n.Name,
+	nr := &plan.NodeReport{}
+	for _, n := range np.Nodes {
+		nr.Nodes = append(nr.Nodes, plan.NodeView{Node: n.Name,
 			Failure: "collector on node " + n.Name + " did not answer before the trace's time for the nodes ran out; --timeout raises it"})
 	}
 	return nr, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/svctrace/kubectl-svctrace/trace/input"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,8 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
-
-	"github.com/svctrace/kubectl-svctrace/trace"
 )
 
 // policyReader reads the policy kinds beyond NetworkPolicy: discovery
@@ -27,7 +27,7 @@ type policyReader struct {
 	meta      metadata.Interface
 }
 
-func newPolicyReader(cfg *rest.Config, disc discovery.DiscoveryInterface) (trace.PolicyReader, error) {
+func newPolicyReader(cfg *rest.Config, disc discovery.DiscoveryInterface) (input.PolicyReader, error) {
 	admin, err := anpclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (r *policyReader) ServedResources(_ context.Context, wanted []schema.GroupV
 
 func (r *policyReader) AdminNetworkPolicies(ctx context.Context) ([]anpv1alpha1.AdminNetworkPolicy, error) {
 	var out []anpv1alpha1.AdminNetworkPolicy
-	opts := metav1.ListOptions{Limit: trace.PageSize}
+	opts := metav1.ListOptions{Limit: input.PageSize}
 	for {
 		list, err := r.admin.PolicyV1alpha1().AdminNetworkPolicies().List(ctx, opts)
 		if err != nil {
@@ -92,7 +92,7 @@ func (r *policyReader) AdminNetworkPolicies(ctx context.Context) ([]anpv1alpha1.
 
 func (r *policyReader) BaselineAdminNetworkPolicies(ctx context.Context) ([]anpv1alpha1.BaselineAdminNetworkPolicy, error) {
 	var out []anpv1alpha1.BaselineAdminNetworkPolicy
-	opts := metav1.ListOptions{Limit: trace.PageSize}
+	opts := metav1.ListOptions{Limit: input.PageSize}
 	for {
 		list, err := r.admin.PolicyV1alpha1().BaselineAdminNetworkPolicies().List(ctx, opts)
 		if err != nil {
@@ -116,7 +116,7 @@ func (r *policyReader) CountUpTo(ctx context.Context, gvr schema.GroupVersionRes
 
 // policyReaderFor builds the reader from the connection flags; nil for a
 // test's injected client, which has no REST config to build one from.
-func policyReaderFor(d deps, getter genericclioptions.RESTClientGetter) trace.PolicyReader {
+func policyReaderFor(d deps, getter genericclioptions.RESTClientGetter) input.PolicyReader {
 	if d.getter != nil {
 		return nil
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
 	"github.com/svctrace/kubectl-svctrace/trace/frontdoor"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -140,7 +141,7 @@ type deps struct {
 	now       func() time.Time
 	isTTY     func(io.Writer) bool
 	getenv    func(string) string
-	inspector trace.NodeInspector
+	inspector plan.NodeInspector
 	getter    genericclioptions.RESTClientGetter
 	// frontdoor builds the reader of a route, Gateway or Ingress.
 	frontdoor func(genericclioptions.RESTClientGetter, kubernetes.Interface) (*frontdoor.Reader, error)
@@ -169,7 +170,7 @@ func NewTraceFlags() *TraceFlags {
 		ConfigFlags:       genericclioptions.NewConfigFlags(true),
 		Color:             render.ColorAuto,
 		Timeout:           DefaultTimeout,
-		ClusterDomain:     trace.DefaultClusterDomain,
+		ClusterDomain:     plan.DefaultClusterDomain,
 		ReinspectInterval: DefaultReinspectInterval,
 		deps:              defaultDeps(),
 	}
@@ -314,7 +315,7 @@ func (f *TraceFlags) ToOptions(args []string, streams genericiooptions.IOStreams
 		}
 	}
 	inspector := f.deps.inspector
-	var sel trace.NodeSelection
+	var sel plan.NodeSelection
 	from := ""
 	if f.Nodes != nil {
 		sel = f.Nodes.Selection()

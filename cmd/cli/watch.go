@@ -17,6 +17,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -43,7 +44,7 @@ type traceWatch struct {
 	settle   time.Duration
 	clock    func() time.Time
 
-	report      *trace.NodeReport
+	report      *plan.NodeReport
 	inspected   bool
 	inspectedAt time.Time
 	// stale: the last trace judged the nodes' report of inspectedAt

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 )
 
 // syncBuffer is a bytes.Buffer the watch goroutine writes while the test reads.
@@ -42,9 +43,9 @@ func (b *syncBuffer) String() string {
 // observation, and counts the inspections.
 type countingInspector struct{ calls atomic.Int32 }
 
-func (c *countingInspector) Inspect(context.Context, trace.NodePlan) (*trace.NodeReport, error) {
+func (c *countingInspector) Inspect(context.Context, plan.NodePlan) (*plan.NodeReport, error) {
 	c.calls.Add(1)
-	return &trace.NodeReport{Failure: "no collectors in unit tests"}, nil
+	return &plan.NodeReport{Failure: "no collectors in unit tests"}, nil
 }
 
 func waitFor(t *testing.T, what string, cond func() bool, show ...*syncBuffer) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lint.sh (`make lint`): gofmt, a tidy go.mod/go.sum, go vet, the pinned
-# staticcheck and no "testing" in non-test code (notesting.sh), over the main
-# module.
+# staticcheck, trace's layout rules and no "testing" in non-test code
+# (notesting.sh), over the main module.
 # Exits non-zero on the first check that finds something.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,6 +61,13 @@ t=$SECONDS
 staticcheck=$(bash test/release/tools.sh staticcheck)
 "$staticcheck" -checks inherit ./...
 echo "lint: staticcheck $("$staticcheck" -version | awk '{print $2}') ok ($((SECONDS - t))s)"
+
+# The layout rules of trace (trace/layout_test.go): sub-packages and nodes
+# never import trace, datapath modes only in trace/programmed, a check code's
+# prefix names the file that emits it, file names are domain nouns.
+t=$SECONDS
+"$GO" test ./trace/ -count=1 -run '^(TestSubpackagesNeverImportTrace|TestNodesNeverImportTrace|TestDatapathModesOnlyInProgrammed|TestCodePrefixNamesTheFile|TestFileNamesAreDomainNouns)$'
+echo "lint: trace layout rules ok ($((SECONDS - t))s)"
 
 bash test/release/notesting.sh
 echo "lint: all ok in $((SECONDS - t0))s"

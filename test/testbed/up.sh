@@ -338,8 +338,9 @@ done
 log "nodes Ready after $(($(date +%s) - t_up))s"
 # CoreDNS after the nodes, so its replicas spread over both.
 # kube-dns gets an address in each of the cluster's families (the primary's
-# first, the one the kubelets hand to Pods).
-sed "s|^  clusterIP: $KUBE_DNS_IP4\$|  clusterIPs: [${KUBE_DNS_IPS//,/, }]\\n  ipFamilyPolicy: $( ((${#IP_FAMILIES[@]} > 1)) && echo RequireDualStack || echo SingleStack)|" \
+# first, the one the kubelets hand to Pods); the API wants clusterIP set to
+# the first of clusterIPs when it holds two.
+sed "s|^  clusterIP: $KUBE_DNS_IP4\$|  clusterIP: $KUBE_DNS_IP\\n  clusterIPs: [${KUBE_DNS_IPS//,/, }]\\n  ipFamilyPolicy: $( ((${#IP_FAMILIES[@]} > 1)) && echo RequireDualStack || echo SingleStack)|" \
 	"$TESTBED_DIR/manifests/coredns.yaml" | KUBECTL apply -f - >/dev/null
 KUBECTL -n kube-system rollout status deploy/coredns --timeout=180s >/dev/null || die "CoreDNS not available (kubectl -n kube-system get pods)"
 # Every kube-dns address answers from every node, and with the address of

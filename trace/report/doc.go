@@ -6,5 +6,7 @@
 //
 // Field names are part of the v1alpha1 contract
 // (docs/schema/servicetrace.v1alpha1.json): add fields, never rename them.
-// Codes are stable: never renumber or reuse one.
+// Codes are stable: never renumber or reuse one. The catalog is split by
+// code prefix, one file per prefix (catalog_dp.go holds every DP code);
+// catalog.go holds the spec type, the shared next steps and NewCheck.
 package report

@@ -34,6 +34,7 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -115,11 +116,11 @@ func TestTraceOnRealCiliumAgent(t *testing.T) {
 // guest (node.sh exec); other planned nodes are reported as not inspected.
 type ciliumInspector struct{ t *testing.T }
 
-func (u ciliumInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
-	rep := &trace.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML guest", Profile: "netadmin"},
-		Nodes: append([]trace.NodeView(nil), plan.NotInspected...)}
-	for _, pn := range plan.Nodes {
-		v := trace.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
+func (u ciliumInspector) Inspect(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
+	rep := &plan.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML guest", Profile: "netadmin"},
+		Nodes: append([]plan.NodeView(nil), np.NotInspected...)}
+	for _, pn := range np.Nodes {
+		v := plan.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
 		if pn.Name != nodeName {
 			v.Failure = "the Cilium e2e inspects only " + nodeName
 			rep.Nodes = append(rep.Nodes, v)
@@ -223,7 +224,7 @@ func runTrace(t *testing.T, client kubernetes.Interface, name string) *report.Se
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	opts := trace.Options{Inspector: ciliumInspector{t}, Nodes: trace.NodeSelection{Nodes: []string{nodeName}}}
+	opts := trace.Options{Inspector: ciliumInspector{t}, Nodes: plan.NodeSelection{Nodes: []string{nodeName}}}
 	// Collect and Assemble are trace.Run, kept apart so that the trace can
 	// be saved as --save would (framework.RecordDir).
 	in, nodes, err := trace.Collect(ctx, client, namespace, name, opts)

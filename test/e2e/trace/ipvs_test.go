@@ -24,6 +24,7 @@ import (
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -242,11 +243,11 @@ type ipvsInspector struct {
 	n *ipvsNode
 }
 
-func (u ipvsInspector) Inspect(ctx context.Context, plan trace.NodePlan) (*trace.NodeReport, error) {
-	rep := &trace.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML node", Profile: "netadmin"},
-		Nodes: append([]trace.NodeView(nil), plan.NotInspected...)}
-	for _, pn := range plan.Nodes {
-		v := trace.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
+func (u ipvsInspector) Inspect(ctx context.Context, np plan.NodePlan) (*plan.NodeReport, error) {
+	rep := &plan.NodeReport{Collector: &report.CollectorRun{Image: "svctrace-collector binary run in the UML node", Profile: "netadmin"},
+		Nodes: append([]plan.NodeView(nil), np.NotInspected...)}
+	for _, pn := range np.Nodes {
+		v := plan.NodeView{Node: pn.Name, Roles: pn.Roles, Profile: "netadmin"}
 		if pn.Name != u.n.Name {
 			v.Failure = "the IPVS e2e inspects only " + u.n.Name
 			rep.Nodes = append(rep.Nodes, v)
@@ -287,7 +288,7 @@ func traceIPVS(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns, name string
 		}
 		return r.Trace, r.Exit
 	}
-	opts := trace.Options{Inspector: ipvsInspector{t, n}, Nodes: trace.NodeSelection{Nodes: []string{n.Name}}}
+	opts := trace.Options{Inspector: ipvsInspector{t, n}, Nodes: plan.NodeSelection{Nodes: []string{n.Name}}}
 	in, nr, err := trace.Collect(framework.Context(t, 3*time.Minute), tb.Client, ns, name, opts)
 	if err != nil {
 		t.Fatalf("trace %s/%s: %v", ns, name, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/svctrace/kubectl-svctrace/internal/testutil/framework"
 	"github.com/svctrace/kubectl-svctrace/nodes"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
 
@@ -71,7 +72,7 @@ func TestSliceChangedWhileNodesRead(t *testing.T) {
 			}
 			insp := &nodes.Inspector{Client: tb.Client, Flags: *nodes.NewFlags(CollectorImage)}
 			tr, err := trace.Run(framework.Context(t, 3*time.Minute), tb.Client, ns, "web", trace.Options{
-				Inspector: insp, Nodes: trace.NodeSelection{Nodes: []string{n.Name}}, Planned: planned})
+				Inspector: insp, Nodes: plan.NodeSelection{Nodes: []string{n.Name}}, Planned: planned})
 			if err != nil {
 				t.Fatalf("trace: %v", err)
 			}
