@@ -501,22 +501,10 @@ func (nj *nodeJudge) compareExternal(node string, lag syncLag, pe expect.PortExp
 	for _, e := range pp.ExternalEndpoints {
 		got[e.Endpoint] = true
 	}
-	var missing, stale []string
-	for ep := range want {
-		if !got[ep] {
-			missing = append(missing, ep)
-		}
-	}
-	for ep := range got {
-		if !want[ep] {
-			stale = append(stale, ep)
-		}
-	}
+	missing, stale := setDiff(want, got)
 	if len(missing) == 0 && len(stale) == 0 {
 		return 0
 	}
-	sort.Strings(missing)
-	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
 	nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence,
