@@ -324,7 +324,14 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
 		return
 	}
-	if pp.Rejected {
+	switch {
+	case pp.RejectShadowed:
+		why := "Another program rewrote the filter table after kube-proxy's last sync; kube-proxy writes it whole again at its next sync."
+		if pp.FilterRestorer != "" {
+			why = pp.FilterRestorer + " restores the whole filter table from its own earlier save, putting back what kube-proxy removed in between; kube-proxy writes it whole again at its next sync, and until then other filter rules kube-proxy changed may be stale too."
+		}
+		nj.EmitNode(report.CodeDPRejectShadowed, node, with(report.Args{"count": strconv.Itoa(len(pp.Endpoints)), "why": why}), pp.Evidence)
+	case pp.Rejected:
 		nj.faultOrLag(node, lag, report.CodeDPRejectWithEPs, base, "its REJECT for a Service without endpoints is still in place", pp.Evidence)
 		return
 	}
