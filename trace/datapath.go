@@ -324,7 +324,14 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.EmitNode(report.CodeDPNoRules, node, with(report.Args{"why": nj.noRulesReason(obs, mode)}), raw)
 		return
 	}
-	if pp.Rejected {
+	switch {
+	case pp.RejectShadowed:
+		why := "Another program rewrote the filter table after kube-proxy's last sync; kube-proxy writes it whole again at its next sync."
+		if pp.FilterRestorer != "" {
+			why = pp.FilterRestorer + " restores the whole filter table from its own earlier save, putting back what kube-proxy removed in between; kube-proxy writes it whole again at its next sync, and until then other filter rules kube-proxy changed may be stale too."
+		}
+		nj.EmitNode(report.CodeDPRejectShadowed, node, with(report.Args{"count": strconv.Itoa(len(pp.Endpoints)), "why": why}), pp.Evidence)
+	case pp.Rejected:
 		nj.faultOrLag(node, lag, report.CodeDPRejectWithEPs, base, "its REJECT for a Service without endpoints is still in place", pp.Evidence)
 		return
 	}
@@ -501,22 +508,10 @@ func (nj *nodeJudge) compareExternal(node string, lag syncLag, pe expect.PortExp
 	for _, e := range pp.ExternalEndpoints {
 		got[e.Endpoint] = true
 	}
-	var missing, stale []string
-	for ep := range want {
-		if !got[ep] {
-			missing = append(missing, ep)
-		}
-	}
-	for ep := range got {
-		if !want[ep] {
-			stale = append(stale, ep)
-		}
-	}
+	missing, stale := setDiff(want, got)
 	if len(missing) == 0 && len(stale) == 0 {
 		return 0
 	}
-	sort.Strings(missing)
-	sort.Strings(stale)
 	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
 		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
 	nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence,

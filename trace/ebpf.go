@@ -586,19 +586,7 @@ func (nj *nodeJudge) compareEndpointSets(node, port string, mode collectorapi.Da
 	for _, e := range want {
 		wantSet[e.String()] = true
 	}
-	var missing, stale []string
-	for ep := range wantSet {
-		if !got[ep] {
-			missing = append(missing, ep)
-		}
-	}
-	for ep := range got {
-		if !wantSet[ep] {
-			stale = append(stale, ep)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(stale)
+	missing, stale := setDiff(wantSet, got)
 	datapath := programmed.EBPFName(mode)
 	rc := nj.readChanges(mode, family)
 	changedMissing, missing, why := rc.split(missing, "")

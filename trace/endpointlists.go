@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"net"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/svctrace/kubectl-svctrace/trace/input"
@@ -12,6 +13,24 @@ import (
 	"github.com/svctrace/kubectl-svctrace/trace/expect"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
+
+// setDiff is what want holds and got lacks, and what got holds beyond
+// want, each sorted.
+func setDiff(want, got map[string]bool) (missing, extra []string) {
+	for k := range want {
+		if !got[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return missing, extra
+}
 
 // A trace of 1,000 nodes and 5,000 endpoints would otherwise hold, and
 // print, each node's copy of the same 5,000 expected endpoints. Nodes with

@@ -102,22 +102,10 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, l
 				got[net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port)))] = true
 			}
 		}
-		var missing, extra []string
-		for e := range want {
-			if !got[e] {
-				missing = append(missing, e)
-			}
-		}
-		for e := range got {
-			if !want[e] {
-				extra = append(extra, e)
-			}
-		}
+		missing, extra := setDiff(want, got)
 		if len(missing)+len(extra) == 0 {
 			continue
 		}
-		sort.Strings(missing)
-		sort.Strings(extra)
 		excusedMissing, faultyMissing, _ := lag.changes.split(missing, lag.pending)
 		excusedExtra, faultyExtra, _ := lag.changes.split(extra, lag.pending)
 		args := with(report.Args{"frontend": frontend, "policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))})

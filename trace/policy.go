@@ -143,12 +143,7 @@ func judgePolicy(in *input.Input, e *report.Emitter, t *report.ServiceTrace, fro
 		}
 	}
 	sort.Strings(isolating)
-	first := func(l []string) string {
-		if len(l) == 0 {
-			return ""
-		}
-		return strings.SplitN(l[0], "/", 2)[len(strings.SplitN(l[0], "/", 2))-1]
-	}
+	first := firstPolicyName
 	withRaw := func(c *report.Check) {
 		if len(evidence) > 0 {
 			if c.Evidence == nil {
@@ -219,6 +214,19 @@ func judgePolicy(in *input.Input, e *report.Emitter, t *report.ServiceTrace, fro
 	}
 }
 
+// firstPolicyName is the name of the first of "namespace/name" policies,
+// for a kubectl describe in the same namespace; "" for none.
+func firstPolicyName(policies []string) string {
+	if len(policies) == 0 {
+		return ""
+	}
+	_, name, found := strings.Cut(policies[0], "/")
+	if !found {
+		return policies[0]
+	}
+	return name
+}
+
 // judgeFamilies evaluates a dual-stack client once per IP family of the
 // Service. A connection has one source address, of one family, and an
 // ipBlock (a CIDR of one family) matches that address only: a client the
@@ -263,10 +271,7 @@ func judgeFamilies(in *input.Input, add func(string, report.Args, ...report.Fiel
 	}
 	slices.Sort(policies)
 	policies = slices.Compact(policies)
-	firstPolicy := ""
-	if len(policies) > 0 {
-		firstPolicy = policies[0][strings.LastIndex(policies[0], "/")+1:]
-	}
+	firstPolicy := firstPolicyName(policies)
 	add(report.CodeNPFamilyDenied, report.Args{"admitted": strings.Join(admitted, ", "), "family": strings.Join(denied, ", "),
 		"ips": strings.Join(deniedIPs, ", "), "line": line, "policies": strings.Join(policies, ", "), "firstPolicy": firstPolicy},
 		fieldItems("deniedFamilies", denied), fieldItems("denyingPolicies", policies))

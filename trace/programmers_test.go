@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -196,5 +197,46 @@ func TestLagExcusesEveryFinding(t *testing.T) {
 				t.Errorf("%s, sync pending %v: %s %v, %s %v; checks %v", tt.name, pending, tt.code, fault, report.CodeDPSyncPending, lag, keysOf(codes))
 			}
 		}
+	}
+}
+
+// TestRejectBehindDNATIsALeftover: iptables mode hooks filter KUBE-SERVICES
+// from FORWARD and OUTPUT only, after nat's DNAT, so a "has no endpoints"
+// REJECT beside an entry that DNATs to endpoints rejects nothing (kube-router
+// puts such REJECTs back when it restores the filter table it saved before
+// kube-proxy's sync): a warning naming the restorer, not DP016. Without the
+// DNAT to endpoints the REJECT is what traffic meets.
+func TestRejectBehindDNATIsALeftover(t *testing.T) {
+	rejectRule := collectorapi.IPTablesRule{Raw: `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "default/web:http has no endpoints" -j REJECT`,
+		Comment: "default/web:http has no endpoints", Jump: "REJECT"}
+	for _, tt := range []struct {
+		name     string
+		enforcer string
+		eps      bool
+		want     []string
+		absent   []string
+		mention  string
+	}{
+		{"kube-router restored it", "kube-router", true, []string{report.CodeDPRejectShadowed, report.CodeDPRulesMatch}, []string{report.CodeDPRejectWithEPs}, "kube-router restores the whole filter table"},
+		{"no known restorer", "", true, []string{report.CodeDPRejectShadowed, report.CodeDPRulesMatch}, []string{report.CodeDPRejectWithEPs}, "Another program rewrote"},
+		{"entry without endpoints", "kube-router", false, []string{report.CodeDPRejectWithEPs}, []string{report.CodeDPRejectShadowed}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := iptRules(collectorapi.IPTablesBackendNFTables, 0, jump("KUBE-SEP-1", "10.244.1.5:8080", 0.5), jump("KUBE-SEP-2", "10.244.2.7:8080", 0.5))
+			if !tt.eps {
+				b = iptRules(collectorapi.IPTablesBackendNFTables, 0)
+			}
+			b.PolicyEnforcer = tt.enforcer
+			b.Ports[0].Filter = []collectorapi.IPTablesRule{rejectRule}
+			ipt := &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}
+			tr := judgeViews(t, nodeInput(), plan.NodeView{Node: "n1", Observation: observation(t, collectorapi.ModeIPTables, ipt, nil)})
+			for _, c := range tt.want {
+				requireNodeCheck(t, tr, report.LayerDatapath, c, "n1")
+			}
+			if chk, ok := nodeCodes(tr, report.LayerDatapath, "n1")[report.CodeDPRejectShadowed]; ok && !strings.Contains(chk.Message, tt.mention) {
+				t.Errorf("message %q does not say %q", chk.Message, tt.mention)
+			}
+			requireNoNodeCheck(t, tr, "n1", tt.absent...)
+		})
 	}
 }

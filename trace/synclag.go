@@ -69,7 +69,8 @@ func proxySyncOf(obs *collectorapi.Observation, family corev1.IPFamily) (ps prox
 }
 
 // metricsTimedOut is the error of kube-proxy's /metrics when every try
-// timed out, "" otherwise.
+// timed out while kube-proxy answered /proxyMode or /healthz in the same
+// read, "" otherwise.
 func metricsTimedOut(obs *collectorapi.Observation) string {
 	s := obs.Sections.Proxy
 	if s == nil || s.Data == nil || s.Data.Metrics == nil {
@@ -78,6 +79,17 @@ func metricsTimedOut(obs *collectorapi.Observation) string {
 	f := s.Data.Metrics.Fetch
 	if f.ErrorClass != collectorapi.ErrClassTimeout {
 		return ""
+	}
+	// Busy, not stopped: kube-proxy answered something else during the
+	// same read. A stopped (or frozen) kube-proxy's sockets still accept
+	// and never answer, so timeouts alone cannot tell it from a busy one,
+	// and a stopped kube-proxy is the fault, not an excuse.
+	pm := s.Data.ProxyMode
+	hz := s.Data.Healthz
+	if pm.Error != "" || pm.StatusCode == 0 {
+		if hz == nil || hz.Fetch.Error != "" || hz.Fetch.StatusCode == 0 {
+			return ""
+		}
 	}
 	if f.Attempts > 1 {
 		return fmt.Sprintf("%d tries, the last after %.1f s", f.Attempts, f.LatencyMillis/1000)

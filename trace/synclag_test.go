@@ -44,6 +44,7 @@ func TestSyncPending(t *testing.T) {
 		changed   float64
 		samples   []collectorapi.MetricSample
 		fetch     *collectorapi.HTTPFetch // /metrics failed this way (no samples)
+		answered  bool                    // /proxyMode answered in the same read
 		want      string                  // a part of the reason; "" for none
 		wantEmpty bool
 	}{
@@ -75,8 +76,13 @@ func TestSyncPending(t *testing.T) {
 		// kube-proxy in user-mode Linux, mid-sync, let three tries of
 		// /metrics time out (recorded in the IPVS e2e trace).
 		{name: "metrics timed out, recent change", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 999.2,
-			fetch: &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3, LatencyMillis: 4001},
-			want:  "sync metrics did not answer in time (3 tries, the last after 4.0 s)"},
+			fetch:    &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3, LatencyMillis: 4001},
+			answered: true, want: "sync metrics did not answer in time (3 tries, the last after 4.0 s)"},
+		// A stopped (SIGSTOPped) kube-proxy in user-mode Linux: nothing
+		// answers, every endpoint times out; that is the fault.
+		{name: "nothing answers, recent change", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 999.2,
+			fetch:     &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3, LatencyMillis: 4001},
+			wantEmpty: true},
 		{name: "metrics timed out, change older than the limit", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 900,
 			fetch: &collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout, Attempts: 3}, wantEmpty: true},
 		// Refused: kube-proxy is not running, so it is not syncing either.
@@ -95,6 +101,10 @@ func TestSyncPending(t *testing.T) {
 			}
 			if tc.fetch != nil {
 				obs.Sections.Proxy.Data.Metrics = &collectorapi.ProxyMetrics{Fetch: *tc.fetch}
+				obs.Sections.Proxy.Data.ProxyMode = collectorapi.HTTPFetch{Error: "context deadline exceeded", ErrorClass: collectorapi.ErrClassTimeout}
+				if tc.answered {
+					obs.Sections.Proxy.Data.ProxyMode = collectorapi.HTTPFetch{StatusCode: 200, Body: string(tc.mode)}
+				}
 			}
 			got := syncPending(obs, tc.mode, tc.family, at(tc.changed))
 			if tc.wantEmpty {

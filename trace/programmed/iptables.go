@@ -83,6 +83,17 @@ func FromIPTables(b collectorapi.IPTablesBackendObservation) []Port {
 				pp.AddAffinityTimeout(a.Seconds)
 			}
 		}
+		if pp.Rejected && pp.Captured && len(pp.Endpoints) > 0 {
+			pp.RejectShadowed = true
+			// kube-router's network policy controller saves the filter
+			// table, rebuilds its own chains and restores the whole table
+			// without --noflush (fullPolicySync in
+			// pkg/controllers/netpol/network_policy_controller.go), putting
+			// back kube-proxy rules removed in between.
+			if b.PolicyEnforcer == "kube-router" {
+				pp.FilterRestorer = b.PolicyEnforcer
+			}
+		}
 		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
 		// KUBE-EXT-…, whose last, unconditional rule sends it to KUBE-SVC-…
 		// (Cluster) or KUBE-SVL-… (Local); the rules before it short-circuit

@@ -28,6 +28,17 @@ type Port struct {
 	// Rejected / DroppedNoLocal: the no-endpoint verdicts for the ClusterIP.
 	Rejected       bool
 	DroppedNoLocal bool
+	// RejectShadowed: iptables mode's "has no endpoints" REJECT sits beside
+	// a ClusterIP entry that DNATs to endpoints. kube-proxy hooks filter
+	// KUBE-SERVICES from FORWARD and OUTPUT only (iptablesJumpChains in
+	// pkg/proxy/iptables/proxier.go), which see a packet after nat's DNAT
+	// has rewritten its destination, so that REJECT matches nothing: it is
+	// a leftover, not a verdict. kube-proxy never writes both in one sync.
+	RejectShadowed bool
+	// FilterRestorer names a program on the node that rewrites the whole
+	// filter table from its own earlier save (the usual author of such a
+	// leftover), "" when none is known.
+	FilterRestorer string
 	// Endpoints are the DNAT destinations the internal chain chooses from.
 	Endpoints []Endpoint
 	// Unmatched is the share of new connections no rule selects.

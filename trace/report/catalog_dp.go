@@ -21,6 +21,7 @@ const (
 	CodeDPLeftovers               = "DP014"
 	CodeDPRulesMatch              = "DP015"
 	CodeDPRejectWithEPs           = "DP016"
+	CodeDPRejectShadowed          = "DP071"
 	CodeDPIgnoredByProxy          = "DP017"
 	CodeDPEBPFOwner               = "DP018"
 	CodeDPClusterIPFails          = "DP019"
@@ -128,6 +129,9 @@ var dpCatalog = []CheckSpec{
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPRejectWithEPs, Layer: LayerDatapath, Severity: SeverityError, Title: "Service rejected despite endpoints",
 		Message:  "{datapath} rejects {port} as having no endpoints, but the EndpointSlices list usable ones",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPRejectShadowed, Layer: LayerDatapath, Severity: SeverityWarning, Title: "Stale REJECT behind the DNAT",
+		Message:  "{datapath} still holds kube-proxy's \"has no endpoints\" REJECT for {port} beside its DNAT to {count} endpoint(s); the filter table sees packets only after the DNAT, so it rejects nothing now. {why}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPIgnoredByProxy, Layer: LayerDatapath, Severity: SeverityInfo, Title: "Not kube-proxy's Service",
 		Message:  "no kube-proxy rules, as expected: the Service carries service.kubernetes.io/service-proxy-name",
