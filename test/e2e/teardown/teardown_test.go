@@ -179,6 +179,79 @@ func savedSysctls(t *testing.T) map[string]string {
 	return m
 }
 
+// TestUpOverOtherCNIAndAfterKill9: `up` over a running testbed whose Pod
+// network differs from SVTB_CNI recreates it, and `up` over the leftovers of
+// a killed testbed (netns, mounts, cgroups, state dirs, stale objects in
+// etcd) brings it back, here with the other Pod network than the one killed,
+// so both directions of the recreation are walked. Each network is what it
+// says: with flannel, flanneld runs on each kubelet node and the route
+// between their Pod CIDRs goes through flannel.1; with ptp there is no
+// flanneld and the route is a static one via the other node. It runs before
+// TestDownLeavesNothingAndUpAgain, which takes this testbed down and checks
+// that nothing is left, then leaves it up in the default mode.
+func TestUpOverOtherCNIAndAfterKill9(t *testing.T) {
+	root := setup(t)
+	script(t, root, "up.sh")
+	def := cniMode(t)
+	other := map[string]string{"flannel": "ptp", "ptp": "flannel"}[def]
+	if other == "" {
+		t.Fatalf("unknown running CNI %q", def)
+	}
+	out := scriptEnv(t, root, []string{"SVTB_CNI=" + other}, "up.sh")
+	if !strings.Contains(out, "recreating it") {
+		t.Errorf("up with SVTB_CNI=%s over a %s testbed did not recreate it", other, def)
+	}
+	requireCNI(t, other)
+	script(t, root, "status.sh")
+
+	// Simulate a crash: SIGKILL every testbed daemon (by its recorded pid) and its containers.
+	pidfiles, _ := filepath.Glob(filepath.Join(runDir, "*.pid"))
+	if len(pidfiles) == 0 {
+		t.Fatal("no pid files")
+	}
+	for _, ps := range testbedProcesses(t) {
+		var pid int
+		if _, err := fmtSscan(ps, &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(time.Second)
+	if ps := testbedProcesses(t); len(ps) > 0 {
+		t.Fatalf("processes survived SIGKILL: %v", ps)
+	}
+	scriptEnv(t, root, []string{"SVTB_CNI=" + def}, "up.sh")
+	requireCNI(t, def)
+	script(t, root, "status.sh")
+}
+
+// requireCNI checks that the running testbed's Pod network is mode.
+func requireCNI(t *testing.T, mode string) {
+	t.Helper()
+	if got := cniMode(t); got != mode {
+		t.Fatalf("running CNI %q, want %q", got, mode)
+	}
+	flanneld := 0
+	for _, p := range testbedProcesses(t) {
+		if strings.Contains(p, "flanneld") {
+			flanneld++
+		}
+	}
+	route, err := exec.Command("nsenter", "--net=/var/run/netns/svtb-node1", "--", "ip", "route", "show", "10.244.2.0/24").CombinedOutput()
+	if err != nil {
+		t.Fatalf("route on svtb-node1: %v: %s", err, route)
+	}
+	switch mode {
+	case "flannel":
+		if flanneld != 2 || !strings.Contains(string(route), "dev flannel.1") {
+			t.Errorf("flannel: %d flanneld processes, route %q", flanneld, route)
+		}
+	case "ptp":
+		if flanneld != 0 || !strings.Contains(string(route), "via 10.0.0.12 dev eth0") {
+			t.Errorf("ptp: %d flanneld processes, route %q", flanneld, route)
+		}
+	}
+}
+
 func TestDownLeavesNothingAndUpAgain(t *testing.T) {
 	root := setup(t)
 	script(t, root, "up.sh") // idempotent: healthy stays up
@@ -233,79 +306,6 @@ func assertSameRootNetns(t *testing.T, when string, before map[string]string) {
 		if after[k] != v {
 			t.Errorf("root netns %s changed %s (the testbed must not touch it):\nbefore:\n%s\nafter:\n%s", k, when, v, after[k])
 		}
-	}
-}
-
-func TestUpAfterKill9(t *testing.T) {
-	root := setup(t)
-	script(t, root, "up.sh")
-	sysctls, created := savedSysctls(t), createdPaths(t)
-	// Simulate a crash: SIGKILL every testbed daemon (by its recorded pid) and its containers.
-	pidfiles, _ := filepath.Glob(filepath.Join(runDir, "*.pid"))
-	if len(pidfiles) == 0 {
-		t.Fatal("no pid files")
-	}
-	for _, ps := range testbedProcesses(t) {
-		var pid int
-		if _, err := fmtSscan(ps, &pid); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	time.Sleep(time.Second)
-	if ps := testbedProcesses(t); len(ps) > 0 {
-		t.Fatalf("processes survived SIGKILL: %v", ps)
-	}
-	// Leftovers now: netns, mounts, cgroups, state dirs, stale objects in etcd.
-	script(t, root, "up.sh")
-	script(t, root, "status.sh")
-	// And a normal cycle still leaves nothing.
-	script(t, root, "down.sh")
-	assertClean(t, root, sysctls, created)
-	script(t, root, "up.sh")
-}
-
-// TestUpRecreatesOtherCNI: `up` over a running testbed whose Pod network
-// differs from SVTB_CNI recreates it, and each network is what it says: with
-// flannel, flanneld runs on each kubelet node and the route between their Pod
-// CIDRs goes through flannel.1; with ptp there is no flanneld and the route
-// is a static one via the other node. The testbed is left in the default mode.
-func TestUpRecreatesOtherCNI(t *testing.T) {
-	root := setup(t)
-	script(t, root, "up.sh")
-	def := cniMode(t)
-	other := map[string]string{"flannel": "ptp", "ptp": "flannel"}[def]
-	if other == "" {
-		t.Fatalf("unknown running CNI %q", def)
-	}
-	for _, mode := range []string{other, def} {
-		out := scriptEnv(t, root, []string{"SVTB_CNI=" + mode}, "up.sh")
-		if !strings.Contains(out, "recreating it") {
-			t.Errorf("up with SVTB_CNI=%s over a %s testbed did not recreate it", mode, cniMode(t))
-		}
-		if got := cniMode(t); got != mode {
-			t.Fatalf("running CNI %q after up with SVTB_CNI=%s", got, mode)
-		}
-		flanneld := 0
-		for _, p := range testbedProcesses(t) {
-			if strings.Contains(p, "flanneld") {
-				flanneld++
-			}
-		}
-		route, err := exec.Command("nsenter", "--net=/var/run/netns/svtb-node1", "--", "ip", "route", "show", "10.244.2.0/24").CombinedOutput()
-		if err != nil {
-			t.Fatalf("route on svtb-node1: %v: %s", err, route)
-		}
-		switch mode {
-		case "flannel":
-			if flanneld != 2 || !strings.Contains(string(route), "dev flannel.1") {
-				t.Errorf("flannel: %d flanneld processes, route %q", flanneld, route)
-			}
-		case "ptp":
-			if flanneld != 0 || !strings.Contains(string(route), "via 10.0.0.12 dev eth0") {
-				t.Errorf("ptp: %d flanneld processes, route %q", flanneld, route)
-			}
-		}
-		script(t, root, "status.sh")
 	}
 }
 
