@@ -94,22 +94,11 @@ func TestFrontdoorIngress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, trs := traceFrontdoor(t, tt.c)
-			tr := trs[0]
-			l := tr.Layer(report.LayerFrontdoor)
-			if l.Status != tt.status {
-				t.Errorf("frontdoor %s, want %s: %+v", l.Status, tt.status, l.Checks)
+			fail := tt.fail
+			if fail == nil {
+				fail = []string{}
 			}
-			if got := frontdoorCodes(tr, report.LayerFrontdoor, report.StatusFail); strings.Join(got, ",") != strings.Join(tt.fail, ",") {
-				t.Errorf("FAIL codes %v, want %v", got, tt.fail)
-			}
-			c := findCheck(tr, report.LayerFrontdoor, tt.has)
-			if c == nil {
-				t.Fatalf("no %s: %+v", tt.has, l.Checks)
-			}
-			if !strings.Contains(c.Message, tt.quote) {
-				t.Errorf("%s says %q, want %q", tt.has, c.Message, tt.quote)
-			}
+			requireFrontdoor(t, tt.c, tt.status, fail, tt.has, tt.quote)
 		})
 	}
 }

@@ -429,25 +429,33 @@ func TestFrontdoorOwnFindings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, trs := traceFrontdoor(t, tt.c)
-			tr := trs[0]
-			l := tr.Layer(report.LayerFrontdoor)
-			if l.Status != tt.status {
-				t.Errorf("frontdoor %s, want %s: %+v", l.Status, tt.status, l.Checks)
-			}
-			if tt.fail != nil {
-				if got := frontdoorCodes(tr, report.LayerFrontdoor, report.StatusFail); strings.Join(got, ",") != strings.Join(tt.fail, ",") {
-					t.Errorf("FAIL codes %v, want %v", got, tt.fail)
-				}
-			}
-			c := findCheck(tr, report.LayerFrontdoor, tt.has)
-			if c == nil {
-				t.Fatalf("no %s: %+v", tt.has, l.Checks)
-			}
-			if !strings.Contains(c.Message, tt.quote) {
-				t.Errorf("%s says %q, want it to contain %q", tt.has, c.Message, tt.quote)
-			}
+			requireFrontdoor(t, tt.c, tt.status, tt.fail, tt.has, tt.quote)
 		})
+	}
+}
+
+// requireFrontdoor traces c and checks its first trace's frontdoor layer:
+// its status, its FAIL codes (when fail is not nil) and that check has says
+// quote.
+func requireFrontdoor(t *testing.T, fc frontdoorCase, status report.Status, fail []string, has, quote string) {
+	t.Helper()
+	_, trs := traceFrontdoor(t, fc)
+	tr := trs[0]
+	l := tr.Layer(report.LayerFrontdoor)
+	if l.Status != status {
+		t.Errorf("frontdoor %s, want %s: %+v", l.Status, status, l.Checks)
+	}
+	if fail != nil {
+		if got := frontdoorCodes(tr, report.LayerFrontdoor, report.StatusFail); strings.Join(got, ",") != strings.Join(fail, ",") {
+			t.Errorf("FAIL codes %v, want %v", got, fail)
+		}
+	}
+	c := findCheck(tr, report.LayerFrontdoor, has)
+	if c == nil {
+		t.Fatalf("no %s: %+v", has, l.Checks)
+	}
+	if !strings.Contains(c.Message, quote) {
+		t.Errorf("%s says %q, want it to contain %q", has, c.Message, quote)
 	}
 }
 
