@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,58 +350,101 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
+	// The sync metrics before the slice: any sync counted after them ran
+	// after this read (a failed read leaves zero: kube-proxy is restarting,
+	// and every sync it counts will come after it).
+	prev, _ := n.syncMetrics()
+	prevRead := time.Now()
+	created := time.Now()
 	if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := len(es.Endpoints)
 	vip := fmt.Sprintf("%s:%d", out.Spec.ClusterIP, out.Spec.Ports[0].Port)
+	// kube-proxy has programmed the slice once a sync that started after it
+	// queued the slice's change has completed: the virtual servers are
+	// written during a sync, its ipsets and iptables rules at its end. Its
+	// metrics, read from outside the node without an exec in user-mode Linux
+	// (each one takes the CPU the sync needs), say when: a sync's start is its
+	// end minus its duration, the growth of the duration histogram's sum when
+	// its count grew by one (when it grew by more, the last sync started
+	// after the previous read). The virtual server is then listed once.
 	// Three minutes: kube-proxy may be restarting (it exits when the
-	// previous test deletes its Node, and waits for the new one), which
-	// takes 30-40 s in user-mode Linux before its first sync.
+	// previous test deletes its Node, and waits for the new one), which takes
+	// 30-40 s in user-mode Linux before its first sync.
 	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	queuedAt := 0.0 // when kube-proxy queued a sync for the slice
+	got := -1
+	for ; time.Now().Before(deadline); time.Sleep(time.Second) {
+		m, err := n.syncMetrics()
+		read := time.Now()
+		if err != nil {
+			continue
+		}
+		if queuedAt == 0 && m.queued >= float64(created.UnixNano())/1e9 {
+			queuedAt = m.queued
+		}
+		started := 0.0
+		switch {
+		case m.count < prev.count: // kube-proxy restarted
+		case m.count == prev.count+1:
+			started = m.last - (m.sum - prev.sum)
+		case m.count > prev.count+1:
+			started = float64(prevRead.UnixNano()) / 1e9
+		}
+		prev, prevRead = m, read
+		if queuedAt == 0 || started < queuedAt {
+			continue
+		}
 		list, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip) // "No such service" until kube-proxy syncs
-		got := strings.Count(list, "Masq")
-		if got == want {
-			// The virtual servers are written during the sync, the ipsets
-			// and iptables rules at its end: wait for the sync to finish.
-			// The sync may also have ended before the list: then no sync
-			// is queued after the last completed one. That is taken only
-			// after a while, as kube-proxy in user-mode Linux often runs
-			// a second sync right after one that programmed a Service.
-			listed := time.Now()
-			seen := float64(listed.Unix())
-			for time.Now().Before(deadline) {
-				m, _ := n.tryExec("curl", "-s", "http://127.0.0.1:10249/metrics")
-				var last, queued float64
-				for _, l := range strings.Split(m, "\n") {
-					var ts float64
-					f := strings.Fields(l)
-					if len(f) != 2 {
-						continue
-					}
-					if _, err := fmt.Sscan(f[1], &ts); err != nil {
-						continue
-					}
-					switch {
-					case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_timestamp_seconds"):
-						last = max(last, ts)
-					case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"):
-						queued = max(queued, ts)
-					}
-				}
-				if last > 0 && (last >= seen || (last >= queued && time.Since(listed) > 10*time.Second)) {
-					return out
-				}
-				time.Sleep(time.Second)
-			}
-			t.Fatalf("kube-proxy (ipvs) in %s did not finish a sync after programming %s", n.Name, vip)
+		if got = strings.Count(list, "Masq"); got == want {
+			return out
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s", n.Name, got, want, vip)
-		}
-		time.Sleep(time.Second)
 	}
+	t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s (-1: no sync that started after the slice's change completed)", n.Name, got, want, vip)
+	return nil
+}
+
+// syncMetrics is what kube-proxy's metrics say of its syncs: the last
+// completed and the last queued (Unix seconds, the latest of any family),
+// and the duration histogram's count and sum over every family.
+type syncMetrics struct {
+	last, queued, sum float64
+	count             int
+}
+
+// syncMetrics reads kube-proxy's metrics on the node's address, from the
+// control plane's network namespace.
+func (n *ipvsNode) syncMetrics() (syncMetrics, error) {
+	var m syncMetrics
+	out, err := exec.Command("ip", "netns", "exec", "svtb-cp", "curl", "-sf", "-m", "3", "http://"+net.JoinHostPort(n.IP, "10249")+"/metrics").Output()
+	if err != nil {
+		return m, err
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		var v float64
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		if _, err := fmt.Sscan(f[1], &v); err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_timestamp_seconds"):
+			m.last = max(m.last, v)
+		case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"):
+			m.queued = max(m.queued, v)
+		case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_duration_seconds_sum"):
+			m.sum += v
+		case strings.HasPrefix(f[0], "kubeproxy_sync_proxy_rules_duration_seconds_count"):
+			m.count += int(v)
+		}
+	}
+	if m.count == 0 {
+		return m, fmt.Errorf("no completed sync in kube-proxy's metrics on %s", n.Name)
+	}
+	return m, nil
 }
 
 func sortedKeys(m map[string]string) []string {
