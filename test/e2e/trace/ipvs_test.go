@@ -350,58 +350,72 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
-	// The sync metrics before the slice: any sync counted after them ran
-	// after this read (a failed read leaves zero: kube-proxy is restarting,
-	// and every sync it counts will come after it).
+	// The sync metrics before the slice: any sync counted after them
+	// completed after this read (a failed read leaves zero: kube-proxy is
+	// restarting, and every sync it counts will come after it).
 	prev, _ := n.syncMetrics()
-	prevRead := time.Now()
 	created := time.Now()
 	if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := len(es.Endpoints)
 	vip := fmt.Sprintf("%s:%d", out.Spec.ClusterIP, out.Spec.Ports[0].Port)
-	// kube-proxy has programmed the slice once a sync that started after it
-	// queued the slice's change has completed: the virtual servers are
-	// written during a sync, its ipsets and iptables rules at its end. Its
-	// metrics, read from outside the node without an exec in user-mode Linux
-	// (each one takes the CPU the sync needs), say when: a sync's start is its
-	// end minus its duration, the growth of the duration histogram's sum when
-	// its count grew by one (when it grew by more, the last sync started
-	// after the previous read). The virtual server is then listed once.
-	// Three minutes: kube-proxy may be restarting (it exits when the
-	// previous test deletes its Node, and waits for the new one), which takes
-	// 30-40 s in user-mode Linux before its first sync.
+	// The virtual servers are written during a sync, its ipsets and iptables
+	// rules at its end. kube-proxy's metrics, read from outside the node (an
+	// exec in user-mode Linux takes the CPU its sync needs), say when a sync
+	// completed; the virtual server is listed after each one that completed
+	// once kube-proxy had queued the slice's change. It is programmed when
+	// the list is whole and the sync behind it had started after that queue
+	// (its start is its end minus the growth of the duration histogram's sum
+	// when the count grew by one), or, when that cannot be told, once a sync
+	// completed after the list, or no sync was queued after the last one
+	// for 10 s (kube-proxy in user-mode Linux often syncs again right after
+	// programming a Service). Three minutes: kube-proxy may be restarting
+	// (it exits when the previous test deletes its Node, and waits for the
+	// new one), which takes 30-40 s in user-mode Linux before its first sync.
 	deadline := time.Now().Add(3 * time.Minute)
 	queuedAt := 0.0 // when kube-proxy queued a sync for the slice
 	got := -1
+	var listedAt time.Time
 	for ; time.Now().Before(deadline); time.Sleep(time.Second) {
 		m, err := n.syncMetrics()
-		read := time.Now()
 		if err != nil {
 			continue
+		}
+		if m.count < prev.count {
+			// kube-proxy restarted: every sync it counts now came after the
+			// previous read, its first one (the count is 1) from its own
+			// start with every Service and slice it listed.
+			prev = syncMetrics{}
 		}
 		if queuedAt == 0 && m.queued >= float64(created.UnixNano())/1e9 {
 			queuedAt = m.queued
 		}
-		started := 0.0
-		switch {
-		case m.count < prev.count: // kube-proxy restarted
-		case m.count == prev.count+1:
-			started = m.last - (m.sum - prev.sum)
-		case m.count > prev.count+1:
-			started = float64(prevRead.UnixNano()) / 1e9
-		}
-		prev, prevRead = m, read
-		if queuedAt == 0 || started < queuedAt {
+		if !listedAt.IsZero() {
+			now := float64(time.Now().UnixNano()) / 1e9
+			if m.last >= float64(listedAt.UnixNano())/1e9 || (m.last >= m.queued && now-float64(listedAt.UnixNano())/1e9 > 10) {
+				return out
+			}
 			continue
 		}
+		if queuedAt == 0 || m.count == prev.count {
+			continue
+		}
+		started := 0.0
+		if m.count == prev.count+1 {
+			started = m.last - (m.sum - prev.sum)
+		}
+		prev = m
 		list, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip) // "No such service" until kube-proxy syncs
-		if got = strings.Count(list, "Masq"); got == want {
+		if got = strings.Count(list, "Masq"); got != want {
+			continue
+		}
+		if started >= queuedAt {
 			return out
 		}
+		listedAt = time.Now()
 	}
-	t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s (-1: no sync that started after the slice's change completed)", n.Name, got, want, vip)
+	t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s (-1: no sync completed after it queued the slice's change)", n.Name, got, want, vip)
 	return nil
 }
 
