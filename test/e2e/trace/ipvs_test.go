@@ -810,6 +810,11 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 // with the IPVS node's datapath read from the IPVS proxier's rules.
 func TestIPVSNodeKubelet(t *testing.T) {
 	tb := framework.Setup(t)
+	// Told before setupIPVSNode, which waits for the node's kube-proxy to
+	// come back from the previous test's Node deletion.
+	if out, err := exec.Command("bash", filepath.Join(tb.RepoRoot, "test", "testbed", "ipvs-node.sh"), "env").Output(); err == nil && !strings.Contains(string(out), "IPVS_NODE_KUBELET=1") {
+		t.Skip("SVTB_IPVS_KUBELET=0: the IPVS node runs no kubelet")
+	}
 	ns := tb.Namespace(t)
 	n := setupIPVSNode(t, tb, ns)
 	if !n.kubelet {
