@@ -175,15 +175,5 @@ func TestListGoldenMatchesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("testdata/list/httproute.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(inst); err != nil {
-		t.Error(err)
-	}
+	validateJSONFile(t, sch, "testdata/list/httproute.json")
 }

@@ -44,17 +44,7 @@ func TestGoldenJSONMatchesSchema(t *testing.T) {
 		t.Fatalf("no JSON goldens (%v)", err)
 	}
 	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(inst); err != nil {
-			t.Errorf("%s: %v", file, err)
-		}
+		validateJSONFile(t, sch, file)
 	}
 	for _, sc := range scenarios {
 		var buf bytes.Buffer
@@ -88,5 +78,21 @@ func TestSchemaRejectsDrift(t *testing.T) {
 		if sch.Validate(inst) == nil {
 			t.Errorf("schema accepted a drifted document")
 		}
+	}
+}
+
+// validateJSONFile validates the JSON document in file against sch.
+func validateJSONFile(t *testing.T, sch *jsonschema.Schema, file string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("%s: %v", file, err)
 	}
 }
