@@ -214,7 +214,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	}
 	// Timeouts on a node whose collector ran late, or was out of time
 	// before the retry, are not evidence (lateCollector): undetermined.
-	var lateFrontends, lateEndpoints []string
+	var lateFrontends, lateEndpoints, changedEndpoints []string
 	frontendWhy, endpointWhy := "", ""
 	slowKey := map[string]string{} // ready endpoint → its address, when it answered only on its second try
 	sc := nj.probeScope(node)
@@ -229,6 +229,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	var refusedKeys []string
 	var frontends []frontendFailure
 	var raw []string
+	changed := nj.addressesChangedDuringRead()
 	for _, p := range s.Data.Probes {
 		ip := p.Address
 		key := p.Address + "/" + strings.ToUpper(orTCP(p.Protocol))
@@ -268,6 +269,13 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 		if !readyIP[ip] {
 			// A not-ready endpoint is expected not to answer; the endpoints
 			// layer already says why it is not ready.
+			continue
+		}
+		if changed[ip] {
+			// Its slice changed while the nodes were read: in a rollout the
+			// Pod was deleted after the API read and stopped answering
+			// before the probe, which says nothing of the route to it.
+			changedEndpoints = append(changedEndpoints, p.Address+" ("+p.ErrorClass+")")
 			continue
 		}
 		if b, isBlocked := sc.blocked[key]; isBlocked {
@@ -408,6 +416,10 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	if len(datapathFails) > 0 && !nj.skipped(report.LayerDatapath) {
 		nj.EmitNode(report.CodeDPClusterIPFails, node, report.Args{"frontend": listNames(datapathFails), "error": "see evidence",
 			"okCount": strconv.Itoa(okCount)}, raw)
+	}
+	if len(changedEndpoints) > 0 && !nj.skipped(report.LayerRoute) {
+		nj.EmitNode(report.CodeRTEndpointChanged, node, report.Args{"targets": listNames(changedEndpoints),
+			"why": "their EndpointSlice entries changed while the nodes were read (a Pod going away stops answering before the API read says so)"}, raw)
 	}
 	if len(lateFrontends) > 0 && !nj.skipped(report.LayerDatapath) {
 		c := nj.EmitNode(report.CodeDPProbeInconclusive, node, report.Args{"frontend": listNames(lateFrontends), "why": frontendWhy}, raw)
@@ -573,4 +585,20 @@ func (u *undeterminedDrops) policyList() []string { return sortedKeys(u.policies
 
 func (u *undeterminedDrops) args() report.Args {
 	return report.Args{"targets": listNames(u.targets), "policies": listOrNone(u.policyList()), "reason": u.reason}
+}
+
+// addressesChangedDuringRead are the endpoint addresses (unmapped) whose
+// EndpointSlice entry changed, appeared or went away while the nodes were
+// read, in any family.
+func (nj *nodeJudge) addressesChangedDuringRead() map[string]bool {
+	out := map[string]bool{}
+	for _, c := range nj.in.SlicesChangedDuringRead {
+		for _, a := range c.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				a = ip.Unmap().String()
+			}
+			out[a] = true
+		}
+	}
+	return out
 }

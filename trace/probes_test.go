@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -431,4 +432,58 @@ func filterOnly(t *testing.T, comment, target string) *collectorapi.Observation 
 		Raw:     `-A KUBE-SERVICES -d 10.96.0.20/32 -p tcp -m comment --comment "` + comment + `" -m tcp --dport 80 -j ` + target,
 		Comment: comment, Jump: target}}
 	return observation(t, collectorapi.ModeIPTables, &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}, nil)
+}
+
+// TestProbeOfEndpointChangedDuringReadIsNotARouteFailure: in a rollout a
+// Pod deleted after the API read stops answering before the probe; its
+// slice entry changed while the nodes were read. Its timeout, and the
+// ClusterIP's that may pick it, are not the route's or the datapath's;
+// the same timeout without the change is.
+func TestProbeOfEndpointChangedDuringReadIsNotARouteFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		changed []string
+		class   string
+		want    string
+		fail    bool
+	}{
+		{"changed, timeout", []string{"10.244.2.7"}, "timeout", report.CodeRTEndpointChanged, false},
+		{"changed, refused", []string{"10.244.2.7"}, "refused", report.CodeRTEndpointChanged, false},
+		{"another endpoint changed", []string{"10.244.1.9"}, "timeout", report.CodeRTPodTimeout, true},
+		{"unchanged", nil, "timeout", report.CodeRTPodTimeout, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := nodeInput()
+			if tc.changed != nil {
+				in.SlicesChangedDuringRead = []input.SliceChange{{Slice: "web-abc", Type: "MODIFIED", Family: "IPv4", Addresses: tc.changed}}
+			}
+			obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+			obs.Sections.Probe = probes(
+				probe("clusterIP", "http", "10.96.0.20:80", "failed", tc.class),
+				probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+				probe("endpoint", "http", "10.244.2.7:8080", "failed", tc.class))
+			tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
+			got := nodeCodes(tr, report.LayerRoute, "n1")
+			if tc.class == "refused" {
+				got = nodeCodes(tr, report.LayerEndpoints, "n1")
+				for c, v := range nodeCodes(tr, report.LayerRoute, "n1") {
+					got[c] = v
+				}
+			}
+			if _, ok := got[tc.want]; !ok {
+				t.Fatalf("no %s on n1; route and endpoints: %v", tc.want, got)
+			}
+			if c, ok := got[report.CodeRTEndpointChanged]; ok && !strings.Contains(c.Message, "10.244.2.7:8080 ("+tc.class+")") {
+				t.Errorf("%s message %q does not name the endpoint and how it failed", c.Code, c.Message)
+			}
+			if !tc.fail {
+				assertNoCode(t, tr, report.LayerRoute, "n1", report.CodeRTPodTimeout)
+				assertNoCode(t, tr, report.LayerEndpoints, "n1", report.CodeEpsRefused)
+				assertNoCode(t, tr, report.LayerDatapath, "n1", report.CodeDPClusterIPFails)
+			}
+			if fail := tr.Verdict.Status == report.StatusFail; fail != tc.fail {
+				t.Errorf("verdict %s (%s), want fail=%v", tr.Verdict.Status, tr.Verdict.FirstFailingLayer, tc.fail)
+			}
+		})
+	}
 }

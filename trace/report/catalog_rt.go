@@ -44,6 +44,7 @@ const (
 	// starved node) or its time ran out before it could try again. Emitted
 	// with status unknown: the layer is undetermined there, not failed.
 	CodeRTProbeInconclusive = "RT026"
+	CodeRTEndpointChanged   = "RT027"
 )
 
 var rtCatalog = []CheckSpec{
@@ -131,4 +132,7 @@ var rtCatalog = []CheckSpec{
 	{Code: CodeRTProbeInconclusive, Layer: LayerRoute, Severity: SeverityWarning, Title: "Endpoint probe inconclusive on a slow node",
 		Message:  "connections to {targets} timed out, but {why}; whether the packets get to the Pods is not judged from this node",
 		NextStep: lateCollectorNextStepCmd},
+	{Code: CodeRTEndpointChanged, Layer: LayerRoute, Severity: SeverityInfo, Title: "Endpoint changed during the read",
+		Message:  "{targets} did not answer, and {why}: not judged as a route failure",
+		NextStep: "kubectl get endpointslices -n {namespace} -l kubernetes.io/service-name={service} -o wide  # trace again once the rollout settles"},
 }
