@@ -17,6 +17,7 @@ import (
 
 	"github.com/svctrace/kubectl-svctrace/render"
 	"github.com/svctrace/kubectl-svctrace/trace"
+	"github.com/svctrace/kubectl-svctrace/trace/input"
 	"github.com/svctrace/kubectl-svctrace/trace/plan"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -34,10 +35,11 @@ const watchRetry = 2 * time.Second
 
 // traceWatch re-traces a Service whenever its Service object, its
 // EndpointSlices or its Pods change, and prints only what changed. API
-// input is read again on every change; the nodes are inspected again at
-// most once per interval, and a change seen in between is judged against
-// the last node report, then again once the interval is over, so the rules
-// catching up with an endpoint still show.
+// input is read again and printed on every change, judged against the
+// last node report; the nodes are inspected again at most once per
+// interval, in the background, and their result joins when it arrives
+// (a node read takes seconds, and a rollout's API changes must not wait
+// for it), so the rules catching up with an endpoint still show.
 type traceWatch struct {
 	o        *TraceOptions
 	interval time.Duration
@@ -50,6 +52,14 @@ type traceWatch struct {
 	// stale: the last trace judged the nodes' report of inspectedAt
 	// against a newer API state.
 	stale bool
+}
+
+// inspection is the result of one background node read: the API input
+// read with it and what the nodes reported.
+type inspection struct {
+	in    *input.Input
+	nodes *plan.NodeReport
+	err   error
 }
 
 // runWatch is Run for --watch: the first trace printed in full, then one
@@ -65,10 +75,12 @@ func (o *TraceOptions) runWatch(ctx context.Context) error {
 
 func (w *traceWatch) run(ctx context.Context) error {
 	o := w.o
-	last, err := w.trace(ctx, true)
+	in, nr, err := w.collect(ctx, true)
 	if err != nil {
 		return err
 	}
+	w.joined(nr)
+	last := trace.Assemble(in, w.report, o.Trace)
 	if err := render.Print(o.Out, last, o.Output, o.Text); err != nil {
 		return err
 	}
@@ -89,8 +101,23 @@ func (w *traceWatch) run(ctx context.Context) error {
 
 	reinspect := time.NewTimer(time.Hour)
 	reinspect.Stop()
+	var pending chan inspection // the node read under way, nil when none
+	changedSince := false       // an API change was printed while it ran
+	startInspection := func() {
+		if pending != nil || !w.reads() {
+			return
+		}
+		ch := make(chan inspection, 1)
+		pending, changedSince = ch, false
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, nr, err := w.collect(wctx, true)
+			ch <- inspection{in: in, nodes: nr, err: err}
+		}()
+	}
 	for {
-		force := false
+		var t *report.ServiceTrace
 		select {
 		case <-ctx.Done():
 			return nil
@@ -102,20 +129,54 @@ func (w *traceWatch) run(ctx context.Context) error {
 			case <-changes:
 			default:
 			}
+			in, _, err := w.collect(ctx, false)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				w.failed(err)
+				continue
+			}
+			w.stale = w.inspected
+			changedSince = pending != nil
+			t = trace.Assemble(in, w.report, o.Trace)
+			if w.reads() && pending == nil {
+				// Judged against an earlier node report: look again when allowed.
+				if wait := time.Until(w.inspectedAt.Add(w.interval)); wait > 0 {
+					reinspect.Reset(wait)
+				} else {
+					startInspection()
+				}
+			}
 		case <-reinspect.C:
-			force = true
-		}
-		t, err := w.trace(ctx, force)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			fmt.Fprintf(o.ErrOut, "%s trace failed, still watching: %v\n", w.clock().UTC().Format("15:04:05"), err)
+			startInspection()
 			continue
-		}
-		if !force && w.inspected && !o.Trace.NoNode {
-			// Judged against an earlier node report: look again when allowed.
-			reinspect.Reset(time.Until(w.inspectedAt.Add(w.interval)))
+		case r := <-pending:
+			pending = nil
+			if ctx.Err() != nil {
+				return nil
+			}
+			if r.err != nil {
+				w.failed(r.err)
+				continue
+			}
+			w.joined(r.nodes)
+			in := r.in
+			w.stale = false
+			if changedSince {
+				// The API moved on while the nodes were read, and that
+				// newer state was printed: judge the nodes against it, not
+				// against the older read, keeping what changed during it.
+				fresh, _, err := w.collect(ctx, false)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err == nil {
+					fresh.SlicesChangedDuringRead = in.SlicesChangedDuringRead
+					in, w.stale = fresh, true
+				}
+			}
+			t = trace.Assemble(in, w.report, o.Trace)
 		}
 		if err := w.print(last, t); err != nil {
 			return err
@@ -124,9 +185,26 @@ func (w *traceWatch) run(ctx context.Context) error {
 	}
 }
 
-// trace reads the API and, when allowed (first time, forced, or the interval
-// is over), the nodes, and judges them.
-func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrace, error) {
+// reads reports whether the watch reads the nodes at all.
+func (w *traceWatch) reads() bool {
+	return w.o.Trace.Inspector != nil && !w.o.Trace.NoNode
+}
+
+// joined records a node report that just arrived (nil: the nodes were not
+// read).
+func (w *traceWatch) joined(nr *plan.NodeReport) {
+	if nr != nil && w.reads() {
+		w.report, w.inspected, w.inspectedAt = nr, true, w.clock()
+	}
+}
+
+func (w *traceWatch) failed(err error) {
+	fmt.Fprintf(w.o.ErrOut, "%s trace failed, still watching: %v\n", w.clock().UTC().Format("15:04:05"), err)
+}
+
+// collect reads the API and, when nodes is true and the watch reads them,
+// the nodes, within the trace's timeout.
+func (w *traceWatch) collect(ctx context.Context, nodes bool) (*input.Input, *plan.NodeReport, error) {
 	o := w.o
 	tctx, cancel, deadline := withTraceDeadline(ctx, o.Timeout)
 	defer cancel()
@@ -135,26 +213,21 @@ func (w *traceWatch) trace(ctx context.Context, force bool) (*report.ServiceTrac
 		opts.Planned = func(nodes int) { deadline.extend(time.Duration(nodes) * o.TimeoutPerNode) }
 	}
 	opts.NodesBy = deadline.nodesBy
-	inspect := opts.Inspector != nil && !opts.NoNode && (force || !w.inspected || w.clock().Sub(w.inspectedAt) >= w.interval)
-	if !inspect {
+	if !nodes || !w.reads() {
 		opts.Inspector = nil
 	}
-	w.stale = !inspect && w.inspected
 	in, nr, err := trace.Collect(tctx, o.Client, o.Namespace, o.ServiceName, opts)
 	if err != nil {
 		var noPort *trace.PortNotFoundError
 		if errors.As(err, &noPort) {
-			return nil, &UsageError{Err: err}
+			return nil, nil, &UsageError{Err: err}
 		}
 		if terr := timedOut(tctx, o.Namespace, o.ServiceName, deadline, o.TimeoutPerNode > 0); terr != nil && ctx.Err() == nil {
-			return nil, terr
+			return nil, nil, terr
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	if inspect {
-		w.report, w.inspected, w.inspectedAt = nr, true, w.clock()
-	}
-	return trace.Assemble(in, w.report, o.Trace), nil
+	return in, nr, nil
 }
 
 // print writes what changed from last to t: lines for text, the whole new

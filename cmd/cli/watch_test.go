@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,5 +190,74 @@ func TestWatchUsage(t *testing.T) {
 		if code := ExitCode(run(args...)); code != ExitUsage {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// gatedInspector answers its first read at once and every later one only
+// when its gate opens, as a slow node read does.
+type gatedInspector struct {
+	calls atomic.Int32
+	gate  chan struct{}
+}
+
+func (g *gatedInspector) Inspect(ctx context.Context, _ plan.NodePlan) (*plan.NodeReport, error) {
+	n := g.calls.Add(1)
+	if n > 1 {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if n == 1 {
+		return &plan.NodeReport{Failure: "node read 1"}, nil
+	}
+	return &plan.NodeReport{Nodes: []plan.NodeView{{Node: "node-a", Roles: []string{"endpoints"}, Failure: fmt.Sprintf("node read %d", n)}}}, nil
+}
+
+// TestWatchPrintsWhileNodesAreRead: an endpoint change prints at once
+// while a node read is under way, and the read's result joins afterwards
+// (judged against the newer API state: the endpoint stays not ready).
+func TestWatchPrintsWhileNodesAreRead(t *testing.T) {
+	client := fake.NewClientset(objects(true)...)
+	insp := &gatedInspector{gate: make(chan struct{})}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	o := &TraceOptions{Client: client, Namespace: "default", ServiceName: "web", Timeout: time.Minute,
+		Trace:     trace.Options{Now: time.Now, Inspector: insp},
+		IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: errOut}}
+	w := &traceWatch{o: o, interval: 10 * time.Millisecond, settle: 10 * time.Millisecond, clock: time.Now}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.run(ctx) }()
+	waitFor(t, "the first trace", func() bool { return strings.Contains(errOut.String(), "watching") })
+	if !strings.Contains(out.String(), "node read 1") {
+		t.Fatalf("the first trace lacks its node read:\n%s", out)
+	}
+	waitFor(t, "a second node read under way", func() bool { return insp.calls.Load() >= 2 }, out, errOut)
+
+	sl, _ := client.DiscoveryV1().EndpointSlices("default").Get(ctx, "web-abc", metav1.GetOptions{})
+	sl.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(false)}
+	if _, err := client.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the endpoint's change while the nodes are read", func() bool { return strings.Contains(out.String(), "EPS003") }, out, errOut)
+	if n := insp.calls.Load(); n != 2 {
+		t.Errorf("%d node reads started while one was under way, want 2 in all", n)
+	}
+	before := out.String()
+	close(insp.gate)
+	waitFor(t, "the node read's result", func() bool { return strings.Contains(strings.TrimPrefix(out.String(), before), "node read 2") }, out, errOut)
+	if joined := strings.TrimPrefix(out.String(), before); strings.Contains(joined, "10.244.1.5") || strings.Contains(joined, "EPS003") {
+		t.Errorf("the node result was judged against the API as it was before the change:\n%s", joined)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch did not stop when its context ended")
 	}
 }
