@@ -21,7 +21,7 @@ func TestCatalogDoc(t *testing.T) {
 	b.WriteString("# svctrace check codes\n\n")
 	b.WriteString("Every finding svctrace reports carries one of these stable codes (`apiVersion: svctrace.dev/v1alpha1`).\n")
 	b.WriteString("Codes are never renumbered or reused. Severity is the default: `error` fails its layer, `warning` warns, `info` passes.\n")
-	b.WriteString("Generated from `trace/report/catalog.go` by `go test ./trace -run TestCatalogDoc -update-catalog`.\n\n")
+	b.WriteString("Generated from `trace/report/catalog*.go` (one file per layer) by `go test ./trace -run TestCatalogDoc -update-catalog`.\n\n")
 	b.WriteString("| code | layer | severity | title | message template |\n|---|---|---|---|---|\n")
 	for _, code := range report.CatalogCodes() {
 		s := report.Catalog[code]
