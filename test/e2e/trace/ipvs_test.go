@@ -354,7 +354,6 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 	// completed after this read (a failed read leaves zero: kube-proxy is
 	// restarting, and every sync it counts will come after it).
 	prev, _ := n.syncMetrics()
-	created := time.Now()
 	if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,30 +369,34 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 	// when the count grew by one), or, when that cannot be told, once a sync
 	// completed after the list, or no sync was queued after the last one
 	// for 10 s (kube-proxy in user-mode Linux often syncs again right after
-	// programming a Service). Three minutes: kube-proxy may be restarting
-	// (it exits when the previous test deletes its Node, and waits for the
-	// new one), which takes 30-40 s in user-mode Linux before its first sync.
+	// programming a Service). Every timestamp compared is the guest's own:
+	// its clock is not this host's. Three minutes: kube-proxy may be
+	// restarting (it exits when the previous test deletes its Node, and
+	// waits for the new one), which takes 30-40 s in user-mode Linux before
+	// its first sync.
 	deadline := time.Now().Add(3 * time.Minute)
 	queuedAt := 0.0 // when kube-proxy queued a sync for the slice
 	got := -1
 	var listedAt time.Time
+	var last syncMetrics
+	listedCount := 0
 	for ; time.Now().Before(deadline); time.Sleep(time.Second) {
 		m, err := n.syncMetrics()
 		if err != nil {
 			continue
 		}
+		last = m
 		if m.count < prev.count {
 			// kube-proxy restarted: every sync it counts now came after the
 			// previous read, its first one (the count is 1) from its own
 			// start with every Service and slice it listed.
 			prev = syncMetrics{}
 		}
-		if queuedAt == 0 && m.queued >= float64(created.UnixNano())/1e9 {
+		if queuedAt == 0 && m.queued > prev.queued {
 			queuedAt = m.queued
 		}
 		if !listedAt.IsZero() {
-			now := float64(time.Now().UnixNano()) / 1e9
-			if m.last >= float64(listedAt.UnixNano())/1e9 || (m.last >= m.queued && now-float64(listedAt.UnixNano())/1e9 > 10) {
+			if m.count > listedCount || (m.last >= m.queued && time.Since(listedAt) > 10*time.Second) {
 				return out
 			}
 			continue
@@ -413,8 +416,13 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 		if started >= queuedAt {
 			return out
 		}
-		listedAt = time.Now()
+		listedAt, listedCount = time.Now(), m.count
 	}
+	// What kube-proxy was doing: its log is on this host, in the node's
+	// directory.
+	logTail, _ := exec.Command("tail", "-n", "30", filepath.Join(n.dir, "kube-proxy.log")).Output()
+	t.Logf("kube-proxy's metrics at the end (guest clock): last sync %.3f, last queued %.3f, %d syncs (%.1f s); queued for the slice at %.3f\nkube-proxy.log:\n%s",
+		last.last, last.queued, last.count, last.sum, queuedAt, logTail)
 	t.Fatalf("kube-proxy (ipvs) in %s programmed %d of %d real servers for %s (-1: no sync completed after it queued the slice's change)", n.Name, got, want, vip)
 	return nil
 }
