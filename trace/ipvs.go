@@ -159,7 +159,14 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, l
 
 	// ipsets.
 	if len(data.IPSets) > 0 {
-		rejected, degraded := ipvsSetFindings(data.IPSets, pe)
+		rejected, unmasqueraded, degraded := ipvsSetFindings(data.IPSets, pe)
+		if len(unmasqueraded) > 0 {
+			// The same consequence as an iptables external chain that does
+			// not mark for masquerade: the same finding.
+			nj.EmitNode(report.CodeDPMasqExternal, node, with(report.Args{"chain": "KUBE-NODE-PORT (its ipset lacks " + listNames(unmasqueraded) + ")"}), nil,
+				fieldItems("missing", unmasqueraded))
+			problems++
+		}
 		if len(rejected) > 0 {
 			nj.EmitNode(report.CodeDPIPVSSetReject, node, with(report.Args{"entries": listNames(rejected)}), nil, fieldItems("missing", rejected))
 			problems++
@@ -173,9 +180,15 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, l
 }
 
 // ipvsSetFindings splits the missing entries of this port into those that
-// make KUBE-IPVS-FILTER reject the Service and those that only change
-// masquerading or hairpin traffic.
-func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe expect.PortExpectation) (rejected, degraded []string) {
+// make KUBE-IPVS-FILTER reject the Service, those that leave NodePort
+// traffic under externalTrafficPolicy Cluster unmasqueraded, and those that
+// only change whether the client's address is kept or hairpin traffic.
+// KUBE-NODE-PORT (nat) mirrors kube-proxy's ipsetWithIptablesChain: the
+// KUBE-NODE-PORT-LOCAL-<proto> set RETURNs first, then the
+// KUBE-NODE-PORT-<proto> set jumps to KUBE-MARK-MASQ; syncProxyRules puts
+// every NodePort in the second and the ETP Local ones in the first too, so
+// an ETP Local port missing from the second changes nothing.
+func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe expect.PortExpectation) (rejected, unmasqueraded, degraded []string) {
 	portSuffix := fmt.Sprintf(",%s:%d", strings.ToLower(pe.Protocol), pe.Port)
 	nodePort := strconv.Itoa(int(pe.NodePort))
 	local := map[string]bool{}
@@ -217,7 +230,9 @@ func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe expect.PortExpectat
 				continue
 			}
 			if !m.Local {
-				degraded = append(degraded, desc+": NodePort traffic is not masqueraded, so replies from other nodes' Pods bypass this node")
+				if !pe.ExternalPolicyLocal {
+					unmasqueraded = append(unmasqueraded, desc)
+				}
 			} else if pe.ExternalPolicyLocal {
 				degraded = append(degraded, desc+": NodePort traffic is masqueraded, the client's address is lost")
 			}
@@ -227,7 +242,7 @@ func ipvsSetFindings(sets []collectorapi.IPSetMembership, pe expect.PortExpectat
 			}
 		}
 	}
-	return rejected, degraded
+	return rejected, unmasqueraded, degraded
 }
 
 // judgeIPVSNode judges the node-wide IPVS settings once per node.

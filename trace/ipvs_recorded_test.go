@@ -181,3 +181,52 @@ func TestKernelBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeRealIPVSNodePortSets: the recorded NodePort Services with one
+// entry taken out of kube-proxy's KUBE-NODE-PORT sets. Under
+// externalTrafficPolicy Cluster a port missing from KUBE-NODE-PORT-TCP is
+// never marked for masquerade, as an iptables external chain without the
+// mark: DP050, an error. Under Local the KUBE-NODE-PORT-LOCAL-TCP set
+// RETURNs first, so missing from KUBE-NODE-PORT-TCP changes nothing, and
+// missing from the Local set only loses the client's address (DP035).
+func TestJudgeRealIPVSNodePortSets(t *testing.T) {
+	for _, tt := range []struct {
+		name, service, set string
+		want               string
+		bad                []string
+		fail               bool
+	}{
+		{"cluster, masquerade set", "np", "KUBE-NODE-PORT-TCP", report.CodeDPMasqExternal, []string{report.CodeDPIPVSSetMissing}, true},
+		{"local, masquerade set", "etp-local", "KUBE-NODE-PORT-TCP", "", []string{report.CodeDPMasqExternal, report.CodeDPIPVSSetMissing}, false},
+		{"local, local set", "etp-local", "KUBE-NODE-PORT-LOCAL-TCP", report.CodeDPIPVSSetMissing, []string{report.CodeDPMasqExternal}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in, obs := ipvsRecorded(t, tt.service)
+			removed := false
+			for i, m := range obs.Sections.IPVS.Data.IPSets {
+				if m.Set == tt.set && m.Kind == "nodePort" {
+					obs.Sections.IPVS.Data.IPSets[i].Found, removed = false, true
+				}
+			}
+			if !removed {
+				t.Fatalf("no %s entry in the recording of %s", tt.set, tt.service)
+			}
+			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
+			got := nodeCodes(tr, report.LayerDatapath, obs.NodeName)
+			if tt.want != "" {
+				requireNodeCheck(t, tr, report.LayerDatapath, tt.want, obs.NodeName)
+				if c := got[tt.want]; !strings.Contains(c.Message, tt.set) {
+					t.Errorf("%s does not name %s: %q", c.Code, tt.set, c.Message)
+				}
+			}
+			for _, c := range tt.bad {
+				if chk, ok := got[c]; ok {
+					t.Errorf("unexpected %s: %s", c, chk.Message)
+				}
+			}
+			if failed := tr.Layer(report.LayerDatapath).Status == report.StatusFail; failed != tt.fail {
+				t.Errorf("datapath %s, want fail=%v", tr.Layer(report.LayerDatapath).Status, tt.fail)
+			}
+		})
+	}
+}
