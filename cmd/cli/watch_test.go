@@ -151,28 +151,10 @@ func TestWatchPrintsOnlyChanges(t *testing.T) {
 // judged on the last node report, and the nodes are inspected again once
 // the interval is over.
 func TestWatchReinspectsAfterTheInterval(t *testing.T) {
-	client := fake.NewClientset(objects(true)...)
 	insp := &countingInspector{}
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	o := &TraceOptions{Client: client, Namespace: "default", ServiceName: "web", Timeout: time.Minute,
-		Trace:     trace.Options{Now: time.Now, Inspector: insp},
-		IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: errOut}}
-	w := &traceWatch{o: o, interval: 500 * time.Millisecond, settle: 10 * time.Millisecond, clock: time.Now}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- w.run(ctx) }()
-	waitFor(t, "the first trace", func() bool { return strings.Contains(errOut.String(), "watching") })
+	_, out, errOut, stop := startWatch(t, insp, 500*time.Millisecond)
 	waitFor(t, "the re-inspection after the watches' first events", func() bool { return insp.calls.Load() >= 2 })
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not stop when its context ended")
-	}
+	stop()
 	if n := insp.calls.Load(); n > 3 {
 		t.Errorf("%d inspections in about one interval", n)
 	}
@@ -219,18 +201,9 @@ func (g *gatedInspector) Inspect(ctx context.Context, _ plan.NodePlan) (*plan.No
 // while a node read is under way, and the read's result joins afterwards
 // (judged against the newer API state: the endpoint stays not ready).
 func TestWatchPrintsWhileNodesAreRead(t *testing.T) {
-	client := fake.NewClientset(objects(true)...)
 	insp := &gatedInspector{gate: make(chan struct{})}
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	o := &TraceOptions{Client: client, Namespace: "default", ServiceName: "web", Timeout: time.Minute,
-		Trace:     trace.Options{Now: time.Now, Inspector: insp},
-		IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: errOut}}
-	w := &traceWatch{o: o, interval: 10 * time.Millisecond, settle: 10 * time.Millisecond, clock: time.Now}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- w.run(ctx) }()
-	waitFor(t, "the first trace", func() bool { return strings.Contains(errOut.String(), "watching") })
+	client, out, errOut, stop := startWatch(t, insp, 10*time.Millisecond)
+	ctx := context.Background()
 	if !strings.Contains(out.String(), "node read 1") {
 		t.Fatalf("the first trace lacks its node read:\n%s", out)
 	}
@@ -251,13 +224,36 @@ func TestWatchPrintsWhileNodesAreRead(t *testing.T) {
 	if joined := strings.TrimPrefix(out.String(), before); strings.Contains(joined, "10.244.1.5") || strings.Contains(joined, "EPS003") {
 		t.Errorf("the node result was judged against the API as it was before the change:\n%s", joined)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	stop()
+}
+
+// startWatch runs a watch of default/web on a fake clientset with insp
+// reading the nodes at most every interval, and waits for its first
+// trace; stop ends it as Ctrl-C does and fails the test unless it ends
+// cleanly.
+func startWatch(t *testing.T, insp plan.NodeInspector, interval time.Duration) (client *fake.Clientset, out, errOut *syncBuffer, stop func()) {
+	t.Helper()
+	client = fake.NewClientset(objects(true)...)
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	o := &TraceOptions{Client: client, Namespace: "default", ServiceName: "web", Timeout: time.Minute,
+		Trace:     trace.Options{Now: time.Now, Inspector: insp},
+		IOStreams: genericiooptions.IOStreams{Out: out, ErrOut: errOut}}
+	w := &traceWatch{o: o, interval: interval, settle: 10 * time.Millisecond, clock: time.Now}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- w.run(ctx) }()
+	waitFor(t, "the first trace", func() bool { return strings.Contains(errOut.String(), "watching") }, out, errOut)
+	return client, out, errOut, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watch did not stop when its context ended")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the watch did not stop when its context ended")
 	}
 }
