@@ -161,6 +161,14 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 		return ""
 	}
 	ago := func(t time.Time) string { return read.Sub(t).Round(100 * time.Millisecond).String() }
+	// A watch judges an older node read against a newer API read: the
+	// change may come after the read.
+	whenRead := func(t time.Time) string {
+		if d := read.Sub(t).Round(100 * time.Millisecond); d < 0 {
+			return (-d).String() + " after the read"
+		}
+		return ago(t) + " before the read"
+	}
 	ps, ok := proxySyncOf(obs, family)
 	if !ok {
 		if err := metricsTimedOut(obs); err != "" {
@@ -169,7 +177,7 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 			// Service's recent change, so a difference is not yet evidence
 			// of a fault. A kube-proxy that refuses or is gone stays
 			// unexcused: it is not syncing either.
-			return fmt.Sprintf("the Service's endpoints changed %s before the read and kube-proxy's sync metrics did not answer in time (%s), so its rules may not include the change yet", ago(changedAt), err)
+			return fmt.Sprintf("the Service's endpoints changed %s and kube-proxy's sync metrics did not answer in time (%s), so its rules may not include the change yet", whenRead(changedAt), err)
 		}
 		return ""
 	}
@@ -200,7 +208,7 @@ func syncPending(obs *collectorapi.Observation, mode collectorapi.DatapathMode, 
 	var why []string
 	switch {
 	case changedAt.After(last):
-		why = append(why, fmt.Sprintf("the Service's endpoints changed %s before the read, after kube-proxy's last completed sync (%s before)", ago(changedAt), ago(last)))
+		why = append(why, fmt.Sprintf("the Service's endpoints changed %s, after kube-proxy's last completed sync (%s before)", whenRead(changedAt), ago(last)))
 	case changedBy.After(last):
 		why = append(why, fmt.Sprintf("the Service's endpoints changed in the same second as kube-proxy's last completed sync (%s before the read; the API's times are whole seconds), possibly after it", ago(last)))
 	}

@@ -49,7 +49,10 @@ func TestSyncPending(t *testing.T) {
 		wantEmpty bool
 	}{
 		{name: "changed after the last completed sync", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 999.2,
-			samples: syncMetrics("IPv4", 998, 998, 0, 0.05), want: "after kube-proxy's last completed sync"},
+			samples: syncMetrics("IPv4", 998, 998, 0, 0.05), want: "changed 800ms before the read, after kube-proxy's last completed sync"},
+		// A watch judges an older node read against a newer API read.
+		{name: "changed after the read", mode: collectorapi.ModeIPTables, family: corev1.IPv4Protocol, changed: 1001.4,
+			samples: syncMetrics("IPv4", 998, 998, 0, 0.05), want: "changed 1.4s after the read, after kube-proxy's last completed sync"},
 		{name: "change received, sync throttled", mode: collectorapi.ModeNFTables, family: corev1.IPv4Protocol, changed: 998.5,
 			samples: syncMetrics("IPv4", 998.7, 999.1, 1, 0.05), want: "1 change(s) no sync has taken yet"},
 		{name: "sync queued, not completed", mode: collectorapi.ModeIPVS, family: corev1.IPv4Protocol, changed: 998.5,
