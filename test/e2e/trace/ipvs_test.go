@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ type ipvsNode struct {
 	// primary first.
 	IPs         []string
 	Pods        map[string]string // name → IP
+	Pods6       map[string]string // name → IPv6 address, on a dual-stack testbed
 	script, dir string
 	kubelet     bool
 	taint       corev1.Taint
@@ -75,7 +77,7 @@ func setupIPVSNode(t *testing.T, tb *framework.Testbed, ns string) *ipvsNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &ipvsNode{Pods: map[string]string{}, script: script}
+	n := &ipvsNode{Pods: map[string]string{}, Pods6: map[string]string{}, script: script}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		for _, kv := range strings.Fields(sc.Text()) {
@@ -100,6 +102,9 @@ func setupIPVSNode(t *testing.T, tb *framework.Testbed, ns string) *ipvsNode {
 			case "IPVS_POD":
 				name, ip, _ := strings.Cut(v, "=")
 				n.Pods[name] = ip
+			case "IPVS_POD6":
+				name, ip, _ := strings.Cut(v, "=")
+				n.Pods6[name] = ip
 			}
 		}
 	}
@@ -350,15 +355,28 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
+	return ipvsSlice(t, tb, n, out, es)
+}
+
+// ipvsSlice creates the slice of out and waits until kube-proxy in the IPVS
+// node programmed out's ClusterIP of the slice's family with every endpoint.
+func ipvsSlice(t *testing.T, tb *framework.Testbed, n *ipvsNode, out *corev1.Service, es *discoveryv1.EndpointSlice) *corev1.Service {
+	t.Helper()
 	// The sync metrics before the slice: any sync counted after them
 	// completed after this read (a failed read leaves zero: kube-proxy is
 	// restarting, and every sync it counts will come after it).
 	prev, _ := n.syncMetrics()
-	if _, err := tb.Client.DiscoveryV1().EndpointSlices(ns).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
+	if _, err := tb.Client.DiscoveryV1().EndpointSlices(out.Namespace).Create(framework.Context(t, 30*time.Second), es, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := len(es.Endpoints)
-	vip := fmt.Sprintf("%s:%d", out.Spec.ClusterIP, out.Spec.Ports[0].Port)
+	clusterIP := out.Spec.ClusterIP
+	for _, ip := range out.Spec.ClusterIPs {
+		if (es.AddressType == discoveryv1.AddressTypeIPv6) == strings.Contains(ip, ":") {
+			clusterIP = ip
+		}
+	}
+	vip := net.JoinHostPort(clusterIP, strconv.Itoa(int(out.Spec.Ports[0].Port)))
 	// The virtual servers are written during a sync, its ipsets and iptables
 	// rules at its end. kube-proxy's metrics, read from outside the node (an
 	// exec in user-mode Linux takes the CPU its sync needs), say when a sync
@@ -970,5 +988,59 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("after kube-proxy synced: %v", err)
+	}
+}
+
+// TestIPVSNodeDualStack: on a dual-stack testbed the IPVS node's kube-proxy
+// runs both families (one proxier each); a RequireDualStack Service with an
+// IPv4 and an IPv6 slice is programmed in both, and the trace judges each
+// family against its own virtual server: no FAIL, a rules match per family.
+func TestIPVSNodeDualStack(t *testing.T) {
+	tb := framework.Setup(t)
+	requireDualStack(t, tb)
+	ns := tb.Namespace(t)
+	n := setupIPVSNode(t, tb, ns)
+	if len(n.Pods6) == 0 {
+		t.Fatal("a dual-stack testbed whose IPVS node has no IPv6 Pod addresses (ipvs-node.sh env lists no IPVS_POD6)")
+	}
+	policy := corev1.IPFamilyPolicyRequireDualStack
+	out := tb.CreateService(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dual"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, IPFamilyPolicy: &policy,
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}}})
+	if len(out.Spec.ClusterIPs) != 2 {
+		t.Fatalf("RequireDualStack Service got ClusterIPs %v", out.Spec.ClusterIPs)
+	}
+	for _, f := range []struct {
+		addressType discoveryv1.AddressType
+		pods        map[string]string
+	}{{discoveryv1.AddressTypeIPv4, n.Pods}, {discoveryv1.AddressTypeIPv6, n.Pods6}} {
+		es := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "dual-ipvs-", Namespace: ns,
+				Labels: map[string]string{discoveryv1.LabelServiceName: out.Name, discoveryv1.LabelManagedBy: "svctrace-e2e"}},
+			AddressType: f.addressType,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+		for _, name := range sortedKeys(f.pods) {
+			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{f.pods[name]}, NodeName: ptr.To(n.Name),
+				Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		}
+		ipvsSlice(t, tb, n, out, es)
+	}
+	tr, exit := traceIPVS(t, tb, n, ns, out.Name)
+	var matched []string
+	for _, c := range tr.Layer(report.LayerDatapath).Checks {
+		if c.Node == n.Name && c.Code == report.CodeDPRulesMatch {
+			matched = append(matched, c.Message)
+		}
+		if c.Status == report.StatusFail {
+			t.Errorf("%s on %s: %s", c.Code, c.Node, c.Message)
+		}
+	}
+	// One per family; the IPv6 one names its family.
+	if len(matched) != 2 || !strings.Contains(strings.Join(matched, "\n"), "80/TCP, IPv6)") {
+		t.Errorf("want a %s per family on %s, got %q", report.CodeDPRulesMatch, n.Name, matched)
+	}
+	if exit == 3 {
+		t.Errorf("exit 3 on a healthy dual-stack Service: %s (%s)", tr.Verdict.Summary, tr.Verdict.Code)
 	}
 }
