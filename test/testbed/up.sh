@@ -377,7 +377,7 @@ if [[ -n $ipvs_pid ]]; then
 	fi
 	cat "$LOGS/ipvs-node-up.log" >&2
 	echo "ipvs_node_seconds=$(($(date +%s) - t_ipvs)) ipvs_node_extra_seconds=$(($(date +%s) - t_ready))" >>"$STATE/bringup.txt"
-	ipvs_line="  ipvs node     : netns $IPVS_NODE ($IPVS_NODE_IP, pods $IPVS_NODE_CIDR, $IPVS_NODE_ZONE): user-mode Linux 6.1, kube-proxy ipvs, $( [[ ${SVTB_IPVS_KUBELET:-0} != 0 ]] && echo "kubelet, taint $IPVS_NODE_TAINT" || echo "no kubelet") (up in $(($(date +%s) - t_ipvs))s, in parallel; +$(($(date +%s) - t_ready))s after the rest)"
+	ipvs_line="  ipvs node     : netns $IPVS_NODE ($(per_family $IPVS_NODE_IP4 $IPVS_NODE_IP6), pods $(per_family $IPVS_NODE_CIDR4 $IPVS_NODE_CIDR6), $IPVS_NODE_ZONE): user-mode Linux 6.1, kube-proxy ipvs ($(per_family IPv4 IPv6)), $( [[ ${SVTB_IPVS_KUBELET:-0} != 0 ]] && echo "kubelet, taint $IPVS_NODE_TAINT" || echo "no kubelet") (up in $(($(date +%s) - t_ipvs))s, in parallel; +$(($(date +%s) - t_ready))s after the rest)"
 fi
 t_done=$(date +%s)
 
