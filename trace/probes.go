@@ -229,7 +229,7 @@ func (nj *nodeJudge) judgeProbes(node string, obs *collectorapi.Observation, rea
 	var refusedKeys []string
 	var frontends []frontendFailure
 	var raw []string
-	changed := nj.addressesChangedDuringRead()
+	changed, _ := nj.changedDuringRead("")
 	for _, p := range s.Data.Probes {
 		ip := p.Address
 		key := p.Address + "/" + strings.ToUpper(orTCP(p.Protocol))
@@ -585,20 +585,4 @@ func (u *undeterminedDrops) policyList() []string { return sortedKeys(u.policies
 
 func (u *undeterminedDrops) args() report.Args {
 	return report.Args{"targets": listNames(u.targets), "policies": listOrNone(u.policyList()), "reason": u.reason}
-}
-
-// addressesChangedDuringRead are the endpoint addresses (unmapped) whose
-// EndpointSlice entry changed, appeared or went away while the nodes were
-// read, in any family.
-func (nj *nodeJudge) addressesChangedDuringRead() map[string]bool {
-	out := map[string]bool{}
-	for _, c := range nj.in.SlicesChangedDuringRead {
-		for _, a := range c.Addresses {
-			if ip, err := netip.ParseAddr(a); err == nil {
-				a = ip.Unmap().String()
-			}
-			out[a] = true
-		}
-	}
-	return out
 }

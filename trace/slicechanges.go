@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,18 +28,7 @@ func (nj *nodeJudge) readChanges(mode collectorapi.DatapathMode, family corev1.I
 		return rc
 	}
 	var names []string
-	for _, c := range nj.in.SlicesChangedDuringRead {
-		if c.Family != "" && family != "" && c.Family != family {
-			continue
-		}
-		names = append(names, fmt.Sprintf("%s %s", c.Slice, strings.ToLower(string(c.Type))))
-		for _, a := range c.Addresses {
-			if rc.addresses == nil {
-				rc.addresses = map[string]bool{}
-			}
-			rc.addresses[a] = true
-		}
-	}
+	rc.addresses, names = nj.changedDuringRead(family)
 	if len(rc.addresses) > 0 {
 		rc.why = fmt.Sprintf("EndpointSlice %s while the nodes were read, so the datapath may already hold a newer state for these endpoints than the API read", listNames(names))
 	}
@@ -74,6 +64,29 @@ func (rc readChange) split(endpoints []string, pending string) (excused, faulty 
 		why = rc.why
 	}
 	return excused, faulty, why
+}
+
+// changedDuringRead are the endpoint addresses (unmapped) whose slice
+// entry changed, appeared or went away while the nodes were read, in
+// family's slices ("": every family), with the slices' changes named; nil
+// when there were none.
+func (nj *nodeJudge) changedDuringRead(family corev1.IPFamily) (addresses map[string]bool, names []string) {
+	for _, c := range nj.in.SlicesChangedDuringRead {
+		if c.Family != "" && family != "" && c.Family != family {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%s %s", c.Slice, strings.ToLower(string(c.Type))))
+		for _, a := range c.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil {
+				a = ip.Unmap().String()
+			}
+			if addresses == nil {
+				addresses = map[string]bool{}
+			}
+			addresses[a] = true
+		}
+	}
+	return addresses, names
 }
 
 // endpointHost is the address of an "ip:port" endpoint, unmapped.

@@ -337,25 +337,33 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 	t.Helper()
 	svc.Spec.Selector = nil
 	out := tb.CreateService(t, ns, svc)
-	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: svc.Name + "-ipvs-", Namespace: ns,
-			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "svctrace-e2e"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	pods := n.Pods
+	if !local {
+		pods = nil
 	}
-	for _, name := range sortedKeys(n.Pods) {
-		if !local {
-			break
-		}
-		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{n.Pods[name]}, NodeName: ptr.To(n.Name),
-			Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
-	}
+	es := n.slice(out, discoveryv1.AddressTypeIPv4, pods)
 	for _, ip := range remote { // "ip@node"
 		addr, node, _ := strings.Cut(ip, "@")
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
 	return ipvsSlice(t, tb, n, out, es)
+}
+
+// slice is an EndpointSlice of svc listing pods (name → address of
+// addressType), ready, on the IPVS node.
+func (n *ipvsNode) slice(svc *corev1.Service, addressType discoveryv1.AddressType, pods map[string]string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: svc.Name + "-ipvs-", Namespace: svc.Namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "svctrace-e2e"}},
+		AddressType: addressType,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, name := range sortedKeys(pods) {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{pods[name]}, NodeName: ptr.To(n.Name),
+			Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	return es
 }
 
 // ipvsSlice creates the slice of out and waits until kube-proxy in the IPVS
@@ -1010,22 +1018,8 @@ func TestIPVSNodeDualStack(t *testing.T) {
 	if len(out.Spec.ClusterIPs) != 2 {
 		t.Fatalf("RequireDualStack Service got ClusterIPs %v", out.Spec.ClusterIPs)
 	}
-	for _, f := range []struct {
-		addressType discoveryv1.AddressType
-		pods        map[string]string
-	}{{discoveryv1.AddressTypeIPv4, n.Pods}, {discoveryv1.AddressTypeIPv6, n.Pods6}} {
-		es := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "dual-ipvs-", Namespace: ns,
-				Labels: map[string]string{discoveryv1.LabelServiceName: out.Name, discoveryv1.LabelManagedBy: "svctrace-e2e"}},
-			AddressType: f.addressType,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(framework.EchoHTTPPort)), Protocol: ptr.To(corev1.ProtocolTCP)}},
-		}
-		for _, name := range sortedKeys(f.pods) {
-			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{f.pods[name]}, NodeName: ptr.To(n.Name),
-				Zone: ptr.To(n.Zone), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
-		}
-		ipvsSlice(t, tb, n, out, es)
-	}
+	ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv4, n.Pods))
+	ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv6, n.Pods6))
 	tr, exit := traceIPVS(t, tb, n, ns, out.Name)
 	var matched []string
 	for _, c := range tr.Layer(report.LayerDatapath).Checks {
