@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,14 +59,16 @@ func TestNodesReady(t *testing.T) {
 		if z := got.Labels["topology.kubernetes.io/zone"]; z != want.Zone {
 			t.Errorf("node %s zone label %q, want %q", want.Name, z, want.Zone)
 		}
-		internal := ""
+		// The kubelet lists one InternalIP a family, its --node-ip order:
+		// the primary family's first.
+		var internal []string
 		for _, a := range got.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP {
-				internal = a.Address
+				internal = append(internal, a.Address)
 			}
 		}
-		if internal != want.IP {
-			t.Errorf("node %s InternalIP %q, want %q", want.Name, internal, want.IP)
+		if len(internal) == 0 || internal[0] != want.IP || !slices.Equal(internal, want.IPs) {
+			t.Errorf("node %s InternalIPs %q, want %q (primary %s first)", want.Name, internal, want.IPs, want.IP)
 		}
 		if v := got.Status.NodeInfo.KubeletVersion; v != "v1.37.2" {
 			t.Errorf("node %s kubelet version %q, want v1.37.2", want.Name, v)
