@@ -172,7 +172,33 @@ func (nj *nodeJudge) policyBlocksFor(client netpol.Client) map[string]policyBloc
 // to the cluster endpoints whatever the externalTrafficPolicy ("route LOCAL
 // traffic" in iptables, "fib saddr type local" in nftables). A NodePort of
 // another node is that node's: its kube-proxy sends it to its external set.
+// Only endpoints of the frontend address's family count (sameFamily).
 func (nj *nodeJudge) usable(sc *probeScope, node string, p collectorapi.Probe, k probePort, probed map[probePort]map[string]bool) map[string]bool {
+	return sameFamily(p.Address, nj.usableAnyFamily(sc, node, p, k, probed))
+}
+
+// sameFamily keeps the endpoint keys of address's IP family: each family's
+// proxier sends a frontend of its family to that family's endpoints only
+// (one proxier per family, kube-proxy's MetaProxier), so an IPv4 endpoint
+// that answers says nothing of a NodePort probed at an IPv6 node address.
+func sameFamily(address string, eps map[string]bool) map[string]bool {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || len(eps) == 0 {
+		return eps
+	}
+	six := ap.Addr().Unmap().Is6()
+	out := make(map[string]bool, len(eps))
+	for k := range eps {
+		host, _, _ := strings.Cut(k, "/")
+		if e, err := netip.ParseAddrPort(host); err != nil || e.Addr().Unmap().Is6() == six {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// usableAnyFamily is usable before the family filter.
+func (nj *nodeJudge) usableAnyFamily(sc *probeScope, node string, p collectorapi.Probe, k probePort, probed map[probePort]map[string]bool) map[string]bool {
 	if !sc.known {
 		return probed[k]
 	}

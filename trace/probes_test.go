@@ -292,6 +292,44 @@ func TestNodePortProbes(t *testing.T) {
 	assertNoCode(t, tr, report.LayerDatapath, "n2", report.CodeDPNodePortFails)
 }
 
+// TestNodePortProbedInAFamilyTheServiceLacks: an IPv4-only NodePort
+// Service on a dual-stack node. kube-proxy's IPv6 proxier does not serve it
+// (its ServiceChangeTracker skips a Service without an IPv6 ClusterIP), so a
+// probe of the node's IPv6 address is refused while the IPv4 endpoints
+// answer: that is not the NodePort datapath failing (a bundle recorded
+// before the plan stopped asking for such probes still holds them).
+func TestNodePortProbedInAFamilyTheServiceLacks(t *testing.T) {
+	in := nodeInput(func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+	})
+	np := func(node, addr, outcome, class string) collectorapi.Probe {
+		p := probe("nodePort", "http", addr, outcome, class)
+		p.Node = node
+		return p
+	}
+	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
+	obs.Sections.Probe = probes(
+		np("n1", "10.0.0.11:30080", "connected", ""),
+		np("n1", "[fd00:10::11]:30080", "failed", "refused"),
+		np("n2", "[fd00:10::12]:30080", "failed", "refused"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
+	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
+	for _, node := range []string{"n1", "n2"} {
+		assertNoCode(t, tr, report.LayerDatapath, node, report.CodeDPNodePortFails, report.CodeDPClusterIPFails)
+	}
+	// The same refusal at an IPv4 address is the datapath's.
+	obs.Sections.Probe = probes(
+		np("n2", "10.0.0.12:30080", "failed", "refused"),
+		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
+		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
+	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
+	if _, ok := nodeCodes(tr, report.LayerDatapath, "n2")[report.CodeDPNodePortFails]; !ok {
+		t.Errorf("no %s for a refused IPv4 NodePort whose IPv4 endpoints answer", report.CodeDPNodePortFails)
+	}
+}
+
 // TestHealthCheckNodePort: kube-proxy's answer is compared with the slices.
 func TestHealthCheckNodePort(t *testing.T) {
 	in := nodeInput(func(s *corev1.Service) {

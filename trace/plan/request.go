@@ -32,6 +32,12 @@ type requestTemplate struct {
 	in       *input.Input
 	// readyIPs are the Ready nodes with an InternalIP, by name.
 	readyIPs []collectorapi.NodeAddress
+	// families are the Service's IP families (its ClusterIPs'): the
+	// proxier of a family the Service lacks does not serve its NodePorts
+	// (kube-proxy's ServiceChangeTracker skips a Service without a
+	// ClusterIP of its family), so no node address of that family is
+	// probed. Empty: no ClusterIP to tell, every family.
+	families map[corev1.IPFamily]bool
 	// enc holds the encoded parts every node's request shares.
 	enc requestEncoder
 }
@@ -71,6 +77,12 @@ func newRequestTemplate(in *input.Input, clusterDomain string, extraPodIPs ...st
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
 		if ing.IP != "" && (ing.IPMode == nil || *ing.IPMode == corev1.LoadBalancerIPModeVIP) {
 			spec.LoadBalancerIPs = append(spec.LoadBalancerIPs, ing.IP)
+		}
+	}
+	t.families = map[corev1.IPFamily]bool{}
+	for _, ip := range spec.ClusterIPs {
+		if ip != "" && ip != corev1.ClusterIPNone {
+			t.families[programmed.AddressFamily(ip)] = true
 		}
 	}
 	t.nodePort = svc.Spec.HealthCheckNodePort > 0
@@ -149,7 +161,7 @@ func newRequestTemplate(in *input.Input, clusterDomain string, extraPodIPs ...st
 		sort.Strings(names)
 		for _, name := range names {
 			if n := in.Nodes[name]; n != nil && input.NodeReady(n) {
-				for _, ip := range internalIPs(n) {
+				for _, ip := range t.servedIPs(n) {
 					t.readyIPs = append(t.readyIPs, collectorapi.NodeAddress{Node: name, IP: ip})
 				}
 			}
@@ -205,12 +217,13 @@ func (t *requestTemplate) nodePortAddresses(node string) []collectorapi.NodeAddr
 	}
 	var out []collectorapi.NodeAddress
 	if n := t.in.Nodes[node]; n != nil {
-		for _, ip := range internalIPs(n) {
+		for _, ip := range t.servedIPs(n) {
 			out = append(out, collectorapi.NodeAddress{Node: node, IP: ip})
 		}
 	}
 	// One other Ready node's address per family: a NodePort is served on
-	// every node, and a dual-stack node serves it in both families.
+	// every node, and a dual-stack node serves it in each of the
+	// Service's families.
 	other := ""
 	for _, a := range t.readyIPs {
 		if a.Node == node || (other != "" && a.Node != other) {
@@ -220,6 +233,16 @@ func (t *requestTemplate) nodePortAddresses(node string) []collectorapi.NodeAddr
 		out = append(out, a)
 	}
 	return out
+}
+
+// servedIPs are the node's InternalIPs in the Service's families: the
+// addresses kube-proxy serves the Service's NodePorts on.
+func (t *requestTemplate) servedIPs(n *corev1.Node) []string {
+	ips := internalIPs(n)
+	if len(t.families) == 0 {
+		return ips
+	}
+	return slices.DeleteFunc(ips, func(ip string) bool { return !t.families[programmed.AddressFamily(ip)] })
 }
 
 // internalIPs are the node's InternalIP addresses, the first of each IP
