@@ -290,6 +290,11 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	if len(want) == 0 && !pe.InternalPolicyLocal {
 		return
 	}
+	// Rules that are behind the API only because kube-proxy has not
+	// applied the Service's latest change yet, or ahead of the API read
+	// because an endpoint changed while the node was read, are a warning,
+	// not a fault.
+	lag := nj.lagOf(node, obs, pe.Family)
 	if len(want) == 0 && (pp == nil || len(pp.Endpoints) == 0) {
 		// internalTrafficPolicy Local with no local endpoint: kube-proxy
 		// drops ClusterIP traffic here (a filter-table DROP "has no local
@@ -301,13 +306,10 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			how = "the drop rule for it is programmed"
 		}
 		nj.EmitNode(report.CodeDPDroppedByDesign, node, with(report.Args{"how": how}), programmed.EvidenceOf(pp))
+		// The external entries do not depend on the ClusterIP's policy.
+		nj.compareFrontends(node, lag, pe, pp, with)
 		return
 	}
-	// Rules that are behind the API only because kube-proxy has not
-	// applied the Service's latest change yet, or ahead of the API read
-	// because an endpoint changed while the node was read, are a warning,
-	// not a fault.
-	lag := nj.lagOf(node, obs, pe.Family)
 	pending, rc := lag.pending, lag.changes
 	behind := func(why, what string, raw []string, fields ...report.Field) {
 		nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": what, "why": why, "programmer": programmed.ProgrammerOf(mode)}), raw, fields...)
@@ -443,7 +445,8 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		problems++
 	}
 	problems += nj.compareExternal(node, lag, pe, pp, with)
-	problems += nj.judgeIPVSPort(node, obs, lag, pe, pp, with)
+	problems += nj.compareFrontends(node, lag, pe, pp, with)
+	problems += nj.judgeIPVSPort(node, obs, pe, pp, with)
 	if pe.NodePort != 0 {
 		if !pp.NodePortFound && len(pe.External) > 0 {
 			nj.faultOrLag(node, lag, report.CodeDPNodePortMissing, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort))}), "no rule for NodePort "+strconv.Itoa(int(pe.NodePort))+" yet", pp.Evidence)

@@ -166,7 +166,7 @@ func TestCiliumStaleBackendsAfterScaleDown(t *testing.T) {
 	requireNoNodeCheck(t, tr, "n1", report.CodeDPStaleEndpoints, report.CodeDPEBPFExternal)
 	m := nodeMessages(tr, "n1", report.CodeDPSyncPending)
 	for _, want := range []string{"on cilium (random): 1 endpoint(s) no longer listed still programmed (10.244.2.7:8080), but the Cilium agent and the API",
-		"Cilium nodePort 0.0.0.0:30080/TCP internal scope: it selects backends", "stale: 10.244.2.7:8080", "EndpointSlice web-v4 modified while the nodes were read"} {
+		"on Cilium: nodePort 0.0.0.0:30080/TCP internal scope holds 10.244.2.7:8080 and lacks none", "EndpointSlice web-v4 modified while the nodes were read"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("%s messages lack %q:\n%s", report.CodeDPSyncPending, want, m)
 		}

@@ -20,7 +20,8 @@ import (
 // What kube-proxy's IPVS proxier (pkg/proxy/ipvs/proxier.go, v1.37) programs
 // besides the virtual servers themselves, and what breaks when it is not
 // there. The shared comparison (comparePort) judges the ClusterIP virtual
-// server's real servers; judgeIPVSPort adds the IPVS-only parts:
+// server's real servers, compareFrontends the external ones; judgeIPVSPort
+// adds the IPVS-only parts:
 //
 //   - kube-ipvs0 holds every ClusterIP, externalIP and LB IP: an address that
 //     is not local is routed, not delivered, so IPVS (at LOCAL_IN) never sees
@@ -49,10 +50,11 @@ import (
 //     waits about a second for a new connection).
 
 // judgeIPVSPort judges the IPVS-only parts of one Service port and returns
-// how many problems it reported. Every virtual server the collector looked
-// up is compared, one by one: each externalIP, LB IP and node address ×
-// NodePort must exist and hold the external endpoints.
-func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
+// how many problems it reported. The external virtual servers (each
+// externalIP, LB IP and node address × NodePort) are pp.Frontends, compared
+// by compareFrontends like every datapath's external entries; here are the
+// draining real servers, kube-ipvs0 and the ipsets.
+func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
 	s := obs.Sections.IPVS
 	if s == nil || s.Data == nil || pp == nil || pp.IPVS == nil {
 		return 0
@@ -60,73 +62,16 @@ func (nj *nodeJudge) judgeIPVSPort(node string, obs *collectorapi.Observation, l
 	data := s.Data
 	problems := 0
 
-	// External virtual servers and their real servers. With no local
-	// endpoint under ETP Local, expect.IPVSRules has already put the
-	// cluster endpoints here, as syncEndpoint does.
-	wantExt := pe.External
-	want := map[string]bool{}
-	for _, e := range wantExt {
-		want[e.String()] = true
-	}
-	policy := "Cluster"
-	if pe.ExternalPolicyLocal {
-		policy = "Local"
-	}
-	var draining, nodePortFound, nodePortMissing []string
+	var draining []string
 	for _, vs := range pp.IPVS.VirtualServers {
+		if vs.Frontend != "clusterIP" {
+			continue
+		}
 		for _, rs := range vs.RealServers {
-			if rs.Weight == 0 && vs.Frontend == "clusterIP" {
+			if rs.Weight == 0 {
 				draining = append(draining, fmt.Sprintf("%s (active %d, inactive %d)", net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port))), rs.ActiveConns, rs.InactiveConns))
 			}
 		}
-		if vs.Frontend == "clusterIP" || !pe.ExternallyAccessible {
-			continue
-		}
-		frontend := fmt.Sprintf("%s %s", vs.Frontend, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port))))
-		if !vs.Found {
-			if vs.Frontend == "nodePort" {
-				nodePortMissing = append(nodePortMissing, vs.Address)
-				continue
-			}
-			if nj.faultOrLag(node, lag, report.CodeDPIPVSExternalMissing, with(report.Args{"frontend": frontend}), "no virtual server "+frontend+" yet", nil) {
-				problems++
-			}
-			continue
-		}
-		if vs.Frontend == "nodePort" {
-			nodePortFound = append(nodePortFound, vs.Address)
-		}
-		got := map[string]bool{}
-		for _, rs := range vs.RealServers {
-			if rs.Weight > 0 {
-				got[net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port)))] = true
-			}
-		}
-		missing, extra := setDiff(want, got)
-		if len(missing)+len(extra) == 0 {
-			continue
-		}
-		excusedMissing, faultyMissing, _ := lag.changes.split(missing, lag.pending)
-		excusedExtra, faultyExtra, _ := lag.changes.split(extra, lag.pending)
-		args := with(report.Args{"frontend": frontend, "policy": policy, "missing": orNone(listNames(missing)), "extra": orNone(listNames(extra))})
-		fields := []report.Field{fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantExt))}
-		if len(faultyMissing)+len(faultyExtra) == 0 && len(excusedMissing)+len(excusedExtra) > 0 {
-			// Every difference is one a pending sync or a slice change
-			// during the read explains.
-			why := lag.whole()
-			nj.EmitNode(report.CodeDPSyncPending, node, with(report.Args{"what": frontend + " holds " + orNone(listNames(extra)) + " and lacks " + orNone(listNames(missing)),
-				"why": why, "programmer": lag.programmer}), programmed.IPVSEvidence(vs), fields...)
-			continue
-		}
-		nj.EmitNode(report.CodeDPIPVSExternalRealServers, node, args, programmed.IPVSEvidence(vs), fields...)
-		problems++
-	}
-	if len(nodePortMissing) > 0 && len(nodePortFound) > 0 {
-		// Some node addresses serve the NodePort and others do not: the
-		// shared NodePort check (pp.NodePortFound) passed on the first.
-		nj.faultOrLag(node, lag, report.CodeDPIPVSNodePortPartial, with(report.Args{"nodePort": strconv.Itoa(int(pe.NodePort)),
-			"found": listNames(nodePortFound), "missing": listNames(nodePortMissing)}), "no NodePort virtual server on "+listNames(nodePortMissing)+" yet", nil,
-			fieldItems("missing", nodePortMissing), fieldItems("found", nodePortFound))
 	}
 	if len(draining) > 0 {
 		sort.Strings(draining)

@@ -138,7 +138,7 @@ var codeFiles = map[string][]string{
 	"EPS": {"endpoints.go", "sockets.go", "probes.go"},
 	"POD": {"pods.go"},
 	"DNS": {"dns.go", "clientpod.go"},
-	"DP":  {"datapath.go", "ipvs.go", "ebpf.go", "masquerade.go", "synclag.go", "probes.go", "clientpod.go", "node.go"},
+	"DP":  {"datapath.go", "frontends.go", "ipvs.go", "ebpf.go", "masquerade.go", "synclag.go", "probes.go", "clientpod.go", "node.go"},
 	"CT":  {"conntrack.go"},
 	"RT":  {"route.go", "probes.go", "clientpod.go"},
 	"NP":  {"policy.go", "clientpod.go"},

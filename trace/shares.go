@@ -235,7 +235,7 @@ func shareWeights(pp *programmed.Port, obs *collectorapi.Observation, pe expect.
 	if fe := ciliumClusterIP(obs, pe); fe != nil && fe.Maglev != nil {
 		byID := map[uint32]string{}
 		for _, b := range fe.Backends {
-			byID[b.BackendID] = ciliumEndpoint(b)
+			byID[b.BackendID] = programmed.CiliumEndpoint(b)
 		}
 		for _, m := range fe.Maglev.Backends {
 			if ep, ok := byID[m.BackendID]; ok {
@@ -262,7 +262,7 @@ func ciliumClusterIP(obs *collectorapi.Observation, pe expect.PortExpectation) *
 	if obs == nil || obs.Sections.EBPF == nil || obs.Sections.EBPF.Data == nil || obs.Sections.EBPF.Data.Cilium == nil {
 		return nil
 	}
-	return ciliumFrontend(obs.Sections.EBPF.Data.Cilium.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
+	return programmed.FindCiliumFrontend(obs.Sections.EBPF.Data.Cilium.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
 }
 
 func equalShares(eps []expect.ExpectedEndpoint, epNode map[string]string) []report.EndpointShare {

@@ -27,6 +27,16 @@
 //     (service-ips and service-nodeports maps, service-/local-/external-
 //     chains, no-endpoint-services).
 //   - ipvs.go: pkg/proxy/ipvs/proxier.go's virtual servers.
+//   - cilium.go: the Cilium agent's services, backends and Maglev maps
+//     (pkg/loadbalancer's frontends, their scopes and backend slots).
+//   - calico.go: Felix's eBPF NAT frontend and backend maps
+//     (felix/bpf/nat).
+//   - frontend.go: the entries external traffic enters by where a datapath
+//     keeps one per address (IPVS virtual servers, the eBPF agents' map
+//     entries), which every such translator fills the same way.
 //
-// The package does no I/O and decides nothing about faults.
+// The package does no I/O and decides nothing about faults: what a
+// translation finds odd (a slot that leads nowhere, a backend the agent
+// withholds, a Maglev table it cannot use) is data on the Port, for the
+// judge to report.
 package programmed

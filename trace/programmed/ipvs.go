@@ -17,6 +17,8 @@ type IPVSDetail struct {
 	VirtualServers []collectorapi.IPVSVirtualServer
 }
 
+// IPVSEvidence is one virtual server and its real servers as ipvsadm -Ln
+// shows them.
 func IPVSEvidence(vs collectorapi.IPVSVirtualServer) []string {
 	out := []string{fmt.Sprintf("%s %s:%d %s %s", strings.ToUpper(vs.Protocol), vs.Address, vs.Port, vs.Scheduler, strings.Join(vs.FlagNames, ","))}
 	for _, rs := range vs.RealServers {
@@ -89,7 +91,36 @@ func FromIPVS(obs *collectorapi.Observation) []Port {
 		pp := byPort[k]
 		pp.NodePortFound = nodePorts[k]
 		pp.IPVS = &IPVSDetail{VirtualServers: all[k]}
+		pp.Frontends = ipvsFrontends(all[k])
 		out = append(out, *pp)
+	}
+	return out
+}
+
+// ipvsFrontends are a port's external virtual servers as Frontends: one
+// per externalIP, load-balancer IP and node address × NodePort
+// (syncService binds and programs each address), holding the real servers
+// syncEndpoint gave it. A real server of weight 0 is draining and takes no
+// new connections, so it is not one the entry selects. The policy is not
+// kept per virtual server: syncEndpoint applied it when it chose the real
+// servers.
+func ipvsFrontends(vss []collectorapi.IPVSVirtualServer) []Frontend {
+	var out []Frontend
+	for _, vs := range vss {
+		if vs.Frontend == "clusterIP" {
+			continue
+		}
+		f := Frontend{Kind: vs.Frontend, Address: vs.Address, Port: int32(vs.Port), Found: vs.Found,
+			Name: fmt.Sprintf("%s %s", vs.Frontend, net.JoinHostPort(vs.Address, strconv.Itoa(int(vs.Port))))}
+		if vs.Found {
+			f.Evidence = IPVSEvidence(vs)
+			for _, rs := range vs.RealServers {
+				if rs.Weight > 0 {
+					f.Endpoints = append(f.Endpoints, Endpoint{Endpoint: net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port)))})
+				}
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

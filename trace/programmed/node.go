@@ -91,8 +91,9 @@ func Owner(obs *collectorapi.Observation) (mode collectorapi.DatapathMode, descr
 }
 
 // Read returns what obs says the node's kube-proxy programmed. For the eBPF
-// datapaths only Mode and Owner are set: their maps are read per frontend
-// by the judge.
+// datapaths only Mode and Owner are set: their maps are keyed by the
+// Service's addresses and ports, so they are read per port expectation
+// (FromCilium, FromCalico).
 func Read(obs *collectorapi.Observation) *Node {
 	n := &Node{Unread: map[corev1.IPFamily]string{}}
 	n.Mode, n.Owner = Owner(obs)

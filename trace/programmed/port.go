@@ -61,8 +61,16 @@ type Port struct {
 	// empty ExternalChain means it is absent.
 	ExternalRead bool
 	Evidence     []string
+	// Frontends are the entries external traffic enters by where the
+	// datapath keeps one per address (IPVS virtual servers, the eBPF
+	// agents' map entries); kube-proxy's iptables and nftables modes send
+	// every external address through one chain (ExternalChain) instead.
+	Frontends []Frontend
 	// IPVS holds the IPVS-only details (FromIPVS); nil for other datapaths.
 	IPVS *IPVSDetail
+	// EBPF holds the eBPF agents' details (FromCilium, FromCalico); nil for
+	// kube-proxy's datapaths.
+	EBPF *EBPFDetail
 }
 
 // Endpoint is one DNAT destination of a Port and its share of new

@@ -34,14 +34,6 @@ func SlicesDriven(mode collectorapi.DatapathMode) bool {
 	return IsKubeProxy(mode) || IsEBPF(mode)
 }
 
-// EBPFName names an eBPF datapath in findings ("Cilium", "Calico").
-func EBPFName(mode collectorapi.DatapathMode) string {
-	if mode == collectorapi.ModeCalico {
-		return "Calico"
-	}
-	return "Cilium"
-}
-
 // ProgrammerOf names what writes the datapath's Service state on the node,
 // for the findings that say it has not caught up.
 func ProgrammerOf(mode collectorapi.DatapathMode) string {

@@ -1,0 +1,77 @@
+package programmed
+
+// Frontend is one entry external traffic enters a Service port by on a
+// node, as the node's datapath holds it: the NodePort on one node address
+// (or on the agent's stand-in for all of them), an externalIP, a
+// load-balancer IP. kube-proxy's IPVS proxier writes one virtual server per
+// entry (syncService for each address, syncEndpoint for its real servers);
+// Cilium one services-map entry per frontend and scope (pkg/loadbalancer's
+// Frontend, written by its BPF reconciler); Felix one NAT frontend entry
+// per address and source range (felix/bpf/nat's FrontendKey). Every backend
+// writes the same record, and one comparer in trace reads it.
+type Frontend struct {
+	// Kind is FrontendNodePort, FrontendExternalIP or FrontendLoadBalancerIP.
+	Kind    string
+	Address string
+	Port    int32
+	// Name is how findings name the entry ("nodePort 10.0.0.11:30080",
+	// "externalIP 192.0.2.9:80/TCP external scope", …).
+	Name string
+	// Found says the entry exists; the reader looked it up either way.
+	Found bool
+	// PolicyLocal is the externalTrafficPolicy the entry itself carries
+	// (true: Local): Cilium's SVC_FLAG_EXT_LOCAL_SCOPE, Felix's
+	// NATFlgExternalLocal. nil where the datapath keeps none per entry: an
+	// IPVS virtual server holds the endpoints the policy leaves, not the
+	// policy.
+	PolicyLocal *bool
+	// Endpoints are the endpoints the entry selects for new connections.
+	Endpoints []Endpoint
+	// Broken are the selectable slots of the entry that lead to no
+	// backend, each said in the datapath's own terms.
+	Broken []string
+	// Internal is the entry's internal scope, for traffic from the node
+	// itself, when the datapath keeps one apart (Cilium adds it when the
+	// two traffic policies differ); nil when there is none.
+	Internal *Frontend
+	// TwoScopes: the entry says it has an internal scope (Cilium's
+	// SVC_FLAG_TWO_SCOPES), whether or not Internal was found.
+	TwoScopes bool
+	// Blackhole: the entry drops every packet (Felix's count 0xffffffff for
+	// a Service without endpoints).
+	Blackhole bool
+	Evidence  []string
+}
+
+// The kinds of external entries.
+const (
+	FrontendNodePort       = "nodePort"
+	FrontendExternalIP     = "externalIP"
+	FrontendLoadBalancerIP = "loadBalancerIP"
+)
+
+// EBPFDetail is what an eBPF agent's maps say of one Service port beyond
+// the shared Port and its Frontends: how to name the agent and its map in
+// findings, the ClusterIP entry's own slot problems, and the backends the
+// agent keeps out of selection on purpose. The judge reports them; the
+// translation only reads them.
+type EBPFDetail struct {
+	// Agent names the datapath in findings: "Cilium", "Calico".
+	Agent string
+	// Map is the map an entry that is not found is missing from.
+	Map string
+	// ClusterIP is the ClusterIP entry as a Frontend: its name, the slots
+	// it cannot resolve and their evidence.
+	ClusterIP Frontend
+	// Inactive are the ClusterIP entry's backends it keeps but does not
+	// select for new connections, "ip:port state".
+	Inactive []string
+	// MaglevProblem says why the ClusterIP entry's Maglev table cannot be
+	// used, "" when it can or the entry does not use Maglev; the shares are
+	// then those of the slots.
+	MaglevProblem string
+	// Quarantined are the endpoints ("ip:port") the agent's health checker
+	// took out of the ClusterIP entry's selection; Maintenance those put in
+	// maintenance through its service API.
+	Quarantined, Maintenance map[string]bool
+}
