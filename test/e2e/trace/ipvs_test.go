@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -571,6 +572,28 @@ func TestIPVSNode(t *testing.T) {
 		}
 	})
 
+	t.Run("NodePort missing from KUBE-NODE-PORT-TCP", func(t *testing.T) {
+		// Under externalTrafficPolicy Cluster the nat KUBE-NODE-PORT chain
+		// marks NodePort traffic for masquerade by this set
+		// (ipsetWithIptablesChain); without the entry, replies from a
+		// Pod on another node go straight to the client, which drops them.
+		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np-nomasq"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{ipvsPort()}}})
+		port := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
+		n.exec(t, "ipset", "del", "KUBE-NODE-PORT-TCP", port)
+		tr, exit := traceIPVS(t, tb, n, ns, svc.Name)
+		if out := n.exec(t, "ipset", "list", "KUBE-NODE-PORT-TCP"); slices.Contains(strings.Fields(out), port) {
+			t.Skipf("kube-proxy re-added %s to KUBE-NODE-PORT-TCP before the trace finished; nothing to judge", port)
+		}
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMasqExternal, n.Name)
+		if !strings.Contains(c.Message, port) {
+			t.Errorf("%s does not name the NodePort %s: %q", c.Code, port, c.Message)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
+
 	t.Run("ETP Local", func(t *testing.T) {
 		// One endpoint on this node, one elsewhere: the NodePort virtual
 		// servers hold only the local one.
@@ -782,14 +805,18 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}}})
 		n.restartKubeProxy(t, "iptables")
 		t.Cleanup(func() { n.restartKubeProxy(t, "ipvs") })
-		deadline := time.Now().Add(90 * time.Second)
+		// A dual-stack node's first iptables sync writes both families
+		// (iptables-legacy in the guest, a few seconds each when the host
+		// is loaded).
+		deadline := time.Now().Add(180 * time.Second)
 		for {
 			out, _ := n.tryExec("iptables", "-t", "nat", "-S", "KUBE-SERVICES")
 			if strings.Contains(out, svc.Spec.ClusterIP+"/32") && strings.Contains(out, "KUBE-SVC-") {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("kube-proxy (iptables) in %s did not program %s: %s", n.Name, svc.Spec.ClusterIP, out)
+				logTail, _ := exec.Command("tail", "-n", "30", filepath.Join(n.dir, "kube-proxy.log")).Output()
+				t.Fatalf("kube-proxy (iptables) in %s did not program %s: %s\nkube-proxy.log:\n%s", n.Name, svc.Spec.ClusterIP, out, logTail)
 			}
 			time.Sleep(time.Second)
 		}
@@ -1003,6 +1030,9 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 // runs both families (one proxier each); a RequireDualStack Service with an
 // IPv4 and an IPv6 slice is programmed in both, and the trace judges each
 // family against its own virtual server: no FAIL, a rules match per family.
+// A fault in one family (a real server removed, the ClusterIP unbound from
+// kube-ipvs0) is named with that family's addresses and leaves the other
+// family's rules matched.
 func TestIPVSNodeDualStack(t *testing.T) {
 	tb := framework.Setup(t)
 	requireDualStack(t, tb)
@@ -1011,30 +1041,92 @@ func TestIPVSNodeDualStack(t *testing.T) {
 	if len(n.Pods6) == 0 {
 		t.Fatal("a dual-stack testbed whose IPVS node has no IPv6 Pod addresses (ipvs-node.sh env lists no IPVS_POD6)")
 	}
-	policy := corev1.IPFamilyPolicyRequireDualStack
-	out := tb.CreateService(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dual"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, IPFamilyPolicy: &policy,
-			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}}})
-	if len(out.Spec.ClusterIPs) != 2 {
-		t.Fatalf("RequireDualStack Service got ClusterIPs %v", out.Spec.ClusterIPs)
-	}
-	ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv4, n.Pods))
-	ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv6, n.Pods6))
-	tr, exit := traceIPVS(t, tb, n, ns, out.Name)
-	var matched []string
-	for _, c := range tr.Layer(report.LayerDatapath).Checks {
-		if c.Node == n.Name && c.Code == report.CodeDPRulesMatch {
-			matched = append(matched, c.Message)
+	dual := func(t *testing.T, name string) *corev1.Service {
+		t.Helper()
+		policy := corev1.IPFamilyPolicyRequireDualStack
+		out := tb.CreateService(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, IPFamilyPolicy: &policy,
+				IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}}})
+		if len(out.Spec.ClusterIPs) != 2 {
+			t.Fatalf("RequireDualStack Service got ClusterIPs %v", out.Spec.ClusterIPs)
 		}
-		if c.Status == report.StatusFail {
-			t.Errorf("%s on %s: %s", c.Code, c.Node, c.Message)
+		ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv4, n.Pods))
+		ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv6, n.Pods6))
+		return out
+	}
+	// matched are the node's DP015 messages; the IPv6 one says "IPv6)".
+	matched := func(tr *report.ServiceTrace) (v4, v6 int) {
+		for _, c := range tr.Layer(report.LayerDatapath).Checks {
+			if c.Node != n.Name || c.Code != report.CodeDPRulesMatch {
+				continue
+			}
+			if strings.Contains(c.Message, "IPv6)") {
+				v6++
+			} else {
+				v4++
+			}
 		}
+		return v4, v6
 	}
-	// One per family; the IPv6 one names its family.
-	if len(matched) != 2 || !strings.Contains(strings.Join(matched, "\n"), "80/TCP, IPv6)") {
-		t.Errorf("want a %s per family on %s, got %q", report.CodeDPRulesMatch, n.Name, matched)
-	}
-	if exit == 3 {
-		t.Errorf("exit 3 on a healthy dual-stack Service: %s (%s)", tr.Verdict.Summary, tr.Verdict.Code)
-	}
+
+	t.Run("healthy", func(t *testing.T) {
+		out := dual(t, "dual")
+		tr, exit := traceIPVS(t, tb, n, ns, out.Name)
+		for _, c := range tr.Layer(report.LayerDatapath).Checks {
+			if c.Status == report.StatusFail {
+				t.Errorf("%s on %s: %s", c.Code, c.Node, c.Message)
+			}
+		}
+		if v4, v6 := matched(tr); v4 != 1 || v6 != 1 {
+			t.Errorf("want a %s per family on %s, got %d IPv4 and %d IPv6", report.CodeDPRulesMatch, n.Name, v4, v6)
+		}
+		if exit == 3 {
+			t.Errorf("exit 3 on a healthy dual-stack Service: %s (%s)", tr.Verdict.Summary, tr.Verdict.Code)
+		}
+	})
+
+	t.Run("IPv6 real server removed", func(t *testing.T) {
+		out := dual(t, "dual-rs")
+		vip := net.JoinHostPort(out.Spec.ClusterIPs[1], "80")
+		gone := net.JoinHostPort(n.Pods6[sortedKeys(n.Pods6)[1]], strconv.Itoa(framework.EchoHTTPPort))
+		n.exec(t, "ipvsadm", "-d", "-t", vip, "-r", gone)
+		tr, exit := traceIPVS(t, tb, n, ns, out.Name)
+		if o := n.exec(t, "ipvsadm", "-Ln", "-t", vip); strings.Contains(o, gone) {
+			t.Skipf("kube-proxy re-added %s before the trace finished; nothing to judge", gone)
+		}
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, n.Name)
+		if !strings.Contains(c.Message, gone) || !strings.Contains(c.Message, "IPv6") {
+			t.Errorf("%s does not name %s and its family: %q", c.Code, gone, c.Message)
+		}
+		for _, c := range tr.Layer(report.LayerDatapath).Checks {
+			if c.Code == report.CodeDPMissingEndpoints && c.Node == n.Name && !strings.Contains(c.Message, "IPv6") {
+				t.Errorf("the IPv4 virtual server is blamed too: %s", c.Message)
+			}
+		}
+		if v4, _ := matched(tr); v4 != 1 {
+			t.Errorf("the IPv4 family's rules are not matched (%d %s)", v4, report.CodeDPRulesMatch)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
+
+	t.Run("IPv6 ClusterIP missing from kube-ipvs0", func(t *testing.T) {
+		out := dual(t, "dual-dummy")
+		v6 := out.Spec.ClusterIPs[1]
+		n.exec(t, "ip", "-6", "addr", "del", v6+"/128", "dev", "kube-ipvs0")
+		tr, exit := traceIPVS(t, tb, n, ns, out.Name)
+		if o := n.exec(t, "ip", "-6", "-o", "addr", "show", "dev", "kube-ipvs0"); strings.Contains(o, v6+"/") {
+			t.Skipf("kube-proxy re-bound %s before the trace finished; nothing to judge", v6)
+		}
+		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPIPVSNotOnDummy, n.Name)
+		// Only the IPv6 address is named unbound; the link's bound
+		// addresses (the IPv4 ClusterIP among them) follow in parentheses.
+		if !strings.HasPrefix(c.Message, v6+" not bound") {
+			t.Errorf("%s does not name %s alone as not bound: %q", c.Code, v6, c.Message)
+		}
+		if exit != 3 {
+			t.Errorf("exit %d, want 3", exit)
+		}
+	})
 }
