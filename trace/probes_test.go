@@ -24,6 +24,13 @@ func probe(target, port, addr, outcome, class string) collectorapi.Probe {
 	return collectorapi.Probe{Target: target, PortName: port, Address: addr, Protocol: "TCP", Outcome: outcome, ErrorClass: class}
 }
 
+// nodePortProbe is a probe of node's NodePort 30080 at addr.
+func nodePortProbe(node, addr, outcome, class string) collectorapi.Probe {
+	p := probe("nodePort", "http", addr, outcome, class)
+	p.Node = node
+	return p
+}
+
 // allowFromFrontend is the ordinary "only the frontend may call web" policy.
 func allowFromFrontend() networkingv1.NetworkPolicy {
 	return networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-from-frontend", Namespace: "default"},
@@ -265,15 +272,10 @@ func TestNodePortProbes(t *testing.T) {
 		s.Spec.Ports[0].NodePort = 30080
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	})
-	np := func(node, addr, outcome, class string) collectorapi.Probe {
-		p := probe("nodePort", "http", addr, outcome, class)
-		p.Node = node
-		return p
-	}
 	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	obs.Sections.Probe = probes(
-		np("n1", "10.0.0.11:30080", "connected", ""),
-		np("n2", "10.0.0.12:30080", "failed", "timeout"),
+		nodePortProbe("n1", "10.0.0.11:30080", "connected", ""),
+		nodePortProbe("n2", "10.0.0.12:30080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
 	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
@@ -286,7 +288,7 @@ func TestNodePortProbes(t *testing.T) {
 	// n2 without a local endpoint drops its NodePort by design: no finding.
 	in.Slices[0].Endpoints = in.Slices[0].Endpoints[:1]
 	obs.Sections.Probe = probes(
-		np("n2", "10.0.0.12:30080", "failed", "timeout"),
+		nodePortProbe("n2", "10.0.0.12:30080", "failed", "timeout"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""))
 	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
 	assertNoCode(t, tr, report.LayerDatapath, "n2", report.CodeDPNodePortFails)
@@ -303,16 +305,11 @@ func TestNodePortProbedInAFamilyTheServiceLacks(t *testing.T) {
 		s.Spec.Type = corev1.ServiceTypeNodePort
 		s.Spec.Ports[0].NodePort = 30080
 	})
-	np := func(node, addr, outcome, class string) collectorapi.Probe {
-		p := probe("nodePort", "http", addr, outcome, class)
-		p.Node = node
-		return p
-	}
 	obs := observation(t, collectorapi.ModeIPTables, healthyIPT(), nil)
 	obs.Sections.Probe = probes(
-		np("n1", "10.0.0.11:30080", "connected", ""),
-		np("n1", "[fd00:10::11]:30080", "failed", "refused"),
-		np("n2", "[fd00:10::12]:30080", "failed", "refused"),
+		nodePortProbe("n1", "10.0.0.11:30080", "connected", ""),
+		nodePortProbe("n1", "[fd00:10::11]:30080", "failed", "refused"),
+		nodePortProbe("n2", "[fd00:10::12]:30080", "failed", "refused"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
 	tr := judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})
@@ -321,7 +318,7 @@ func TestNodePortProbedInAFamilyTheServiceLacks(t *testing.T) {
 	}
 	// The same refusal at an IPv4 address is the datapath's.
 	obs.Sections.Probe = probes(
-		np("n2", "10.0.0.12:30080", "failed", "refused"),
+		nodePortProbe("n2", "10.0.0.12:30080", "failed", "refused"),
 		probe("endpoint", "http", "10.244.1.5:8080", "connected", ""),
 		probe("endpoint", "http", "10.244.2.7:8080", "connected", ""))
 	tr = judgeViews(t, in, plan.NodeView{Node: "n1", Observation: obs})

@@ -25,14 +25,7 @@ cd "$CALICO_DIR/agent"
 # The wrapper's go.sum is committed; -mod=mod lets a first run on a new Go fill it.
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 
-timed() { # timed LABEL cmd...
-	local label=$1 t0 rc=0; shift
-	t0=$(date +%s)
-	"$@" || rc=$?
-	((rc == 0)) || die "$label failed (rc $rc)"
-	log "built $label in $(( $(date +%s) - t0 ))s"
-	printf '%s\t%s\t%ss\n' "$(date -u +%FT%TZ)" "$label" "$(( $(date +%s) - t0 ))" >>"$SVCTRACE_CACHE/build-times.txt"
-}
+source "$CALICO_DIR/../timed.sh"
 
 # One package at a time and niced: the machine may be running the testbed too.
 build() { # NAME PKG LABEL (LABEL: the line in build-times.txt)

@@ -17,14 +17,7 @@ cd "$CILIUM_DIR/agent"
 # The wrapper's go.sum is committed; -mod=mod lets a first run on a new Go fill it.
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
 
-timed() { # timed LABEL cmd...
-	local label=$1 t0 rc=0; shift
-	t0=$(date +%s)
-	"$@" || rc=$?
-	((rc == 0)) || die "$label failed (rc $rc)"
-	log "built $label in $(( $(date +%s) - t0 ))s"
-	printf '%s\t%s\t%ss\n' "$(date -u +%FT%TZ)" "$label" "$(( $(date +%s) - t0 ))" >>"$SVCTRACE_CACHE/build-times.txt"
-}
+source "$CILIUM_DIR/../timed.sh"
 
 build() { # NAME PKG
 	local name=$1 pkg=$2
