@@ -724,6 +724,24 @@ func TestIPVSNode(t *testing.T) {
 	})
 }
 
+// waitHealthz waits until kube-proxy's /healthz says every proxier (one
+// a family) has synced the changes it queued.
+func (n *ipvsNode) waitHealthz(t *testing.T, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		out, err := n.tryExec("curl", "-fsS", "-m", "5", "http://127.0.0.1:10256/healthz")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			logTail, _ := exec.Command("tail", "-n", "30", filepath.Join(n.dir, "kube-proxy.log")).Output()
+			t.Fatalf("kube-proxy in %s not healthy after %s: %v %s\nkube-proxy.log:\n%s", n.Name, limit, err, out, logTail)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
 // restartKubeProxy rewrites the mode in the node's kube-proxy
 // configuration and restarts it (node-guest.sh's loop starts it again with
 // the new file), then waits until it reports that mode and is healthy.
@@ -820,6 +838,13 @@ func TestIPVSNodeProxyFaults(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
+		// Its first sync of both families can take minutes in the guest
+		// (the IPv4 and IPv6 proxiers' iptables-restore runs contend for
+		// the xtables lock; seen: "Sync failed" ipFamily=IPv6, retried
+		// 30 s later), and while it syncs it may not answer the
+		// collector, which then judges the owner by fingerprint. /healthz
+		// is 200 only once every family's proxier has synced.
+		n.waitHealthz(t, 4*time.Minute)
 		// kube-proxy in iptables mode leaves the IPVS proxier's state.
 		vip := fmt.Sprintf("%s:80", svc.Spec.ClusterIP)
 		if out := n.exec(t, "ipvsadm", "-Ln", "-t", vip); !strings.Contains(out, "Masq") {
