@@ -28,9 +28,8 @@ IMAGES_DIR=$SVCTRACE_CACHE/images    # docker-archive tarballs (rebuilt by `make
 # IP families: SVTB_IP_FAMILIES is ipv4, ipv6, or both in primary-first
 # order (ipv4,ipv6 or ipv6,ipv4; dual means ipv4,ipv6). The primary family is
 # the one a SingleStack Service, the API server's advertise address and the
-# first of each Node's and Pod's addresses are in. Dual-stack by default: it
-# is what new clusters run, and every scenario then crosses both families.
-IP_FAMILIES_SPEC=${SVTB_IP_FAMILIES:-dual}
+# first of each Node's and Pod's addresses are in.
+IP_FAMILIES_SPEC=${SVTB_IP_FAMILIES:-ipv4}
 [[ $IP_FAMILIES_SPEC == dual ]] && IP_FAMILIES_SPEC=ipv4,ipv6
 case $IP_FAMILIES_SPEC in
 ipv4 | ipv6 | ipv4,ipv6 | ipv6,ipv4) ;;
