@@ -269,7 +269,7 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 	if pp != nil {
 		datapath = pp.Datapath
 	}
-	base := report.Args{"port": portName, "datapath": datapath}
+	base := report.Args{"port": portName, "datapath": datapath, report.ArgFamily: string(pe.Family)}
 	with := func(extra report.Args) report.Args {
 		out := report.Args{}
 		for k, v := range base {

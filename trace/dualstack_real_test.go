@@ -2,8 +2,11 @@ package trace
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,16 +66,26 @@ func TestJudgeRealDualStack(t *testing.T) {
 			tr := judgeViews(t, in, plan.NodeView{Node: obs.NodeName, Observation: obs})
 			dp := tr.Layer(report.LayerDatapath)
 			matched := map[string]bool{}
+			families := map[string]bool{}
 			for _, c := range dp.Checks {
 				switch c.Code {
 				case report.CodeDPRulesMatch:
 					matched[c.Message] = true
+					families[c.Family] = true
+					// The structured family agrees with the message, which
+					// names the family of a port that is not the primary's.
+					if c.Family == "" || (c.Family == "IPv6") != strings.Contains(c.Message, "IPv6)") {
+						t.Errorf("%s with family %q: %s", c.Code, c.Family, c.Message)
+					}
 				case report.CodeDPLeftovers, report.CodeDPNoRules, report.CodeDPMissingEndpoints, report.CodeDPStaleEndpoints:
 					t.Errorf("%s: %s", c.Code, c.Message)
 				}
 				if c.Status == report.StatusFail {
 					t.Errorf("FAIL %s: %s", c.Code, c.Message)
 				}
+			}
+			if !families["IPv4"] || !families["IPv6"] {
+				t.Errorf("rules matched in families %v, want IPv4 and IPv6", slices.Sorted(maps.Keys(families)))
 			}
 			if len(matched) != 2 {
 				t.Errorf("rules matched for %d ports, want one per family: %v", len(matched), keysOf(nodeCodes(tr, report.LayerDatapath, obs.NodeName)))

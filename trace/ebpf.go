@@ -149,15 +149,15 @@ func (nj *nodeJudge) judgeEBPFEntry(node string, pe expect.PortExpectation, pp *
 	d := pp.EBPF
 	port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	if len(d.ClusterIP.Broken) > 0 {
-		nj.EmitNode(report.CodeDPEBPFBrokenSlot, node, report.Args{"datapath": d.Agent, "frontend": d.ClusterIP.Name, "port": port,
+		nj.EmitNode(report.CodeDPEBPFBrokenSlot, node, report.Args{"datapath": d.Agent, report.ArgFamily: string(pe.Family), "frontend": d.ClusterIP.Name, "port": port,
 			"detail": strings.Join(d.ClusterIP.Broken, "; ")}, d.ClusterIP.Evidence)
 	}
 	if len(d.Inactive) > 0 {
-		nj.EmitNode(report.CodeDPEBPFInactiveBackends, node, report.Args{"datapath": d.Agent, "frontend": d.ClusterIP.Name, "port": port,
+		nj.EmitNode(report.CodeDPEBPFInactiveBackends, node, report.Args{"datapath": d.Agent, report.ArgFamily: string(pe.Family), "frontend": d.ClusterIP.Name, "port": port,
 			"count": strconv.Itoa(len(d.Inactive)), "backends": listNames(d.Inactive)}, nil, fieldItems("inactive", d.Inactive))
 	}
 	if d.MaglevProblem != "" {
-		nj.EmitNode(report.CodeDPEBPFMaglevTable, node, report.Args{"datapath": d.Agent, "frontend": d.ClusterIP.Name, "port": port, "detail": d.MaglevProblem}, nil)
+		nj.EmitNode(report.CodeDPEBPFMaglevTable, node, report.Args{"datapath": d.Agent, report.ArgFamily: string(pe.Family), "frontend": d.ClusterIP.Name, "port": port, "detail": d.MaglevProblem}, nil)
 	}
 }
 
@@ -182,11 +182,11 @@ func (nj *nodeJudge) withoutInactive(node string, pe expect.PortExpectation, pp 
 	port := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	if len(q) > 0 {
 		sort.Strings(q)
-		nj.EmitNode(report.CodeDPEBPFQuarantined, node, report.Args{"datapath": d.Agent, "port": port, "endpoints": listNames(q)}, nil, fieldItems("quarantined", q))
+		nj.EmitNode(report.CodeDPEBPFQuarantined, node, report.Args{"datapath": d.Agent, report.ArgFamily: string(pe.Family), "port": port, "endpoints": listNames(q)}, nil, fieldItems("quarantined", q))
 	}
 	if len(m) > 0 {
 		sort.Strings(m)
-		nj.EmitNode(report.CodeDPEBPFMaintenance, node, report.Args{"datapath": d.Agent, "port": port, "endpoints": listNames(m)}, nil, fieldItems("maintenance", m))
+		nj.EmitNode(report.CodeDPEBPFMaintenance, node, report.Args{"datapath": d.Agent, report.ArgFamily: string(pe.Family), "port": port, "endpoints": listNames(m)}, nil, fieldItems("maintenance", m))
 	}
 	if len(q)+len(m) > 0 {
 		pe.Internal = keep

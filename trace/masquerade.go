@@ -56,7 +56,7 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 						break
 					}
 				}
-				nj.emitExternalMasq(node, dp, port, p.External.Name, local, mark != nil, func() string { return mark.Raw })
+				nj.emitExternalMasq(node, dp, port, p.External.Name, programmed.FamilyOf(b.Family), local, mark != nil, func() string { return mark.Raw })
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func (nj *nodeJudge) judgeMasquerade(node string, obs *collectorapi.Observation)
 						break
 					}
 				}
-				nj.emitExternalMasq(node, dp, masqPortLabel(p.ServicePortName, p.Protocol), p.External.Name, local, mark != nil, func() string { return mark.Text })
+				nj.emitExternalMasq(node, dp, masqPortLabel(p.ServicePortName, p.Protocol), p.External.Name, programmed.FamilyOf(t.Family), local, mark != nil, func() string { return mark.Text })
 			}
 		}
 	}
@@ -307,8 +307,8 @@ func markMasqUsers(b collectorapi.IPTablesBackendObservation) []string {
 	return sortedKeys(seen)
 }
 
-func (nj *nodeJudge) emitExternalMasq(node, dp, port, chain string, local, marked bool, rule func() string) {
-	a := report.Args{"datapath": dp, "port": port, "chain": chain}
+func (nj *nodeJudge) emitExternalMasq(node, dp, port, chain string, family corev1.IPFamily, local, marked bool, rule func() string) {
+	a := report.Args{"datapath": dp, "port": port, "chain": chain, report.ArgFamily: string(family)}
 	switch {
 	case local:
 		nj.EmitNode(report.CodeDPSourceKept, node, a, nil)

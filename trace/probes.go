@@ -544,7 +544,7 @@ func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation
 			}
 		}
 	}
-	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want))}
+	a := report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), report.ArgFamily: string(family)}
 	raw := []string{fmt.Sprintf("GET http://%s/: status %d localEndpoints %s %s", hc.Address, hc.StatusCode, intOrNone(hc.LocalEndpoints), hc.Error)}
 	// A health server that counts other endpoints than the slices may only
 	// be behind a change kube-proxy has not applied yet; one that does not

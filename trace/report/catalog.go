@@ -93,11 +93,28 @@ func NewCheck(code string, args Args, fields ...Field) Check {
 		Title:    spec.Title,
 		Message:  fill(spec.Message, args),
 		NextStep: fill(spec.NextStep, args),
+		Family:   familyArg(args[ArgFamily]),
 	}
 	if len(fields) > 0 {
 		c.Evidence = &Evidence{Fields: fields}
 	}
 	return c
+}
+
+// ArgFamily is the argument that names the IP family a check is about; it
+// fills {family} in the catalog's texts and the check's Family.
+const ArgFamily = "family"
+
+// familyArg is the Family of a check whose family argument names exactly
+// one IP family ("IPv4", "ipv6"), "" otherwise ("IPv4, IPv6", none).
+func familyArg(v string) string {
+	switch strings.ToLower(v) {
+	case "ipv4":
+		return "IPv4"
+	case "ipv6":
+		return "IPv6"
+	}
+	return ""
 }
 
 // fill replaces {key} with args[key]. Keys that are not in args stay as they

@@ -225,12 +225,18 @@ type NodeResult struct {
 // Check is one finding. Code is a catalog code; Message and NextStep are the
 // catalog templates filled in for this Service.
 type Check struct {
-	Code     string    `json:"code"`
-	Severity Severity  `json:"severity"`
-	Status   Status    `json:"status"`
-	Title    string    `json:"title"`
-	Message  string    `json:"message"`
-	Node     string    `json:"node,omitempty"`
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Status   Status   `json:"status"`
+	Title    string   `json:"title"`
+	Message  string   `json:"message"`
+	Node     string   `json:"node,omitempty"`
+	// Family is the IP family ("IPv4", "IPv6") the finding is about, where
+	// it is about one: a Service port's rules in one family, an endpoint
+	// family, a family a policy denies. A dual-stack Service breaks in one
+	// family while the other works; a bot can tell which without parsing
+	// the message.
+	Family   string    `json:"family,omitempty"`
 	Evidence *Evidence `json:"evidence,omitempty"`
 	// NextStep is a command the user can run to see or fix the problem.
 	NextStep string `json:"nextStep,omitempty"`
