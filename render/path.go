@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -75,7 +76,29 @@ func dnsDetails(t *report.ServiceTrace) []string {
 	if t.Service.Headless {
 		return []string{"Pod IPs"}
 	}
+	// The records a lookup of the name returns: one type per family the
+	// Service has, so a dual-stack Service's picture says both are asked.
+	switch v4, v6 := hasFamily(&t.Service, "IPv4"), hasFamily(&t.Service, "IPv6"); {
+	case v4 && v6:
+		return []string{"A+AAAA records", "A+AAAA"}
+	case v6:
+		return []string{"AAAA record", "AAAA"}
+	}
 	return []string{"A record", "A"}
+}
+
+// hasFamily says whether the Service has a ClusterIP of the family. A
+// summary without IPFamilies (an older bundle) is read from its addresses.
+func hasFamily(svc *report.ServiceSummary, family string) bool {
+	if len(svc.IPFamilies) > 0 {
+		return slices.Contains(svc.IPFamilies, family)
+	}
+	for _, ip := range svc.ClusterIPs {
+		if strings.Contains(ip, ":") == (family == "IPv6") {
+			return true
+		}
+	}
+	return false
 }
 
 func serviceDetails(svc *report.ServiceSummary) []string {
@@ -88,28 +111,47 @@ func serviceDetails(svc *report.ServiceSummary) []string {
 		return []string{"headless"}
 	}
 	var out []string
-	ip := ""
-	if len(svc.ClusterIPs) > 0 {
-		ip = svc.ClusterIPs[0]
+	var ips []string
+	for _, ip := range svc.ClusterIPs {
 		if strings.Contains(ip, ":") {
 			ip = "[" + ip + "]"
 		}
+		ips = append(ips, ip)
 	}
-	if len(svc.Ports) > 0 && ip != "" {
+	// A dual-stack Service is drawn with both addresses while they fit,
+	// then with the primary one and a note that there is a second family.
+	var both, other string
+	if len(ips) > 1 {
+		both, other = ips[0]+" "+ips[1], " +"+familyOf(svc.ClusterIPs[1])
+	}
+	if len(svc.Ports) > 0 && len(ips) > 0 {
 		p := svc.Ports[0]
 		more := ""
 		if len(svc.Ports) > 1 {
 			more = fmt.Sprintf(" +%d", len(svc.Ports)-1)
 		}
-		if p.NodePort != 0 {
-			out = append(out, fmt.Sprintf("%s:%d :%d%s", ip, p.Port, p.NodePort, more))
+		if both != "" {
+			out = append(out, fmt.Sprintf("%s :%d%s", both, p.Port, more))
 		}
-		out = append(out, fmt.Sprintf("%s:%d%s", ip, p.Port, more))
+		if p.NodePort != 0 {
+			out = append(out, fmt.Sprintf("%s:%d :%d%s%s", ips[0], p.Port, p.NodePort, more, other))
+		}
+		out = append(out, fmt.Sprintf("%s:%d%s%s", ips[0], p.Port, more, other))
 	}
-	if ip != "" {
-		out = append(out, ip)
+	if len(ips) > 0 {
+		if other != "" {
+			out = append(out, ips[0]+other)
+		}
+		out = append(out, ips[0])
 	}
 	return append(out, svc.Type)
+}
+
+func familyOf(ip string) string {
+	if strings.Contains(ip, ":") {
+		return "IPv6"
+	}
+	return "IPv4"
 }
 
 // nodeHopOf is the node datapath hop: one mark per inspected node.
@@ -136,7 +178,7 @@ func nodeHopOf(t *report.ServiceTrace) hop {
 				order = append(order, n.Node)
 			}
 			if rank(n.Status) > rank(nh.status) {
-				nh.status, nh.reason = n.Status, string(name)+": "+n.Reason
+				nh.status, nh.reason = n.Status, string(name)+brokenFamily(t, l, n)+": "+n.Reason
 			}
 		}
 	}
@@ -166,6 +208,29 @@ func nodeHopOf(t *report.ServiceTrace) hop {
 		h.details = []string{fmt.Sprintf("%d of %d ok", ok, n), fmt.Sprintf("%d/%d", ok, n)}
 	}
 	return h
+}
+
+// brokenFamily names the family a dual-stack Service's node result is
+// about when its worst findings are all about one family (" (IPv6)"): the
+// other family works on that node, and the picture should say which broke.
+func brokenFamily(t *report.ServiceTrace, l *report.Layer, n report.NodeResult) string {
+	if len(t.Service.ClusterIPs) < 2 {
+		return ""
+	}
+	family := ""
+	for _, c := range l.Checks {
+		if c.Node != n.Node || c.Status != n.Status {
+			continue
+		}
+		if c.Family == "" || (family != "" && c.Family != family) {
+			return ""
+		}
+		family = c.Family
+	}
+	if family == "" {
+		return ""
+	}
+	return " (" + family + ")"
 }
 
 // rank orders statuses from best to worst for the picture (skipped below pass).

@@ -54,3 +54,69 @@ func TestPathStartsAtTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestPathNamesTheBrokenFamily: a dual-stack Service's picture asks DNS for
+// both record types, shows both ClusterIPs, and a node whose worst findings
+// are all about one family says which; a node failing in both says none.
+func TestPathNamesTheBrokenFamily(t *testing.T) {
+	tr := findScenario(t, "nodes-failing").trace()
+	tr.Service.ClusterIPs = []string{"10.96.0.20", "fd00:10:96::20"}
+	tr.Service.IPFamilies = []string{"IPv4", "IPv6"}
+	tr.Service.Ports = tr.Service.Ports[:1]
+	l := tr.Layer(report.LayerDatapath)
+	failing := ""
+	for i := range l.Checks {
+		if l.Checks[i].Status == report.StatusFail && l.Checks[i].Node != "" {
+			failing = l.Checks[i].Node
+		}
+	}
+	if failing == "" {
+		t.Fatal("scenario nodes-failing has no failing node check in the datapath layer")
+	}
+	draw := func() string {
+		var buf bytes.Buffer
+		writePath(&buf, newTextStyle(&buf, TextOptions{}), tr)
+		return buf.String()
+	}
+	setFamily := func(f func(i int) string) {
+		n := 0
+		for i := range l.Checks {
+			if l.Checks[i].Node == failing && l.Checks[i].Status == report.StatusFail {
+				l.Checks[i].Family = f(n)
+				n++
+			}
+		}
+	}
+	setFamily(func(int) string { return "IPv6" })
+	out := draw()
+	if got := dnsDetails(tr); got[0] != "A+AAAA records" {
+		t.Errorf("DNS detail %q, want both record types", got)
+	}
+	for _, want := range []string{"10.96.0.20", "IPv6", failing, "datapath (IPv6): "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("picture lacks %q:\n%s", want, out)
+		}
+	}
+	setFamily(func(i int) string { return []string{"IPv4", "IPv6"}[i%2] })
+	if n := countFailing(l, failing); n > 1 && strings.Contains(draw(), "(IPv") {
+		t.Errorf("a node failing in both families is drawn as one family's:\n%s", draw())
+	}
+	tr.Service.ClusterIPs, tr.Service.IPFamilies = []string{"fd00:10:96::20"}, []string{"IPv6"}
+	setFamily(func(int) string { return "IPv6" })
+	if got := dnsDetails(tr); got[0] != "AAAA record" {
+		t.Errorf("single-stack IPv6: DNS detail %q, want AAAA only", got)
+	}
+	if out := draw(); strings.Contains(out, "(IPv6)") {
+		t.Errorf("single-stack IPv6: want AAAA only and no family note:\n%s", out)
+	}
+}
+
+func countFailing(l *report.Layer, node string) int {
+	n := 0
+	for _, c := range l.Checks {
+		if c.Node == node && c.Status == report.StatusFail {
+			n++
+		}
+	}
+	return n
+}

@@ -299,10 +299,10 @@ func short(v any) string {
 }
 
 // summarize is a scenario's golden: the verdict, the exit code the user
-// would get, and every check as "layer node status severity code", sorted
-// within its layer. Messages are left out on purpose: a golden changes when
-// a finding does, not when its wording does (render's goldens cover the
-// wording).
+// would get, and every check as "layer node status severity code" (then
+// family=, where the check is about one IP family), sorted within its
+// layer. Messages are left out on purpose: a golden changes when a finding
+// does, not when its wording does (render's goldens cover the wording).
 func summarize(b *bundle.Bundle, t *report.ServiceTrace) string {
 	var w strings.Builder
 	w.WriteString("# The findings of this build's judge on the recorded bundle beside this file.\n")
@@ -327,6 +327,9 @@ func summarize(b *bundle.Bundle, t *report.ServiceTrace) string {
 		checks := make([]string, 0, len(l.Checks))
 		for _, c := range l.Checks {
 			line := fmt.Sprintf("%s %s %s %s %s", l.Name, orDash(c.Node), c.Status, c.Severity, c.Code)
+			if c.Family != "" {
+				line += " family=" + c.Family
+			}
 			if e := c.ExplainedBy; e != nil {
 				line += fmt.Sprintf(" explained-by=%s/%s/%s", e.Layer, e.Code, orDash(e.Node))
 			}
