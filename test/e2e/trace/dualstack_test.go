@@ -398,15 +398,16 @@ func TestDualStackIPv4OnlyListener(t *testing.T) {
 			t.Errorf("exit %d, want 3 (IPv6 clients fail)", r.Exit)
 		}
 		fails := failingChecks(r.Trace, report.LayerEndpoints)
-		named := false
+		named, tagged := false, false
 		for _, c := range fails {
 			named = named || mentionsFamily(c, "ipv6")
+			tagged = tagged || c.Family == "IPv6"
 		}
-		if !named {
-			t.Errorf("no failing endpoints check names IPv6; findings:\n%s", findings(r.Trace))
+		if !named || !tagged {
+			t.Errorf("no failing endpoints check names IPv6 in its message (%v) and its family field (%v); findings:\n%s", named, tagged, findings(r.Trace))
 		}
 		for _, c := range failingChecks(r.Trace, "") {
-			if mentionsFamily(c, "ipv4") && !mentionsFamily(c, "ipv6") {
+			if (mentionsFamily(c, "ipv4") && !mentionsFamily(c, "ipv6")) || c.Family == "IPv4" {
 				t.Errorf("%s blames IPv4, which works: %s", c.Code, c.Message)
 			}
 		}
