@@ -262,7 +262,7 @@ func (nj *nodeJudge) portSelected(name string, port int32) bool {
 }
 
 func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe expect.PortExpectation, pp *programmed.Port) {
-	nj.recordShares(node, obs, pe, pp)
+	nj.recordShares(node, pe, pp)
 	svc := nj.in.Service
 	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	datapath := string(mode)

@@ -74,4 +74,11 @@ type EBPFDetail struct {
 	// took out of the ClusterIP entry's selection; Maintenance those put in
 	// maintenance through its service API.
 	Quarantined, Maintenance map[string]bool
+	// MaglevTableSize is the size of the ClusterIP entry's Maglev lookup
+	// table, 0 when the agent keeps none for it; MaglevEntries are the
+	// table entries each endpoint ("ip:port") holds, its share of new
+	// flows being entries/size. The share table shows these weights
+	// beside the shares the judge compared.
+	MaglevTableSize int
+	MaglevEntries   map[string]int
 }
