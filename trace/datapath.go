@@ -262,7 +262,7 @@ func (nj *nodeJudge) portSelected(name string, port int32) bool {
 }
 
 func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mode collectorapi.DatapathMode, pe expect.PortExpectation, pp *programmed.Port) {
-	nj.recordShares(node, obs, pe, pp)
+	nj.recordShares(node, pe, pp)
 	svc := nj.in.Service
 	portName := servicePortLabel(nj.in.Namespace, nj.in.Name, pe)
 	datapath := string(mode)
@@ -444,7 +444,6 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 			fieldItems("programmedTimeoutSeconds", got), fieldValue("serviceTimeoutSeconds", strconv.Itoa(timeout)))
 		problems++
 	}
-	problems += nj.compareExternal(node, lag, pe, pp, with)
 	problems += nj.compareFrontends(node, lag, pe, pp, with)
 	problems += nj.judgeIPVSPort(node, obs, pe, pp, with)
 	if pe.NodePort != 0 {
@@ -472,54 +471,6 @@ func (nj *nodeJudge) comparePort(node string, obs *collectorapi.Observation, mod
 		nj.EmitNode(report.CodeDPRulesMatch, node, with(report.Args{"count": strconv.Itoa(len(want))}), pp.Evidence,
 			append([]report.Field{nj.endpointsField("endpoints", wantSet)}, zoneFields(pe)...)...)
 	}
-}
-
-// compareExternal checks the path NodePort, externalIP and load-balancer
-// traffic takes: kube-proxy sends it through an external chain to the
-// cluster endpoints (externalTrafficPolicy Cluster) or to this node's own
-// (Local). Where that is the chain the ClusterIP already uses, its
-// endpoints were compared above. It returns the number of findings.
-func (nj *nodeJudge) compareExternal(node string, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
-	if !pe.ExternallyAccessible || !pe.HasAnyEndpoints || len(pe.External) == 0 || !pp.ExternalRead {
-		return 0
-	}
-	wantTo, policy := programmed.ExternalToCluster, "Cluster"
-	if pe.ExternalPolicyLocal {
-		wantTo, policy = programmed.ExternalToLocal, "Local"
-	}
-	a := report.Args{"policy": policy, "chain": orNone(pp.ExternalChain)}
-	switch {
-	case pp.ExternalChain == "":
-		nj.faultOrLag(node, lag, report.CodeDPExternalMissing, with(a), "no external chain for it yet", pp.Evidence)
-		return 1
-	case pp.ExternalTo != wantTo:
-		got := "no endpoint chain"
-		if pp.ExternalTo != "" {
-			got = "the " + pp.ExternalTo + " endpoints"
-		}
-		a["detail"] = "to " + got + ", but externalTrafficPolicy is " + policy
-		nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence)
-		return 1
-	case wantTo == programmed.ExternalToCluster && pp.Captured && !pp.InternalLocal:
-		return 0 // the same chain as the ClusterIP's, compared already
-	}
-	want := map[string]bool{}
-	for _, e := range pe.External {
-		want[e.String()] = true
-	}
-	got := map[string]bool{}
-	for _, e := range pp.ExternalEndpoints {
-		got[e.Endpoint] = true
-	}
-	missing, stale := setDiff(want, got)
-	if len(missing) == 0 && len(stale) == 0 {
-		return 0
-	}
-	a["detail"] = fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
-		strings.ToLower(policy), listOrNone(missing), listOrNone(stale))
-	nj.faultOrLag(node, lag, report.CodeDPExternalWrong, with(a), "its external chain still sends traffic "+a["detail"], pp.Evidence,
-		fieldItems("missing", missing), fieldItems("stale", stale), nj.endpointsField("expected", nj.endpointSetOf(pe.External)))
-	return 1
 }
 
 // zoneFields says which zone the topology hints were judged against when

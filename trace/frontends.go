@@ -12,11 +12,12 @@ import (
 
 // compareFrontends compares, one by one, the entries external traffic
 // enters a port by (pp.Frontends: IPVS virtual servers, Cilium's and
-// Felix's map entries) with what the API says they should hold, and returns
-// how many problems it reported. Every entry must exist, carry the
-// Service's externalTrafficPolicy where the datapath keeps it per entry,
-// resolve every slot it selects, and select the endpoints the policy
-// leaves (pe.External; with no local endpoint under Local on IPVS,
+// Felix's map entries, kube-proxy's external chain in iptables and nftables
+// modes) with what the API says they should hold, and returns how many
+// problems it reported. Every entry must exist, carry the Service's
+// externalTrafficPolicy where the datapath keeps it per entry, resolve
+// every slot it selects, and select the endpoints the policy leaves
+// (pe.External; with no local endpoint under Local on IPVS,
 // expect.IPVSRules has already put the cluster endpoints there, as
 // syncEndpoint does); an internal scope, where the datapath keeps one,
 // selects internalTrafficPolicy's (pe.Internal). A difference a pending
@@ -24,8 +25,8 @@ import (
 // fault, whatever the datapath.
 //
 // The codes follow what the record says the entries are: an eBPF agent's
-// map entries (pp.EBPF) are reported as DP043/DP044, kube-proxy's virtual
-// servers as DP038/DP063/DP064.
+// map entries (pp.EBPF) are reported as DP043/DP044, kube-proxy's external
+// chain as DP028/DP029, its virtual servers as DP038/DP063/DP064.
 func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
 	if pp == nil || !pe.ExternallyAccessible || len(pp.Frontends) == 0 {
 		return 0
@@ -35,6 +36,9 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 		a := report.Args{"frontend": f.Name}
 		if ebpf != nil {
 			a["datapath"] = ebpf.Agent
+		}
+		if f.Chain != "" {
+			a["chain"], a["policy"] = f.Chain, policyName(pe.ExternalPolicyLocal)
 		}
 		for k, v := range extra {
 			a[k] = v
@@ -46,6 +50,12 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 	var npMissingEntries []*programmed.Frontend
 	for i := range pp.Frontends {
 		f := &pp.Frontends[i]
+		if f.Chain != "" && len(pe.External) == 0 {
+			// Local policy and no local endpoint: kube-proxy ends the
+			// chain without a jump to the local endpoints and drops what
+			// it does not short-circuit (DP013 says so).
+			continue
+		}
 		if !f.Found {
 			if f.Kind == programmed.FrontendNodePort {
 				// A NodePort missing on every address is DP020
@@ -62,14 +72,16 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 		if f.Kind == programmed.FrontendNodePort {
 			npFound = append(npFound, f.Address)
 		}
-		if f.PolicyLocal != nil && *f.PolicyLocal != pe.ExternalPolicyLocal {
+		if differs, fault := nj.policyDiffers(node, lag, pe, f, args); differs {
 			// The endpoints it selects follow from the policy it carries:
 			// this one finding says both.
-			detail := fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", policyName(*f.PolicyLocal), policyName(pe.ExternalPolicyLocal))
-			if nj.faultOrLag(node, lag, report.CodeDPEBPFExternal, args(f, report.Args{"detail": detail}), "its "+f.Name+" still "+detail, f.Evidence) {
+			if fault {
 				problems++
 			}
 			continue
+		}
+		if f.SameAsClusterIP {
+			continue // comparePort judged the ClusterIP's endpoints
 		}
 		if f.Blackhole {
 			continue // no endpoints: comparePort judged the ClusterIP's verdict
@@ -107,9 +119,38 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 	return problems
 }
 
+// policyDiffers reports an entry that carries another externalTrafficPolicy
+// than the Service's: whether it does, and whether that was a fault (not
+// explained by a pending sync). kube-proxy's external chain
+// carries it in its last rule, the jump to the local or the cluster
+// endpoint chain; with neither, no traffic the chain does not
+// short-circuit reaches an endpoint.
+func (nj *nodeJudge) policyDiffers(node string, lag syncLag, pe expect.PortExpectation, f *programmed.Frontend, args func(*programmed.Frontend, report.Args) report.Args) (differs, fault bool) {
+	if f.Chain != "" {
+		got := "no endpoint chain"
+		switch {
+		case f.PolicyLocal == nil:
+		case *f.PolicyLocal == pe.ExternalPolicyLocal:
+			return false, false
+		default:
+			got = "the " + strings.ToLower(policyName(*f.PolicyLocal)) + " endpoints"
+		}
+		detail := "to " + got + ", but externalTrafficPolicy is " + policyName(pe.ExternalPolicyLocal)
+		return true, nj.faultOrLag(node, lag, report.CodeDPExternalWrong, args(f, report.Args{"detail": detail}), "its external chain still sends traffic "+detail, f.Evidence)
+	}
+	if f.PolicyLocal == nil || *f.PolicyLocal == pe.ExternalPolicyLocal {
+		return false, false
+	}
+	detail := fmt.Sprintf("carries externalTrafficPolicy %s, the Service says %s", policyName(*f.PolicyLocal), policyName(pe.ExternalPolicyLocal))
+	return true, nj.faultOrLag(node, lag, report.CodeDPEBPFExternal, args(f, report.Args{"detail": detail}), "its "+f.Name+" still "+detail, f.Evidence)
+}
+
 // frontendMissing reports an external entry the datapath does not hold,
 // and whether that was a fault.
 func (nj *nodeJudge) frontendMissing(node string, lag syncLag, ebpf *programmed.EBPFDetail, f *programmed.Frontend, args func(*programmed.Frontend, report.Args) report.Args) bool {
+	if f.Chain != "" {
+		return nj.faultOrLag(node, lag, report.CodeDPExternalMissing, args(f, nil), "no external chain for it yet", f.Evidence)
+	}
 	if ebpf != nil {
 		return nj.faultOrLag(node, lag, report.CodeDPEBPFExternal, args(f, report.Args{"detail": "is not in the " + ebpf.Map + ": traffic to it reaches no backend"}),
 			"no entry "+f.Name+" in its "+ebpf.Map+" yet", nil)
@@ -148,7 +189,13 @@ func (nj *nodeJudge) compareScope(node string, lag syncLag, pe expect.PortExpect
 			fieldItems("missing", missing), fieldItems("extra", extra), fieldItems("expected", expect.EndpointStrings(wantEps)))
 		return problems
 	}
-	if ebpf != nil {
+	switch {
+	case f.Chain != "":
+		nj.EmitNode(report.CodeDPExternalWrong, node, args(f, report.Args{"detail": fmt.Sprintf("to endpoints that differ from the EndpointSlices' %s ones (missing: %s; stale: %s)",
+			strings.ToLower(policyName(pe.ExternalPolicyLocal)), listOrNone(missing), listOrNone(extra))}), f.Evidence,
+			fieldItems("missing", missing), fieldItems("stale", extra), fieldItems("expected", expect.EndpointStrings(wantEps)))
+		return 1
+	case ebpf != nil:
 		nj.EmitNode(report.CodeDPEBPFExternal, node, args(f, report.Args{"detail": fmt.Sprintf("selects backends that differ from what the EndpointSlices and %s leave (missing: %s; stale: %s)",
 			policy, listOrNone(missing), listOrNone(extra))}), f.Evidence,
 			fieldItems("missing", missing), fieldItems("stale", extra), fieldItems("expected", expect.EndpointStrings(wantEps)))

@@ -17,18 +17,17 @@ import (
 // recordedShares is one node's port as comparePort saw it: the expectation
 // it was judged against and what the datapath programmed.
 type recordedShares struct {
-	pe  expect.PortExpectation
-	pp  *programmed.Port
-	obs *collectorapi.Observation
+	pe expect.PortExpectation
+	pp *programmed.Port
 }
 
 // recordShares keeps what comparePort compared, so the share table shows
 // exactly the split the datapath checks judged.
-func (nj *nodeJudge) recordShares(node string, obs *collectorapi.Observation, pe expect.PortExpectation, pp *programmed.Port) {
+func (nj *nodeJudge) recordShares(node string, pe expect.PortExpectation, pp *programmed.Port) {
 	if nj.shares == nil {
 		nj.shares = map[string][]recordedShares{}
 	}
-	nj.shares[node] = append(nj.shares[node], recordedShares{pe: pe, pp: pp, obs: obs})
+	nj.shares[node] = append(nj.shares[node], recordedShares{pe: pe, pp: pp})
 }
 
 // shareTable lays out each inspected node's split of new connections per
@@ -156,8 +155,8 @@ func programmedShares(node string, r recordedShares, epNode map[string]string) r
 		ns.Datapath, ns.Reason = pp.Datapath, "the ClusterIP is not captured"
 		return ns
 	}
-	ns.Datapath, ns.Balancer = pp.Datapath, balancerOf(pp, r.obs, r.pe)
-	weights := shareWeights(pp, r.obs, r.pe)
+	ns.Datapath, ns.Balancer = pp.Datapath, balancerOf(pp, r.pe)
+	weights := shareWeights(pp, r.pe)
 	for _, e := range pp.Endpoints {
 		es := report.EndpointShare{Endpoint: e.Endpoint, Share: e.Share, Node: epNode[hostOf(e.Endpoint)]}
 		if w, ok := weights[e.Endpoint]; ok {
@@ -202,7 +201,7 @@ func shareReasons(pe expect.PortExpectation, pp *programmed.Port) []string {
 }
 
 // balancerOf names how the datapath picks among the endpoints.
-func balancerOf(pp *programmed.Port, obs *collectorapi.Observation, pe expect.PortExpectation) string {
+func balancerOf(pp *programmed.Port, pe expect.PortExpectation) string {
 	switch d := pp.Datapath; {
 	case strings.HasPrefix(d, "iptables"):
 		return "random (statistic match, probability per rule)"
@@ -214,8 +213,8 @@ func balancerOf(pp *programmed.Port, obs *collectorapi.Observation, pe expect.Po
 		}
 		return "IPVS"
 	case strings.HasPrefix(d, "cilium"):
-		if fe := ciliumClusterIP(obs, pe); fe != nil && fe.Maglev != nil && fe.Maglev.TableSize > 0 {
-			return fmt.Sprintf("Maglev (%d table entries)", fe.Maglev.TableSize)
+		if pp.EBPF != nil && pp.EBPF.MaglevTableSize > 0 {
+			return fmt.Sprintf("Maglev (%d table entries)", pp.EBPF.MaglevTableSize)
 		}
 		return strings.TrimSuffix(strings.TrimPrefix(d, "cilium ("), ")")
 	case strings.HasPrefix(d, "calico"):
@@ -225,22 +224,16 @@ func balancerOf(pp *programmed.Port, obs *collectorapi.Observation, pe expect.Po
 }
 
 // shareWeights are IPVS real-server weights or Maglev table entries per endpoint.
-func shareWeights(pp *programmed.Port, obs *collectorapi.Observation, pe expect.PortExpectation) map[string]int {
+func shareWeights(pp *programmed.Port, pe expect.PortExpectation) map[string]int {
 	out := map[string]int{}
 	if vs := ipvsClusterIP(pp, pe); vs != nil {
 		for _, rs := range vs.RealServers {
 			out[net.JoinHostPort(rs.Address, strconv.Itoa(int(rs.Port)))] = rs.Weight
 		}
 	}
-	if fe := ciliumClusterIP(obs, pe); fe != nil && fe.Maglev != nil {
-		byID := map[uint32]string{}
-		for _, b := range fe.Backends {
-			byID[b.BackendID] = programmed.CiliumEndpoint(b)
-		}
-		for _, m := range fe.Maglev.Backends {
-			if ep, ok := byID[m.BackendID]; ok {
-				out[ep] += m.Entries
-			}
+	if pp != nil && pp.EBPF != nil {
+		for ep, n := range pp.EBPF.MaglevEntries {
+			out[ep] += n
 		}
 	}
 	return out
@@ -256,13 +249,6 @@ func ipvsClusterIP(pp *programmed.Port, pe expect.PortExpectation) *collectorapi
 		}
 	}
 	return nil
-}
-
-func ciliumClusterIP(obs *collectorapi.Observation, pe expect.PortExpectation) *collectorapi.CiliumFrontend {
-	if obs == nil || obs.Sections.EBPF == nil || obs.Sections.EBPF.Data == nil || obs.Sections.EBPF.Data.Cilium == nil {
-		return nil
-	}
-	return programmed.FindCiliumFrontend(obs.Sections.EBPF.Data.Cilium.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
 }
 
 func equalShares(eps []expect.ExpectedEndpoint, epNode map[string]string) []report.EndpointShare {

@@ -40,7 +40,7 @@ func ciliumFlags(fe *collectorapi.CiliumFrontend) uint16 {
 // when the collector did not read the ClusterIP frontend (its map could
 // not be opened or decoded): no verdict on it.
 func FromCilium(c *collectorapi.CiliumObservation, pe expect.PortExpectation) *Port {
-	fe := FindCiliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
+	fe := findCiliumFrontend(c.Frontends, "clusterIP", pe.Family, pe.Protocol, uint16(pe.Port))
 	if fe == nil {
 		return nil
 	}
@@ -63,9 +63,12 @@ func FromCilium(c *collectorapi.CiliumObservation, pe expect.PortExpectation) *P
 		}
 		pp.EBPF.Quarantined, pp.EBPF.Maintenance = ciliumWithheld(c, fe, pe.Protocol)
 	}
+	if mg := fe.Maglev; mg != nil {
+		pp.EBPF.MaglevTableSize, pp.EBPF.MaglevEntries = mg.TableSize, ciliumMaglevEntries(fe)
+	}
 	if pe.NodePort != 0 {
 		// Not read (nil) is not missing.
-		np := FindCiliumFrontend(c.Frontends, FrontendNodePort, pe.Family, pe.Protocol, uint16(pe.NodePort))
+		np := findCiliumFrontend(c.Frontends, FrontendNodePort, pe.Family, pe.Protocol, uint16(pe.NodePort))
 		pp.NodePortFound = np == nil || np.Found
 	}
 	pp.Frontends = ciliumExternal(c, pe)
@@ -309,10 +312,26 @@ func ciliumWithheld(c *collectorapi.CiliumObservation, fe *collectorapi.CiliumFr
 	return quarantined, maintenance
 }
 
-// FindCiliumFrontend finds the frontend of one kind, family, protocol and
+// ciliumMaglevEntries are the Maglev table entries each of fe's backends
+// holds, by endpoint.
+func ciliumMaglevEntries(fe *collectorapi.CiliumFrontend) map[string]int {
+	byID := map[uint32]string{}
+	for _, b := range fe.Backends {
+		byID[b.BackendID] = CiliumEndpoint(b)
+	}
+	out := map[string]int{}
+	for _, m := range fe.Maglev.Backends {
+		if ep, ok := byID[m.BackendID]; ok {
+			out[ep] += m.Entries
+		}
+	}
+	return out
+}
+
+// findCiliumFrontend finds the frontend of one kind, family, protocol and
 // port, the external scope first; nil when the collector did not read it.
 // Protocol-less keys (older Cilium, protocol ANY) match any protocol.
-func FindCiliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) *collectorapi.CiliumFrontend {
+func findCiliumFrontend(fes []collectorapi.CiliumFrontend, kind string, fam corev1.IPFamily, proto string, port uint16) *collectorapi.CiliumFrontend {
 	var best *collectorapi.CiliumFrontend
 	for i := range fes {
 		fe := &fes[i]

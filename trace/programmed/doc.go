@@ -22,18 +22,20 @@
 //     agent, Calico's Felix) and the selection rules it follows, for the
 //     expectation (package expect) and the findings that name it.
 //   - iptables.go: pkg/proxy/iptables/proxier.go's chains (KUBE-SVC, KUBE-SVL,
-//     KUBE-EXT, KUBE-SEP, the filter-table REJECT and DROP rules).
+//     KUBE-SEP, the filter-table REJECT and DROP rules, and KUBE-EXT as the
+//     port's external Frontend).
 //   - nftables.go: pkg/proxy/nftables/proxier.go's table kube-proxy
-//     (service-ips and service-nodeports maps, service-/local-/external-
-//     chains, no-endpoint-services).
+//     (service-ips and service-nodeports maps, service-/local- chains,
+//     no-endpoint-services, and external- as the port's external
+//     Frontend).
 //   - ipvs.go: pkg/proxy/ipvs/proxier.go's virtual servers.
 //   - cilium.go: the Cilium agent's services, backends and Maglev maps
 //     (pkg/loadbalancer's frontends, their scopes and backend slots).
 //   - calico.go: Felix's eBPF NAT frontend and backend maps
 //     (felix/bpf/nat).
-//   - frontend.go: the entries external traffic enters by where a datapath
-//     keeps one per address (IPVS virtual servers, the eBPF agents' map
-//     entries), which every such translator fills the same way.
+//   - frontend.go: the entries external traffic enters by (IPVS virtual
+//     servers, the eBPF agents' map entries, kube-proxy's external chain),
+//     which every translator fills the same way.
 //
 // The package does no I/O and decides nothing about faults: what a
 // translation finds odd (a slot that leads nowhere, a backend the agent

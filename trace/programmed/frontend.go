@@ -7,10 +7,14 @@ package programmed
 // entry (syncService for each address, syncEndpoint for its real servers);
 // Cilium one services-map entry per frontend and scope (pkg/loadbalancer's
 // Frontend, written by its BPF reconciler); Felix one NAT frontend entry
-// per address and source range (felix/bpf/nat's FrontendKey). Every backend
-// writes the same record, and one comparer in trace reads it.
+// per address and source range (felix/bpf/nat's FrontendKey). kube-proxy's
+// iptables and nftables proxiers send every external address of a port
+// through one chain (KUBE-EXT-…, external-…), which is then the port's one
+// external entry (FrontendExternalChain). Every backend writes the same
+// record, and one comparer in trace reads it.
 type Frontend struct {
-	// Kind is FrontendNodePort, FrontendExternalIP or FrontendLoadBalancerIP.
+	// Kind is FrontendNodePort, FrontendExternalIP, FrontendLoadBalancerIP
+	// or FrontendExternalChain.
 	Kind    string
 	Address string
 	Port    int32
@@ -21,10 +25,20 @@ type Frontend struct {
 	Found bool
 	// PolicyLocal is the externalTrafficPolicy the entry itself carries
 	// (true: Local): Cilium's SVC_FLAG_EXT_LOCAL_SCOPE, Felix's
-	// NATFlgExternalLocal. nil where the datapath keeps none per entry: an
-	// IPVS virtual server holds the endpoints the policy leaves, not the
-	// policy.
+	// NATFlgExternalLocal, the endpoint chain an external chain's last
+	// rule goes to (KUBE-SVL-… or local-…: Local). nil where the datapath
+	// keeps none per entry (an IPVS virtual server holds the endpoints the
+	// policy leaves, not the policy), and for an external chain whose last
+	// rule goes to neither endpoint chain.
 	PolicyLocal *bool
+	// Chain is the chain an external chain entry is (KUBE-EXT-…,
+	// external-…), "" for the other kinds.
+	Chain string
+	// SameAsClusterIP: the entry selects through the ClusterIP's own
+	// endpoint chain (an external chain under Cluster policy whose
+	// ClusterIP goes to KUBE-SVC-… or service-… too), so its endpoints are
+	// the ones the ClusterIP comparison judges.
+	SameAsClusterIP bool
 	// Endpoints are the endpoints the entry selects for new connections.
 	Endpoints []Endpoint
 	// Broken are the selectable slots of the entry that lead to no
@@ -48,6 +62,7 @@ const (
 	FrontendNodePort       = "nodePort"
 	FrontendExternalIP     = "externalIP"
 	FrontendLoadBalancerIP = "loadBalancerIP"
+	FrontendExternalChain  = "externalChain"
 )
 
 // EBPFDetail is what an eBPF agent's maps say of one Service port beyond
@@ -74,4 +89,11 @@ type EBPFDetail struct {
 	// took out of the ClusterIP entry's selection; Maintenance those put in
 	// maintenance through its service API.
 	Quarantined, Maintenance map[string]bool
+	// MaglevTableSize is the size of the ClusterIP entry's Maglev lookup
+	// table, 0 when the agent keeps none for it; MaglevEntries are the
+	// table entries each endpoint ("ip:port") holds, its share of new
+	// flows being entries/size. The share table shows these weights
+	// beside the shares the judge compared.
+	MaglevTableSize int
+	MaglevEntries   map[string]int
 }

@@ -94,44 +94,64 @@ func FromIPTables(b collectorapi.IPTablesBackendObservation) []Port {
 				pp.FilterRestorer = b.PolicyEnforcer
 			}
 		}
-		// External traffic (NodePort, externalIPs, load-balancer IPs) enters
-		// KUBE-EXT-…, whose last, unconditional rule sends it to KUBE-SVC-…
-		// (Cluster) or KUBE-SVL-… (Local); the rules before it short-circuit
-		// Pod and node-local sources to the cluster chain
-		// (pkg/proxy/iptables/proxier.go). With Local and no local endpoint
-		// that last rule is absent.
-		pp.ExternalRead = p.External != nil
-		if ext := p.External; ext != nil && ext.Exists {
-			pp.ExternalChain = ext.Name
-			dnat := map[string]string{}
-			for _, ec := range p.Endpoints {
-				if ec.DNAT != "" {
-					dnat[ec.Name] = ec.DNAT
-				}
-			}
-			for _, r := range ext.Rules {
-				pp.Evidence = append(pp.Evidence, r.Raw)
-				if r.Source != "" || r.SrcType != "" {
-					continue
-				}
-				to := r.Jump
-				if to == "" {
-					to = r.Goto
-				}
-				for _, c := range []struct {
-					chain *collectorapi.IPTablesChain
-					kind  string
-				}{{p.Service, ExternalToCluster}, {p.Local, ExternalToLocal}} {
-					if c.chain != nil && c.chain.Exists && c.chain.Name == to {
-						pp.ExternalTo = c.kind
-						pp.ExternalEndpoints = iptSelection(c.chain, dnat)
-					}
-				}
-			}
+		if f := iptExternal(p, internal); f != nil {
+			pp.Frontends = []Frontend{*f}
 		}
 		out = append(out, pp)
 	}
 	return out
+}
+
+// iptExternal is the port's external entries as the one Frontend they
+// share: syncProxyRules sends the NodePort (KUBE-NODEPORTS), every
+// externalIP and every load-balancer IP (KUBE-SERVICES, the latter through
+// KUBE-FW-… when source ranges are set) into KUBE-EXT-…, written when the
+// Service has endpoints and is externally accessible
+// (usesExternalTrafficChain). Its last, unconditional rule sends what is
+// left to KUBE-SVC-… (Cluster) or KUBE-SVL-… (Local; absent with no local
+// endpoint); the rules before it short-circuit Pod and node-local sources
+// to KUBE-SVC-… whatever the policy, so they say nothing of it. nil when
+// the reader did not look for the chain.
+func iptExternal(p collectorapi.IPTablesPortObservation, internal *collectorapi.IPTablesChain) *Frontend {
+	ext := p.External
+	if ext == nil {
+		return nil
+	}
+	f := &Frontend{Kind: FrontendExternalChain, Name: "external chain " + ext.Name, Chain: ext.Name, Found: ext.Exists}
+	for _, e := range p.Entry {
+		if e.Kind == FrontendExternalIP || e.Kind == FrontendLoadBalancerIP {
+			f.Evidence = append(f.Evidence, e.Raw)
+		}
+	}
+	for _, r := range p.NodePorts {
+		f.Evidence = append(f.Evidence, r.Raw)
+	}
+	if !ext.Exists {
+		return f
+	}
+	dnat := map[string]string{}
+	for _, ec := range p.Endpoints {
+		if ec.DNAT != "" {
+			dnat[ec.Name] = ec.DNAT
+		}
+	}
+	for _, r := range ext.Rules {
+		f.Evidence = append(f.Evidence, r.Raw)
+		if r.Source != "" || r.SrcType != "" {
+			continue
+		}
+		for _, c := range []struct {
+			chain *collectorapi.IPTablesChain
+			local bool
+		}{{p.Service, false}, {p.Local, true}} {
+			if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target() {
+				f.PolicyLocal = &c.local
+				f.Endpoints = iptSelection(c.chain, dnat)
+				f.SameAsClusterIP = c.chain == internal
+			}
+		}
+	}
+	return f
 }
 
 // iptSelection is the endpoints a KUBE-SVC/SVL chain chooses from, with their

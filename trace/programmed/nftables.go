@@ -53,32 +53,55 @@ func FromNFTables(source string, t collectorapi.NFTablesTableObservation) []Port
 		if internal != nil {
 			pp.Endpoints = nftChainEndpoints(internal, chains, p, &pp)
 		}
-		// The external- chain ends in "goto service-…" (Cluster) or
-		// "goto local-…" (Local); the rules before it short-circuit Pod
-		// sources ("ip saddr …") and local sources ("fib saddr type local")
-		// to the service chain (pkg/proxy/nftables/proxier.go).
-		pp.ExternalRead = p.External != nil
-		if ext := p.External; ext != nil && ext.Exists {
-			pp.ExternalChain = ext.Name
-			for _, r := range ext.Rules {
-				pp.Evidence = append(pp.Evidence, "chain "+ext.Name+": "+r.Text)
-				if r.SourceMatch != "" || strings.Contains(r.Text, "saddr") || r.Target == "" {
-					continue
-				}
-				for _, c := range []struct {
-					chain *collectorapi.NFTablesChain
-					kind  string
-				}{{p.Service, ExternalToCluster}, {p.Local, ExternalToLocal}} {
-					if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
-						pp.ExternalTo = c.kind
-						pp.ExternalEndpoints = nftChainEndpoints(c.chain, chains, p, &Port{})
-					}
-				}
-			}
+		if f := nftExternal(p, chains, internal); f != nil {
+			pp.Frontends = []Frontend{*f}
 		}
 		out = append(out, pp)
 	}
 	return out
+}
+
+// nftExternal is the port's external entries as the one Frontend they
+// share: syncProxyRules maps the NodePort (service-nodeports), every
+// externalIP and every load-balancer IP (service-ips) to external-…,
+// written when the Service has endpoints and is externally accessible
+// (usesExternalTrafficChain). Its last rule, "goto service-…" (Cluster) or
+// "goto local-…" (Local; absent with no local endpoint), takes what is
+// left; the rules before it short-circuit Pod sources ("ip saddr …") and
+// local sources ("fib saddr type local") to service-… whatever the policy,
+// so they say nothing of it. nil when the reader did not look for the
+// chain.
+func nftExternal(p collectorapi.NFTablesPortObservation, chains map[string]*collectorapi.NFTablesChain, internal *collectorapi.NFTablesChain) *Frontend {
+	ext := p.External
+	if ext == nil {
+		return nil
+	}
+	f := &Frontend{Kind: FrontendExternalChain, Name: "external chain " + ext.Name, Chain: ext.Name, Found: ext.Exists}
+	for _, e := range append(append([]collectorapi.NFTablesElement(nil), p.ServiceIPs...), p.ServiceNodePorts...) {
+		if e.Found && e.Target == ext.Name {
+			f.Evidence = append(f.Evidence, fmt.Sprintf("map %s: %s : %s", e.Map, e.Key, e.Verdict))
+		}
+	}
+	if !ext.Exists {
+		return f
+	}
+	for _, r := range ext.Rules {
+		f.Evidence = append(f.Evidence, "chain "+ext.Name+": "+r.Text)
+		if r.SourceMatch != "" || strings.Contains(r.Text, "saddr") || r.Target == "" {
+			continue
+		}
+		for _, c := range []struct {
+			chain *collectorapi.NFTablesChain
+			local bool
+		}{{p.Service, false}, {p.Local, true}} {
+			if c.chain != nil && c.chain.Exists && c.chain.Name == r.Target {
+				f.PolicyLocal = &c.local
+				f.Endpoints = nftChainEndpoints(c.chain, chains, p, &Port{})
+				f.SameAsClusterIP = c.chain == internal
+			}
+		}
+	}
+	return f
 }
 
 // nftChainEndpoints is the endpoints an nftables service- or local- chain

@@ -50,21 +50,12 @@ type Port struct {
 	// sorted: more than one means the rules disagree among themselves.
 	AffinityTimeouts []int
 	NodePortFound    bool
-	// ExternalChain is the chain external traffic enters ("" when the
-	// datapath has none); ExternalTo says where its unconditional last rule
-	// sends that traffic (ExternalToCluster, ExternalToLocal, "" nowhere),
-	// and ExternalEndpoints are the endpoints that chain chooses from.
-	ExternalChain     string
-	ExternalTo        string
-	ExternalEndpoints []Endpoint
-	// ExternalRead says the reader looked for the external chain, so an
-	// empty ExternalChain means it is absent.
-	ExternalRead bool
-	Evidence     []string
-	// Frontends are the entries external traffic enters by where the
-	// datapath keeps one per address (IPVS virtual servers, the eBPF
-	// agents' map entries); kube-proxy's iptables and nftables modes send
-	// every external address through one chain (ExternalChain) instead.
+	Evidence         []string
+	// Frontends are the entries external traffic enters by: one per
+	// address where the datapath keeps one per address (IPVS virtual
+	// servers, the eBPF agents' map entries), the one external chain
+	// (FrontendExternalChain) where kube-proxy's iptables and nftables
+	// modes send every external address through it.
 	Frontends []Frontend
 	// IPVS holds the IPVS-only details (FromIPVS); nil for other datapaths.
 	IPVS *IPVSDetail
@@ -79,12 +70,6 @@ type Endpoint struct {
 	Endpoint string // ip:port the traffic is DNATed to
 	Share    float64
 }
-
-// Where an external chain sends traffic.
-const (
-	ExternalToCluster = "cluster"
-	ExternalToLocal   = "local"
-)
 
 // AddAffinityTimeout records one affinity rule's timeout; 0 is no affinity.
 func (pp *Port) AddAffinityTimeout(seconds int) {
