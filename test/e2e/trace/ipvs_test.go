@@ -1053,8 +1053,9 @@ func TestIPVSNodeTracedMidSync(t *testing.T) {
 
 // TestIPVSNodeDualStack: on a dual-stack testbed the IPVS node's kube-proxy
 // runs both families (one proxier each); a RequireDualStack Service with an
-// IPv4 and an IPv6 slice is programmed in both, and the trace judges each
-// family against its own virtual server: no FAIL, a rules match per family.
+// IPv4 and an IPv6 slice (either family first) is programmed in both, and the
+// trace judges each family against its own virtual server: no FAIL, a rules
+// match per family; a SingleStack IPv6 Service gets the IPv6 match alone.
 // A fault in one family (a real server removed, the ClusterIP unbound from
 // kube-ipvs0) is named with that family's addresses and leaves the other
 // family's rules matched.
@@ -1066,49 +1067,79 @@ func TestIPVSNodeDualStack(t *testing.T) {
 	if len(n.Pods6) == 0 {
 		t.Fatal("a dual-stack testbed whose IPVS node has no IPv6 Pod addresses (ipvs-node.sh env lists no IPVS_POD6)")
 	}
-	dual := func(t *testing.T, name string) *corev1.Service {
+	// service creates a Service of the families (RequireDualStack for
+	// two, SingleStack for one) with a slice of the node's Pods per family.
+	service := func(t *testing.T, name string, families ...corev1.IPFamily) *corev1.Service {
 		t.Helper()
 		policy := corev1.IPFamilyPolicyRequireDualStack
-		out := tb.CreateService(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, IPFamilyPolicy: &policy,
-				IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}}})
-		if len(out.Spec.ClusterIPs) != 2 {
-			t.Fatalf("RequireDualStack Service got ClusterIPs %v", out.Spec.ClusterIPs)
+		if len(families) == 1 {
+			policy = corev1.IPFamilyPolicySingleStack
 		}
-		ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv4, n.Pods))
-		ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv6, n.Pods6))
+		out := tb.CreateService(t, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{ipvsPort()}, IPFamilyPolicy: &policy, IPFamilies: families}})
+		if len(out.Spec.ClusterIPs) != len(families) {
+			t.Fatalf("%s Service of %v got ClusterIPs %v", policy, families, out.Spec.ClusterIPs)
+		}
+		for _, f := range families {
+			if f == corev1.IPv6Protocol {
+				ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv6, n.Pods6))
+			} else {
+				ipvsSlice(t, tb, n, out, n.slice(out, discoveryv1.AddressTypeIPv4, n.Pods))
+			}
+		}
 		return out
 	}
-	// matched are the node's DP015 messages; the IPv6 one says "IPv6)".
+	dual := func(t *testing.T, name string) *corev1.Service {
+		t.Helper()
+		return service(t, name, corev1.IPv4Protocol, corev1.IPv6Protocol)
+	}
+	// matched counts the node's DP015 checks per family, by their JSON
+	// family field.
 	matched := func(tr *report.ServiceTrace) (v4, v6 int) {
 		for _, c := range tr.Layer(report.LayerDatapath).Checks {
 			if c.Node != n.Name || c.Code != report.CodeDPRulesMatch {
 				continue
 			}
-			if strings.Contains(c.Message, "IPv6)") {
+			switch c.Family {
+			case "IPv6":
 				v6++
-			} else {
+			case "IPv4":
 				v4++
+			default:
+				t.Errorf("%s on %s carries no family: %s", c.Code, c.Node, c.Message)
 			}
 		}
 		return v4, v6
 	}
 
-	t.Run("healthy", func(t *testing.T) {
-		out := dual(t, "dual")
-		tr, exit := traceIPVS(t, tb, n, ns, out.Name)
-		for _, c := range tr.Layer(report.LayerDatapath).Checks {
-			if c.Status == report.StatusFail {
-				t.Errorf("%s on %s: %s", c.Code, c.Node, c.Message)
+	// Healthy Services of every family shape kube-proxy's IPVS proxier
+	// serves: both families in either order, and IPv6 alone (its IPv4
+	// proxier then has nothing for the Service).
+	for _, tt := range []struct {
+		name     string
+		families []corev1.IPFamily
+		v4, v6   int
+	}{
+		{"healthy", []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, 1, 1},
+		{"healthy IPv6 first", []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}, 1, 1},
+		{"healthy SingleStack IPv6", []corev1.IPFamily{corev1.IPv6Protocol}, 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := service(t, "dual-"+strconv.Itoa(len(tt.families))+strings.ToLower(string(tt.families[0])), tt.families...)
+			tr, exit := traceIPVS(t, tb, n, ns, out.Name)
+			for _, c := range tr.Layer(report.LayerDatapath).Checks {
+				if c.Status == report.StatusFail {
+					t.Errorf("%s on %s: %s", c.Code, c.Node, c.Message)
+				}
 			}
-		}
-		if v4, v6 := matched(tr); v4 != 1 || v6 != 1 {
-			t.Errorf("want a %s per family on %s, got %d IPv4 and %d IPv6", report.CodeDPRulesMatch, n.Name, v4, v6)
-		}
-		if exit == 3 {
-			t.Errorf("exit 3 on a healthy dual-stack Service: %s (%s)", tr.Verdict.Summary, tr.Verdict.Code)
-		}
-	})
+			if v4, v6 := matched(tr); v4 != tt.v4 || v6 != tt.v6 {
+				t.Errorf("want %d IPv4 and %d IPv6 %s on %s, got %d and %d", tt.v4, tt.v6, report.CodeDPRulesMatch, n.Name, v4, v6)
+			}
+			if exit == 3 {
+				t.Errorf("exit 3 on a healthy Service of %v: %s (%s)", tt.families, tr.Verdict.Summary, tr.Verdict.Code)
+			}
+		})
+	}
 
 	t.Run("IPv6 real server removed", func(t *testing.T) {
 		out := dual(t, "dual-rs")
@@ -1120,8 +1151,8 @@ func TestIPVSNodeDualStack(t *testing.T) {
 			t.Skipf("kube-proxy re-added %s before the trace finished; nothing to judge", gone)
 		}
 		c := requireTraceCheck(t, tr, report.LayerDatapath, report.CodeDPMissingEndpoints, n.Name)
-		if !strings.Contains(c.Message, gone) || !strings.Contains(c.Message, "IPv6") {
-			t.Errorf("%s does not name %s and its family: %q", c.Code, gone, c.Message)
+		if !strings.Contains(c.Message, gone) || !strings.Contains(c.Message, "IPv6") || c.Family != "IPv6" {
+			t.Errorf("%s does not name %s and its family (family field %q): %q", c.Code, gone, c.Family, c.Message)
 		}
 		for _, c := range tr.Layer(report.LayerDatapath).Checks {
 			if c.Code == report.CodeDPMissingEndpoints && c.Node == n.Name && !strings.Contains(c.Message, "IPv6") {
