@@ -574,7 +574,7 @@ func (nj *nodeJudge) judgeHealthCheck(node string, obs *collectorapi.Observation
 		}
 		nj.faultOrLag(node, lag, report.CodeDPHealthCheck, lagArgs(), what, raw)
 	default:
-		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode)}, nil)
+		nj.EmitNode(report.CodeDPHealthCheckOK, node, report.Args{"address": hc.Address, "want": strconv.Itoa(len(want)), "status": strconv.Itoa(hc.StatusCode), report.ArgFamily: string(family)}, nil)
 	}
 }
 
