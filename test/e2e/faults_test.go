@@ -44,7 +44,7 @@ func mustWork(t *testing.T, what string, fn func(context.Context) error) {
 func TestFaultKubeProxyStoppedAndServiceRulesDeleted(t *testing.T) {
 	tb := framework.Setup(t)
 	ns, svc, _ := twoNodeEcho(t, tb)
-	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	for _, n := range tb.Nodes {
 		t.Run(n.Name+"-"+n.ProxyMode, func(t *testing.T) {
 			get := func(ctx context.Context) error { _, err := getEcho(ctx, tb, n.Name, url); return err }
@@ -57,7 +57,7 @@ func TestFaultKubeProxyStoppedAndServiceRulesDeleted(t *testing.T) {
 			late := tb.CreateService(t, ns, framework.NewService("late-"+n.Name, "echo"))
 			tb.WaitReadyEndpoints(t, ns, late.Name, len(tb.Nodes))
 			lateGet := func(ctx context.Context) error {
-				_, err := getEcho(ctx, tb, n.Name, fmt.Sprintf("http://%s:80/", late.Spec.ClusterIP))
+				_, err := getEcho(ctx, tb, n.Name, "http://"+net.JoinHostPort(late.Spec.ClusterIP, "80")+"/")
 				return err
 			}
 			mustFail(t, "Service created while kube-proxy is stopped", lateGet)
@@ -80,7 +80,7 @@ func TestFaultRoutesAndForwarding(t *testing.T) {
 		}
 	}
 	get := func(ctx context.Context) error {
-		_, err := getEcho(ctx, tb, n1, fmt.Sprintf("http://%s:8080/", podOn2))
+		_, err := getEcho(ctx, tb, n1, "http://"+net.JoinHostPort(podOn2, "8080")+"/")
 		return err
 	}
 	mustWork(t, "node1 -> pod on node2", get)
@@ -94,7 +94,7 @@ func TestFaultRoutesAndForwarding(t *testing.T) {
 	mustFail(t, "with ip_forward=0 on node2", get)
 	// node2 reaches its own Pod without forwarding.
 	mustWork(t, "node2 -> own pod with ip_forward=0", func(ctx context.Context) error {
-		_, err := getEcho(ctx, tb, n2, fmt.Sprintf("http://%s:8080/", podOn2))
+		_, err := getEcho(ctx, tb, n2, "http://"+net.JoinHostPort(podOn2, "8080")+"/")
 		return err
 	})
 	undo()
@@ -121,11 +121,11 @@ func TestFaultWrongPortAndLoopbackOnly(t *testing.T) {
 		svc := tb.CreateService(t, ns, framework.NewService(app, app))
 		tb.WaitReadyEndpoints(t, ns, app, 1)
 		mustFail(t, app+": direct to the declared port", func(ctx context.Context) error {
-			_, err := getEcho(ctx, tb, node, fmt.Sprintf("http://%s:8080/", pods[0].Status.PodIP))
+			_, err := getEcho(ctx, tb, node, "http://"+net.JoinHostPort(pods[0].Status.PodIP, "8080")+"/")
 			return err
 		})
 		mustFail(t, app+": via ClusterIP", func(ctx context.Context) error {
-			_, err := getEcho(ctx, tb, node, fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP))
+			_, err := getEcho(ctx, tb, node, "http://"+net.JoinHostPort(svc.Spec.ClusterIP, "80")+"/")
 			return err
 		})
 	}

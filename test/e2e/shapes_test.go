@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,31 +51,40 @@ func TestServiceShapes(t *testing.T) {
 		tb.WaitReadyEndpoints(t, ns, "local", 1)
 		np := svc.Spec.Ports[0].NodePort
 		mustWork(t, "NodePort on the node with the endpoint", func(ctx context.Context) error {
-			_, err := getEcho(ctx, tb, n2.Name, fmt.Sprintf("http://%s:%d/", n1.IP, np))
+			_, err := getEcho(ctx, tb, n2.Name, "http://"+net.JoinHostPort(n1.IP, strconv.Itoa(int(np)))+"/")
 			return err
 		})
 		mustFail(t, "NodePort with ETP=Local on a node without endpoint", func(ctx context.Context) error {
-			_, err := getEcho(ctx, tb, n1.Name, fmt.Sprintf("http://%s:%d/", n2.IP, np))
+			_, err := getEcho(ctx, tb, n1.Name, "http://"+net.JoinHostPort(n2.IP, strconv.Itoa(int(np)))+"/")
 			return err
 		})
 	})
 
 	t.Run("headless", func(t *testing.T) {
 		tb.CreateService(t, ns, framework.NewService("headless", "echo", framework.Headless()))
-		mustWork(t, "headless A records are the Pod IPs", func(ctx context.Context) error {
-			r, err := dnsQuery(ctx, tb, n1.Name, "headless."+ns+".svc.cluster.local", dns.TypeA)
+		// The Pods' primary addresses are of the testbed's primary family:
+		// A records on IPv4, AAAA on IPv6.
+		qtype, rtype := dns.TypeA, "A"
+		if strings.Contains(podIPs[0], ":") {
+			qtype, rtype = dns.TypeAAAA, "AAAA"
+		}
+		mustWork(t, "headless "+rtype+" records are the Pod IPs", func(ctx context.Context) error {
+			r, err := dnsQuery(ctx, tb, n1.Name, "headless."+ns+".svc.cluster.local", qtype)
 			if err != nil {
 				return err
 			}
 			var got []string
 			for _, rr := range r.Answer {
-				if a, ok := rr.(*dns.A); ok {
+				switch a := rr.(type) {
+				case *dns.A:
 					got = append(got, a.A.String())
+				case *dns.AAAA:
+					got = append(got, a.AAAA.String())
 				}
 			}
 			sort.Strings(got)
 			if fmt.Sprint(got) != fmt.Sprint(podIPs) {
-				return fmt.Errorf("A %v, want %v", got, podIPs)
+				return fmt.Errorf("%s %v, want %v", rtype, got, podIPs)
 			}
 			return nil
 		})
@@ -99,7 +110,7 @@ func TestServiceShapes(t *testing.T) {
 	t.Run("session-affinity", func(t *testing.T) {
 		svc := tb.CreateService(t, ns, framework.NewService("sticky", "echo", framework.SessionAffinityClientIP(600)))
 		tb.WaitReadyEndpoints(t, ns, "sticky", len(pods))
-		url := fmt.Sprintf("http://%s/", svc.Spec.ClusterIP)
+		url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 		mustWork(t, "sticky reachable", func(ctx context.Context) error { _, err := getEcho(ctx, tb, n1.Name, url); return err })
 		seen := map[string]bool{}
 		for i := 0; i < 12; i++ {
@@ -122,7 +133,7 @@ func TestServiceShapes(t *testing.T) {
 		tb.WaitReadyEndpoints(t, ns, "manual", len(podIPs))
 		for _, n := range tb.Nodes {
 			mustWork(t, "manual endpoints via ClusterIP from "+n.Name, func(ctx context.Context) error {
-				_, err := getEcho(ctx, tb, n.Name, fmt.Sprintf("http://%s/", svc.Spec.ClusterIP))
+				_, err := getEcho(ctx, tb, n.Name, "http://"+net.JoinHostPort(svc.Spec.ClusterIP, "80")+"/")
 				return err
 			})
 		}

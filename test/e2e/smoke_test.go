@@ -124,7 +124,7 @@ func TestClusterIPFromNodesAndPod(t *testing.T) {
 	tb := framework.Setup(t)
 	ns, svc, pods := twoNodeEcho(t, tb)
 	ctx := framework.Context(t, 3*time.Minute)
-	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
+	url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
 	for _, n := range tb.Nodes {
 		// kube-proxy programs the new Service within a sync; poll until both backends answered.
 		backends := map[string]bool{}
@@ -143,10 +143,10 @@ func TestClusterIPFromNodesAndPod(t *testing.T) {
 			t.Errorf("ClusterIP %s from node %s (%s mode): %v", url, n.Name, n.ProxyMode, err)
 		}
 		// TCP and UDP echo through the same ClusterIP.
-		if out, err := tb.ExecInNode(ctx, n.Name, tb.EchoClient, "tcp", svc.Spec.ClusterIP+":9000", "hello-"+n.Name); err != nil || !strings.Contains(out, "hello-"+n.Name) {
+		if out, err := tb.ExecInNode(ctx, n.Name, tb.EchoClient, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, "9000"), "hello-"+n.Name); err != nil || !strings.Contains(out, "hello-"+n.Name) {
 			t.Errorf("TCP echo via ClusterIP from %s: %q %v", n.Name, out, err)
 		}
-		if out, err := tb.ExecInNode(ctx, n.Name, tb.EchoClient, "udp", svc.Spec.ClusterIP+":9001", "udp-"+n.Name); err != nil || !strings.Contains(out, "udp-"+n.Name) {
+		if out, err := tb.ExecInNode(ctx, n.Name, tb.EchoClient, "udp", net.JoinHostPort(svc.Spec.ClusterIP, "9001"), "udp-"+n.Name); err != nil || !strings.Contains(out, "udp-"+n.Name) {
 			t.Errorf("UDP echo via ClusterIP from %s: %q %v", n.Name, out, err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestCrossNodePodTraffic(t *testing.T) {
 			if n.Name == from.Spec.NodeName {
 				continue
 			}
-			if _, err := getEcho(ctx, tb, n.Name, fmt.Sprintf("http://%s:8080/", from.Status.PodIP)); err != nil {
+			if _, err := getEcho(ctx, tb, n.Name, "http://"+net.JoinHostPort(from.Status.PodIP, "8080")+"/"); err != nil {
 				t.Errorf("node %s -> pod %s on %s: %v", n.Name, from.Name, from.Spec.NodeName, err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,6 +317,10 @@ func (tb *Testbed) CreateManualEndpointSlice(t testing.TB, ns, service string, a
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       ports,
+	}
+	// A slice holds one family: the addresses' (an IPv6-only testbed's Pods).
+	if len(addrs) > 0 && strings.Contains(addrs[0], ":") {
+		es.AddressType = discoveryv1.AddressTypeIPv6
 	}
 	for _, a := range addrs {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
