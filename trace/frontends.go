@@ -13,8 +13,9 @@ import (
 // compareFrontends compares, one by one, the entries external traffic
 // enters a port by (pp.Frontends: IPVS virtual servers, Cilium's and
 // Felix's map entries, kube-proxy's external chain in iptables and nftables
-// modes) with what the API says they should hold, and returns how many
-// problems it reported. Every entry must exist, carry the Service's
+// modes and there each externalIP's and load-balancer IP's entry) with what
+// the API says they should hold, and returns how many problems it
+// reported. Every entry must exist, carry the Service's
 // externalTrafficPolicy where the datapath keeps it per entry, resolve
 // every slot it selects, and select the endpoints the policy leaves
 // (pe.External; with no local endpoint under Local on IPVS,
@@ -26,9 +27,16 @@ import (
 //
 // The codes follow what the record says the entries are: an eBPF agent's
 // map entries (pp.EBPF) are reported as DP043/DP044, kube-proxy's external
-// chain as DP028/DP029, its virtual servers as DP038/DP063/DP064.
+// chain as DP028/DP029, its virtual servers as DP038/DP063/DP064, its
+// iptables and nftables entries for one externalIP or load-balancer IP
+// (programmed.AddressFrontends: only whether they exist; their chain's own
+// entry carries the endpoints) as DP072.
 func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortExpectation, pp *programmed.Port, with func(report.Args) report.Args) int {
-	if pp == nil || !pe.ExternallyAccessible || len(pp.Frontends) == 0 {
+	if pp == nil || !pe.ExternallyAccessible {
+		return 0
+	}
+	frontends := append(append([]programmed.Frontend(nil), pp.Frontends...), programmed.AddressFrontends(pp, pe.ExternalIPs, pe.LoadBalancerIPs)...)
+	if len(frontends) == 0 {
 		return 0
 	}
 	ebpf := pp.EBPF
@@ -48,8 +56,8 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 	problems := 0
 	var npFound, npMissing []string
 	var npMissingEntries []*programmed.Frontend
-	for i := range pp.Frontends {
-		f := &pp.Frontends[i]
+	for i := range frontends {
+		f := &frontends[i]
 		if f.Chain != "" && len(pe.External) == 0 {
 			// Local policy and no local endpoint: kube-proxy ends the
 			// chain without a jump to the local endpoints and drops what
@@ -68,6 +76,9 @@ func (nj *nodeJudge) compareFrontends(node string, lag syncLag, pe expect.PortEx
 				problems++
 			}
 			continue
+		}
+		if f.Table != "" {
+			continue // its external chain's own entry carries the endpoints
 		}
 		if f.Kind == programmed.FrontendNodePort {
 			npFound = append(npFound, f.Address)
@@ -150,6 +161,9 @@ func (nj *nodeJudge) policyDiffers(node string, lag syncLag, pe expect.PortExpec
 func (nj *nodeJudge) frontendMissing(node string, lag syncLag, ebpf *programmed.EBPFDetail, f *programmed.Frontend, args func(*programmed.Frontend, report.Args) report.Args) bool {
 	if f.Chain != "" {
 		return nj.faultOrLag(node, lag, report.CodeDPExternalMissing, args(f, nil), "no external chain for it yet", f.Evidence)
+	}
+	if f.Table != "" {
+		return nj.faultOrLag(node, lag, report.CodeDPExternalAddressMissing, args(f, report.Args{"table": f.Table}), "no entry for "+f.Name+" in "+f.Table+" yet", f.Evidence)
 	}
 	if ebpf != nil {
 		return nj.faultOrLag(node, lag, report.CodeDPEBPFExternal, args(f, report.Args{"detail": "is not in the " + ebpf.Map + ": traffic to it reaches no backend"}),
