@@ -69,7 +69,13 @@ type PortExpectation struct {
 	// NoLocalFallback is true when a Local-policy path has no local
 	// endpoint and the programmer sends it to the Cluster endpoints instead
 	// (IPVSRules).
-	NoLocalFallback      bool
+	NoLocalFallback bool
+	// ExternalIPs and LoadBalancerIPs are the Service's externalIPs and
+	// load-balancer ingress IPs this family's proxier programs
+	// (newBaseServiceInfo: its own family's, and only VIP-mode ingress IPs),
+	// the addresses the external entries are expected for.
+	ExternalIPs          []string
+	LoadBalancerIPs      []string
 	InternalPolicyLocal  bool
 	ExternalPolicyLocal  bool
 	ExternallyAccessible bool

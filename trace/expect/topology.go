@@ -19,8 +19,10 @@ func categorize(svc *corev1.Service, sp corev1.ServicePort, fam corev1.IPFamily,
 		// load-balancer IPs (newBaseServiceInfo), so a dual-stack Service
 		// with an IPv4 externalIP and no NodePort is externally accessible
 		// in IPv4 only.
-		ExternallyAccessible: sp.NodePort != 0 || len(ExternalIPs(svc, fam)) > 0 || len(LoadBalancerVIPs(svc, fam)) > 0,
+		ExternalIPs:     ExternalIPs(svc, fam),
+		LoadBalancerIPs: LoadBalancerVIPs(svc, fam),
 	}
+	pe.ExternallyAccessible = sp.NodePort != 0 || len(pe.ExternalIPs) > 0 || len(pe.LoadBalancerIPs) > 0
 	if pe.Protocol == "" {
 		pe.Protocol = string(corev1.ProtocolTCP)
 	}

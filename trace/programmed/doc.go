@@ -36,6 +36,10 @@
 //   - frontend.go: the entries external traffic enters by (IPVS virtual
 //     servers, the eBPF agents' map entries, kube-proxy's external chain),
 //     which every translator fills the same way.
+//   - address.go: kube-proxy's iptables and nftables entries for each
+//     externalIP and load-balancer IP (a KUBE-SERVICES rule, a service-ips
+//     element), which become one Frontend per address the API lists
+//     (AddressFrontends): the same per-address judgement as IPVS's.
 //
 // The package does no I/O and decides nothing about faults: what a
 // translation finds odd (a slot that leads nowhere, a backend the agent

@@ -34,6 +34,12 @@ type Frontend struct {
 	// Chain is the chain an external chain entry is (KUBE-EXT-…,
 	// external-…), "" for the other kinds.
 	Chain string
+	// Table is where kube-proxy's iptables or nftables mode keeps an
+	// externalIP or load-balancer IP entry ("nat KUBE-SERVICES", "map
+	// service-ips"); "" for the other datapaths' entries. Such an entry
+	// only sends its address to the external chain (or the firewall chain
+	// before it), whose own Frontend carries the endpoints and the policy.
+	Table string
 	// SameAsClusterIP: the entry selects through the ClusterIP's own
 	// endpoint chain (an external chain under Cluster policy whose
 	// ClusterIP goes to KUBE-SVC-… or service-… too), so its endpoints are

@@ -97,6 +97,7 @@ func FromIPTables(b collectorapi.IPTablesBackendObservation) []Port {
 		if f := iptExternal(p, internal); f != nil {
 			pp.Frontends = []Frontend{*f}
 		}
+		pp.AddressEntries, pp.AddressEntriesRead = iptAddressEntries(b, p)
 		out = append(out, pp)
 	}
 	return out

@@ -2,6 +2,7 @@ package programmed
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
@@ -9,6 +10,10 @@ import (
 
 func FromNFTables(source string, t collectorapi.NFTablesTableObservation) []Port {
 	var out []Port
+	clusterIPs := map[netip.Addr]bool{}
+	for _, m := range t.ClusterIPs {
+		clusterIPs[parseAddr(m.Key)] = true
+	}
 	for _, p := range t.Ports {
 		pp := Port{
 			Datapath: fmt.Sprintf("nftables (%s %s, via %s)", t.Family, t.Name, source),
@@ -56,6 +61,7 @@ func FromNFTables(source string, t collectorapi.NFTablesTableObservation) []Port
 		if f := nftExternal(p, chains, internal); f != nil {
 			pp.Frontends = []Frontend{*f}
 		}
+		pp.AddressEntries = nftAddressEntries(p, clusterIPs)
 		out = append(out, pp)
 	}
 	return out

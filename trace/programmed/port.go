@@ -57,6 +57,15 @@ type Port struct {
 	// (FrontendExternalChain) where kube-proxy's iptables and nftables
 	// modes send every external address through it.
 	Frontends []Frontend
+	// AddressEntries are kube-proxy's iptables and nftables entries that
+	// send one externalIP or load-balancer IP of the port on (Frontend.Table
+	// set; Kind empty: nftables cannot tell the two apart, the API can),
+	// the ones found and, on nftables, the lookups that found none.
+	// AddressEntriesRead says the reader saw every entry of the port, so an
+	// address with none here has none on the node; otherwise such an
+	// address is undetermined (AddressFrontends).
+	AddressEntries     []Frontend
+	AddressEntriesRead bool
 	// IPVS holds the IPVS-only details (FromIPVS); nil for other datapaths.
 	IPVS *IPVSDetail
 	// EBPF holds the eBPF agents' details (FromCilium, FromCalico); nil for

@@ -56,6 +56,7 @@ const (
 	CodeDPIPVSExternalMissing     = "DP063"
 	CodeDPIPVSNodePortPartial     = "DP064"
 	CodeDPIPVSITPLocalFallback    = "DP065"
+	CodeDPExternalAddressMissing  = "DP072"
 
 	// Judged from inside the --from Pod's network namespace (the client's
 	// own view), and an endpoint Pod reaching itself (hairpin).
@@ -216,6 +217,9 @@ var dpCatalog = []CheckSpec{
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPIPVSExternalMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "External virtual server not programmed",
 		Message:  "{datapath} has no virtual server {frontend} for {port}: traffic to it on this node is not load-balanced to any endpoint",
+		NextStep: nodeSvcCmd},
+	{Code: CodeDPExternalAddressMissing, Layer: LayerDatapath, Severity: SeverityError, Title: "externalIP or load-balancer IP not programmed",
+		Message:  "{datapath} has no entry for {frontend} of {port} in {table}: traffic to that address on this node is not sent to the Service's endpoints",
 		NextStep: nodeSvcCmd},
 	{Code: CodeDPIPVSNodePortPartial, Layer: LayerDatapath, Severity: SeverityWarning, Title: "NodePort missing on some node addresses (IPVS)",
 		Message:  "{datapath} serves NodePort {nodePort} of {port} on {found} but has no virtual server on {missing}: clients using those addresses are not served (unless kube-proxy's nodePortAddresses leaves them out on purpose)",
