@@ -12,7 +12,8 @@ import (
 // testbed is not up). Read-only: it lists chains and never names a legacy
 // table that does not exist.
 func TestReadLiveTestbed(t *testing.T) {
-	q := Query{NetNS: fixture.LiveTestbedNode(t, "svtb-node1"), Service: fixture.Kubernetes()}
+	netns := fixture.LiveTestbedNode(t, "svtb-node1")
+	q := Query{NetNS: netns, Service: fixture.LiveKubernetes(t, netns)}
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)

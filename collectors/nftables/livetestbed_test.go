@@ -12,7 +12,8 @@ import (
 // nftables-mode node while the real kube-proxy runs (skipped when the
 // testbed is not up). Read-only.
 func TestReadLiveTestbed(t *testing.T) {
-	q := Query{NetNS: fixture.LiveTestbedNode(t, "svtb-node2"), Service: fixture.Kubernetes()}
+	netns := fixture.LiveTestbedNode(t, "svtb-node2")
+	q := Query{NetNS: netns, Service: fixture.LiveKubernetes(t, netns)}
 	obs, err := Read(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
