@@ -238,13 +238,19 @@ func TestDNS(t *testing.T) {
 				c := &dns.Client{Net: proto, Timeout: 3 * time.Second}
 				dc := &dns.Conn{Conn: conn}
 				defer dc.Close()
-				m := new(dns.Msg).SetQuestion(fqdn+".", dns.TypeA)
+				// The Service's ClusterIP is of the cluster's primary
+				// family: an A record on IPv4, AAAA on IPv6.
+				qtype := dns.TypeA
+				if strings.Contains(svc.Spec.ClusterIP, ":") {
+					qtype = dns.TypeAAAA
+				}
+				m := new(dns.Msg).SetQuestion(fqdn+".", qtype)
 				r, _, err := c.ExchangeWithConnContext(ctx, m, dc)
 				if err != nil {
 					return err
 				}
-				if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != svc.Spec.ClusterIP {
-					return fmt.Errorf("A answer %v", r.Answer)
+				if len(r.Answer) != 1 || answerIP(r.Answer[0]) != svc.Spec.ClusterIP {
+					return fmt.Errorf("%s answer %v", dns.TypeToString[qtype], r.Answer)
 				}
 				m = new(dns.Msg).SetQuestion("_http._tcp."+fqdn+".", dns.TypeSRV)
 				r, _, err = c.ExchangeWithConnContext(ctx, m, dc)
@@ -261,4 +267,15 @@ func TestDNS(t *testing.T) {
 			}
 		}
 	}
+}
+
+// answerIP is the address of an A or AAAA record, "" for another type.
+func answerIP(rr dns.RR) string {
+	switch a := rr.(type) {
+	case *dns.A:
+		return a.A.String()
+	case *dns.AAAA:
+		return a.AAAA.String()
+	}
+	return ""
 }
