@@ -541,6 +541,47 @@ func (nj *nodeJudge) judgeRouteAndProbes(node string, obs *collectorapi.Observat
 	nj.judgeProbes(node, obs, eps.ready, routeFailed, eps.pod)
 }
 
+// judgeForwarding reports a family whose forwarding is off on the node:
+// IPv4 always (net.ipv4.ip_forward), IPv6 (net.ipv6.conf.all.forwarding)
+// when the Service has an IPv6 ClusterIP, whose traffic to Pods crosses
+// the node's IPv6 forwarding path (a dual-stack or IPv6-only cluster). It
+// returns the number of findings.
+func (nj *nodeJudge) judgeForwarding(node string, r *collectorapi.RouteObservation, epNode map[string]string) int {
+	problems := 0
+	for _, f := range []struct {
+		family        corev1.IPFamily
+		value, sysctl string
+	}{
+		{corev1.IPv4Protocol, r.IPv4Forward, "net.ipv4.ip_forward"},
+		{corev1.IPv6Protocol, r.IPv6Forward, "net.ipv6.conf.all.forwarding"},
+	} {
+		if f.value != "0" || (f.family == corev1.IPv6Protocol && !nj.serviceHasFamily(f.family)) {
+			continue
+		}
+		var local []string
+		for ip, n := range epNode {
+			if n == node && programmed.AddressFamily(ip) == f.family {
+				local = append(local, ip)
+			}
+		}
+		sort.Strings(local)
+		pods := ""
+		if len(local) > 0 {
+			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
+		}
+		nj.EmitNode(report.CodeRTForwardOff, node, report.Args{"sysctl": f.sysctl, "forward": f.value, "pods": pods, report.ArgFamily: string(f.family)},
+			[]string{f.sysctl + " = " + f.value})
+		problems++
+	}
+	return problems
+}
+
+// serviceHasFamily says whether the traced Service has a ClusterIP of the family.
+func (nj *nodeJudge) serviceHasFamily(f corev1.IPFamily) bool {
+	svc := nj.in.Service
+	return svc != nil && slices.Contains(svc.Spec.IPFamilies, f)
+}
+
 func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epNode map[string]string) map[string]bool {
 	failed := map[string]bool{}
 	s := obs.Sections.Route
@@ -554,21 +595,7 @@ func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epN
 	}
 	r := s.Data
 	problems := 0
-	if r.IPv4Forward == "0" {
-		var local []string
-		for ip, n := range epNode {
-			if n == node {
-				local = append(local, ip)
-			}
-		}
-		sort.Strings(local)
-		pods := ""
-		if len(local) > 0 {
-			pods = "; endpoints on this node (" + strings.Join(local, ", ") + ") are unreachable from other nodes and from outside"
-		}
-		nj.EmitNode(report.CodeRTForwardOff, node, report.Args{"forward": r.IPv4Forward, "pods": pods}, []string{"net.ipv4.ip_forward = " + r.IPv4Forward})
-		problems++
-	}
+	problems += nj.judgeForwarding(node, r, epNode)
 	var noRoute, raw []string
 	down := map[string][]string{}
 	devices := map[string]bool{}

@@ -58,7 +58,7 @@ var rtCatalog = []CheckSpec{
 		Message:  "the route to {ips} uses {device}, which is {state}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTForwardOff, Layer: LayerRoute, Severity: SeverityError, Title: "IP forwarding off",
-		Message:  "net.ipv4.ip_forward={forward}: the node does not forward Service traffic to Pods{pods}",
+		Message:  "{sysctl}={forward}: the node does not forward Service traffic to Pods{pods}",
 		NextStep: nodeSvcCmd},
 	{Code: CodeRTRPFilter, Layer: LayerRoute, Severity: SeverityWarning, Title: "Strict reverse-path filter",
 		Message:  "rp_filter is strict on {device}: the kernel applies max(conf.all.rp_filter={all}, conf.{device}.rp_filter={deviceValue}) = 1, so replies that arrive on another interface than the route back are dropped",
