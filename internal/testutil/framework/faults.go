@@ -111,10 +111,18 @@ func (tb *Testbed) WriteLegacyLeftovers(t testing.TB, node string) Undo {
 	})
 }
 
-// SetIPForward sets net.ipv4.ip_forward in a node's namespace; undo restores the old value.
+// SetIPForward sets the testbed primary family's forwarding (net.ipv4.ip_forward,
+// or net.ipv6.conf.all.forwarding on an IPv6-primary testbed) in a node's
+// namespace; undo restores the old value.
 func (tb *Testbed) SetIPForward(t testing.TB, node string, on bool) Undo {
 	t.Helper()
-	old, err := tb.ExecInNode(Context(t, 10*time.Second), node, "cat", "/proc/sys/net/ipv4/ip_forward")
+	// The primary family's forwarding: what Pods' primary addresses, and
+	// the other node's Pod CIDR route, depend on.
+	family, file := "ipv4", "/proc/sys/net/ipv4/ip_forward"
+	if len(tb.IPFamilies) > 0 && tb.IPFamilies[0] == "ipv6" {
+		family, file = "ipv6", "/proc/sys/net/ipv6/conf/all/forwarding"
+	}
+	old, err := tb.ExecInNode(Context(t, 10*time.Second), node, "cat", file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +130,9 @@ func (tb *Testbed) SetIPForward(t testing.TB, node string, on bool) Undo {
 	if on {
 		v = "1"
 	}
-	tb.ctl(t, "ip-forward", node, v)
+	tb.ctl(t, "ip-forward", node, v, family)
 	return tb.fault(t, func(ctx context.Context) error {
-		_, err := tb.Ctl(ctx, "ip-forward", node, strings.TrimSpace(old))
+		_, err := tb.Ctl(ctx, "ip-forward", node, strings.TrimSpace(old), family)
 		return err
 	})
 }

@@ -342,7 +342,13 @@ func ipvsServiceWith(t *testing.T, tb *framework.Testbed, n *ipvsNode, ns string
 	if !local {
 		pods = nil
 	}
-	es := n.slice(out, discoveryv1.AddressTypeIPv4, pods)
+	// The node's Pods are of the testbed's primary family, as is a
+	// SingleStack Service's ClusterIP.
+	addressType := discoveryv1.AddressTypeIPv4
+	if tb.IPFamilies[0] == "ipv6" {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	es := n.slice(out, addressType, pods)
 	for _, ip := range remote { // "ip@node"
 		addr, node, _ := strings.Cut(ip, "@")
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{addr}, NodeName: ptr.To(node),
@@ -559,7 +565,7 @@ func TestIPVSNode(t *testing.T) {
 	t.Run("NodePort healthy", func(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{ipvsPort()}}})
-		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		np := net.JoinHostPort(n.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
 		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); strings.Count(out, "Masq") != len(n.Pods) {
 			t.Fatalf("NodePort virtual server %s: %s", np, out)
 		}
@@ -600,7 +606,7 @@ func TestIPVSNode(t *testing.T) {
 		svc := ipvsService(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 				Ports: []corev1.ServicePort{ipvsPort()}}}, "10.244.1.250@"+tb.NodeNames()[0])
-		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		np := net.JoinHostPort(n.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
 		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); strings.Contains(out, "10.244.1.250") || strings.Count(out, "Masq") != len(n.Pods) {
 			t.Fatalf("ETP Local NodePort virtual server %s holds more than the local endpoints: %s", np, out)
 		}
@@ -623,7 +629,7 @@ func TestIPVSNode(t *testing.T) {
 		svc := ipvsServiceWith(t, tb, n, ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "local-remote"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
 				Ports: []corev1.ServicePort{ipvsPort()}}}, false, remote+"@"+remoteNode)
-		np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+		np := net.JoinHostPort(n.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
 		if out := n.exec(t, "ipvsadm", "-Ln", "-t", np); !strings.Contains(out, fmt.Sprintf("%s:%d", remote, framework.EchoHTTPPort)) {
 			t.Fatalf("ETP Local NodePort virtual server %s without a local endpoint: %s (kube-proxy v1.37 lists the cluster endpoints)", np, out)
 		}
@@ -919,7 +925,7 @@ func TestIPVSNodeKubelet(t *testing.T) {
 	svc := tb.CreateService(t, ns, framework.NewService("web", "web", framework.NodePort()))
 	tb.WaitReadyEndpoints(t, ns, svc.Name, len(nodes))
 	vip := fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-	np := fmt.Sprintf("%s:%d", n.IP, svc.Spec.Ports[0].NodePort)
+	np := net.JoinHostPort(n.IP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
 		a, _ := n.tryExec("ipvsadm", "-Ln", "-t", vip)
 		b, _ := n.tryExec("ipvsadm", "-Ln", "-t", np)
