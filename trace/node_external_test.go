@@ -36,15 +36,18 @@ func etpLocalIPT(last string, local ...collectorapi.IPTablesEndpointJump) *colle
 	return &collectorapi.IPTablesObservation{Backends: []collectorapi.IPTablesBackendObservation{b}}
 }
 
+// nodePortLocal makes the test Service a NodePort (30080) with
+// externalTrafficPolicy Local.
+func nodePortLocal(s *corev1.Service) {
+	s.Spec.Type = corev1.ServiceTypeNodePort
+	s.Spec.Ports[0].NodePort = 30080
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+}
+
 // TestExternalPathCompared: the ClusterIP chain can be right while the path
 // NodePort traffic takes is not. Each case was judged healthy before the
 // external chain was compared.
 func TestExternalPathCompared(t *testing.T) {
-	nodePortLocal := func(s *corev1.Service) {
-		s.Spec.Type = corev1.ServiceTypeNodePort
-		s.Spec.Ports[0].NodePort = 30080
-		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	}
 	local := jump("KUBE-SEP-1", "10.244.1.5:8080", 1)
 	stale := jump("KUBE-SEP-9", "10.244.9.9:8080", 1)
 	for _, tt := range []struct {
@@ -87,11 +90,6 @@ func TestExternalPathCompared(t *testing.T) {
 // real kube-proxy wrote nf-fixtures/extip on the testbed
 // (collectors/testdata/nftables/testbed-node2.list).
 func TestExternalPathComparedNFTables(t *testing.T) {
-	nodePortLocal := func(s *corev1.Service) {
-		s.Spec.Type = corev1.ServiceTypeNodePort
-		s.Spec.Ports[0].NodePort = 30080
-		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	}
 	mk := func(localEP string) *collectorapi.NFTablesObservation {
 		o := nftObservation("10.244.1.5:8080", "10.244.2.7:8080")
 		p := &o.Tables[0].Ports[0]
@@ -121,11 +119,6 @@ func TestExternalPathComparedNFTables(t *testing.T) {
 // unrelated stale endpoint stays a fault, as it does in the ClusterIP's
 // chain).
 func TestExternalChainExcuses(t *testing.T) {
-	nodePortLocal := func(s *corev1.Service) {
-		s.Spec.Type = corev1.ServiceTypeNodePort
-		s.Spec.Ports[0].NodePort = 30080
-		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	}
 	stale := jump("KUBE-SEP-9", "10.244.9.9:8080", 1)
 	t.Run("pending sync", func(t *testing.T) {
 		in := nodeInput(nodePortLocal)
