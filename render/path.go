@@ -93,12 +93,7 @@ func hasFamily(svc *report.ServiceSummary, family string) bool {
 	if len(svc.IPFamilies) > 0 {
 		return slices.Contains(svc.IPFamilies, family)
 	}
-	for _, ip := range svc.ClusterIPs {
-		if strings.Contains(ip, ":") == (family == "IPv6") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(svc.ClusterIPs, func(ip string) bool { return familyOf(ip) == family })
 }
 
 func serviceDetails(svc *report.ServiceSummary) []string {
@@ -147,6 +142,7 @@ func serviceDetails(svc *report.ServiceSummary) []string {
 	return append(out, svc.Type)
 }
 
+// familyOf is an address's family as the report names it.
 func familyOf(ip string) string {
 	if strings.Contains(ip, ":") {
 		return "IPv6"

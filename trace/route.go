@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	collectorapi "github.com/svctrace/kubectl-svctrace/collectors/api/v1alpha1"
+	"github.com/svctrace/kubectl-svctrace/trace/expect"
 	"github.com/svctrace/kubectl-svctrace/trace/programmed"
 	"github.com/svctrace/kubectl-svctrace/trace/report"
 )
@@ -555,7 +556,7 @@ func (nj *nodeJudge) judgeForwarding(node string, r *collectorapi.RouteObservati
 		{corev1.IPv4Protocol, r.IPv4Forward, "net.ipv4.ip_forward"},
 		{corev1.IPv6Protocol, r.IPv6Forward, "net.ipv6.conf.all.forwarding"},
 	} {
-		if f.value != "0" || (f.family == corev1.IPv6Protocol && !nj.serviceHasFamily(f.family)) {
+		if f.value != "0" || (f.family == corev1.IPv6Protocol && (nj.in.Service == nil || !slices.Contains(expect.ServiceFamilies(nj.in.Service), f.family))) {
 			continue
 		}
 		var local []string
@@ -576,12 +577,6 @@ func (nj *nodeJudge) judgeForwarding(node string, r *collectorapi.RouteObservati
 	return problems
 }
 
-// serviceHasFamily says whether the traced Service has a ClusterIP of the family.
-func (nj *nodeJudge) serviceHasFamily(f corev1.IPFamily) bool {
-	svc := nj.in.Service
-	return svc != nil && slices.Contains(svc.Spec.IPFamilies, f)
-}
-
 func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epNode map[string]string) map[string]bool {
 	failed := map[string]bool{}
 	s := obs.Sections.Route
@@ -594,8 +589,7 @@ func (nj *nodeJudge) judgeRoutes(node string, obs *collectorapi.Observation, epN
 		return failed
 	}
 	r := s.Data
-	problems := 0
-	problems += nj.judgeForwarding(node, r, epNode)
+	problems := nj.judgeForwarding(node, r, epNode)
 	var noRoute, raw []string
 	down := map[string][]string{}
 	devices := map[string]bool{}
